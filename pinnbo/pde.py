@@ -1,0 +1,453 @@
+"""Symbolic PDE declaration (sympy) and its compilation to a torch residual operator.
+
+A user declares ``N[h] = g`` with sympy, in the field's own notation::
+
+    x, y = sp.symbols("x y")
+    T = sp.Function("T")(x, y)
+    heat = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
+    residual = heat.compile()
+    r = residual(model, points)        # (N, 2) points -> (N, 1) residual N[h](z) - g(z)
+
+The unknown's arguments are the inputs, in order: column ``i`` of ``points`` is argument ``i``.
+
+How compilation works: every derivative atom ``∂^α h`` (and ``h`` itself) is replaced by a
+placeholder symbol; the remaining algebra is turned once into a tree of torch closures (a small
+tree walker rather than ``sympy.lambdify``: under sympy 1.14 lambdify's torch printer returns
+Python ints for constant terms, passes ints to ``torch.sqrt`` for ``sqrt(2)`` and floats to
+``torch.heaviside``/``torch.min`` and fails; the walker folds constants to floats at declaration
+time, runs no generated code, and can reject unsupported constructs while the user is still
+declaring). At call time each ``∂^α h`` is obtained by successive ``torch.autograd.grad`` calls with
+``create_graph=True`` and cached by multi-index, so ``h_xx`` reuses ``h_x``.
+
+Every bad declaration raises :class:`PDEError` from ``PDE(...)`` with a one-line message naming the
+offending symbol.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from typing import Callable, Iterable, Mapping, Sequence
+
+import sympy as sp
+import torch
+from sympy.core.function import AppliedUndef
+
+__all__ = ["PDE", "PDEError", "MAX_ORDER"]
+
+#: Highest total derivative order accepted (the Euler–Bernoulli beam needs 4).
+MAX_ORDER = 4
+
+MultiIndex = tuple[int, ...]
+# A compiled node: (values of the placeholder/input symbols, (N,) reference tensor) -> value.
+# Constant subtrees are folded to Python floats; everything else is an (N,) tensor.
+_Node = Callable[[Mapping[sp.Symbol, torch.Tensor], torch.Tensor], "torch.Tensor | float"]
+
+
+class PDEError(ValueError):
+    """A PDE declaration that cannot be compiled; the message names the offending symbol."""
+
+
+def _heaviside(x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+    # torch.heaviside has no autograd formula; the where-form has the correct (zero) derivative.
+    return torch.where(x > 0, torch.ones_like(x), torch.where(x < 0, torch.zeros_like(x), h0))
+
+
+# sympy function class -> (torch implementation, accepted argument counts).
+_FUNCTIONS: dict[type, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
+    sp.sin: (torch.sin, (1,)),
+    sp.cos: (torch.cos, (1,)),
+    sp.tan: (torch.tan, (1,)),
+    sp.cot: (lambda a: 1.0 / torch.tan(a), (1,)),
+    sp.sec: (lambda a: 1.0 / torch.cos(a), (1,)),
+    sp.csc: (lambda a: 1.0 / torch.sin(a), (1,)),
+    sp.asin: (torch.asin, (1,)),
+    sp.acos: (torch.acos, (1,)),
+    sp.atan: (torch.atan, (1,)),
+    sp.atan2: (torch.atan2, (2,)),
+    sp.sinh: (torch.sinh, (1,)),
+    sp.cosh: (torch.cosh, (1,)),
+    sp.tanh: (torch.tanh, (1,)),
+    sp.asinh: (torch.asinh, (1,)),
+    sp.acosh: (torch.acosh, (1,)),
+    sp.atanh: (torch.atanh, (1,)),
+    sp.exp: (torch.exp, (1,)),
+    sp.log: (torch.log, (1,)),
+    sp.erf: (torch.erf, (1,)),
+    sp.Abs: (torch.abs, (1,)),
+    sp.sign: (torch.sign, (1,)),
+    sp.floor: (torch.floor, (1,)),
+    sp.ceiling: (torch.ceil, (1,)),
+    sp.Heaviside: (lambda a, h0=None: _heaviside(a, 0.5 * torch.ones_like(a) if h0 is None else h0), (1, 2)),
+}
+# n-ary lattice functions reduce pairwise.
+_REDUCTIONS: dict[type, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    sp.Min: torch.minimum,
+    sp.Max: torch.maximum,
+}
+_RELATIONS: dict[type, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    sp.StrictLessThan: torch.lt,
+    sp.LessThan: torch.le,
+    sp.StrictGreaterThan: torch.gt,
+    sp.GreaterThan: torch.ge,
+    sp.Equality: torch.eq,
+    sp.Unequality: torch.ne,
+}
+_LOGIC: dict[type, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    sp.And: torch.logical_and,
+    sp.Or: torch.logical_or,
+    sp.Xor: torch.logical_xor,
+}
+
+
+def _as_tensor(value: torch.Tensor | float | bool, ref: torch.Tensor) -> torch.Tensor:
+    """Broadcast a folded constant (or pass a tensor through) to ``ref``'s (N,) shape, dtype, device."""
+    if isinstance(value, torch.Tensor):
+        return value.expand_as(ref) if value.shape != ref.shape else value
+    if isinstance(value, bool):
+        return torch.full(ref.shape, value, dtype=torch.bool, device=ref.device)
+    return torch.full_like(ref, value)
+
+
+def _sympify(value: object, where: str) -> sp.Basic:
+    # strict=True: numbers and sympy objects only, so no user string reaches sympy's eval-based parser.
+    try:
+        return sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError):
+        raise PDEError(
+            f"{where}: expected a sympy expression or a number, got {type(value).__name__} {value!r}"
+        ) from None
+
+
+def _as_list(value: object) -> list | None:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
+class PDE:
+    """A PDE ``N[h](z) = g(z)`` (or a system of them) in one unknown function ``h``.
+
+    Args:
+        lhs: the operator ``N[h]`` as a sympy expression in the unknown (e.g. ``T(x, y)``), its
+            derivatives and the inputs; or a list of such expressions, one per equation.
+        rhs: the source ``g``: a number or sympy expression of the inputs (it may contain the
+            unknown too; the residual is ``lhs - rhs`` either way), or a list as long as ``lhs``.
+            A single rhs with a list ``lhs`` applies to every equation.
+        inputs: optional names of the inputs, checked against the unknown's arguments (same names,
+            same order) so that a mismatch with the points' column order fails early.
+        params: named constants substituted into ``lhs`` and ``rhs`` (e.g. ``{"k": 2.0}`` for a
+            symbol ``k``); any other symbol that is not an input is an error.
+
+    Attributes:
+        inputs: tuple of input names, the order of ``points``' columns.
+        unknown: the unknown function's name.
+        dim: number of inputs ``d``.
+        n_equations: number of equations, i.e. residual columns.
+        max_order: highest total derivative order that appears (0 if none).
+        lhs, rhs: tuples of the sympy expressions after substitution and ``doit()``.
+
+    Raises:
+        PDEError: on any declaration that cannot be compiled, naming the offending symbol.
+    """
+
+    def __init__(
+        self,
+        lhs: sp.Expr | Sequence[sp.Expr],
+        rhs: sp.Expr | float | Sequence[sp.Expr | float] = 0,
+        *,
+        inputs: Sequence[str] | None = None,
+        params: Mapping[str, float | sp.Expr] | None = None,
+    ) -> None:
+        lhs_list = _as_list(lhs)
+        lhs_items = [lhs] if lhs_list is None else lhs_list
+        if not lhs_items:
+            raise PDEError("lhs: expected at least one equation, got an empty list")
+        rhs_list = _as_list(rhs)
+        if rhs_list is None:
+            rhs_items = [rhs] * len(lhs_items)
+        elif len(rhs_list) != len(lhs_items):
+            raise PDEError(f"rhs: {len(rhs_list)} right-hand sides for {len(lhs_items)} equations")
+        else:
+            rhs_items = rhs_list
+
+        raw_lhs = [self._expression(e, "lhs", i, lhs_list is not None) for i, e in enumerate(lhs_items)]
+        raw_rhs = [self._expression(e, "rhs", i, lhs_list is not None) for i, e in enumerate(rhs_items)]
+        raw = raw_lhs + raw_rhs
+
+        raw = self._substitute_params(raw, params or {})
+        call = self._find_unknown(raw)
+        self._call = call
+        self._symbols: tuple[sp.Symbol, ...] = tuple(call.args)
+        self.inputs: tuple[str, ...] = tuple(s.name for s in self._symbols)
+        self.unknown: str = call.func.__name__
+        self.dim: int = len(self._symbols)
+        self.n_equations: int = len(lhs_items)
+        if inputs is not None and tuple(str(n) for n in inputs) != self.inputs:
+            raise PDEError(
+                f"inputs={list(inputs)!r} do not match the arguments of {call}: expected "
+                f"{list(self.inputs)!r} (the points' column order)"
+            )
+        self._check_symbols(raw)
+
+        # doit() expands derivatives of products that sympy leaves unevaluated, e.g. the beam's
+        # (EI(x) w'')'' becomes EI w'''' + 2 EI' w''' + EI'' w''.
+        done = [e.doit() for e in raw]
+        self.lhs: tuple[sp.Expr, ...] = tuple(done[: self.n_equations])
+        self.rhs: tuple[sp.Expr, ...] = tuple(done[self.n_equations :])
+        self._find_unknown(done)  # doit() must not have introduced other undefined functions
+
+        # Placeholder per multi-index α (α = 0 is h itself); Dummy so they never clash with user names.
+        self._placeholders: dict[MultiIndex, sp.Dummy] = {}
+        self._equations: list[_Node] = []
+        for i, (l, r) in enumerate(zip(self.lhs, self.rhs)):
+            residual = l - r
+            if not residual.has(call):
+                raise PDEError(f"equation {i}: {l} = {r} does not involve the unknown {call}")
+            self._equations.append(self._build(residual))
+        self.max_order: int = max(sum(a) for a in self._placeholders)
+        # Multi-indices in increasing total order, so parents are computed before children.
+        self._multi_indices: tuple[MultiIndex, ...] = tuple(sorted(self._placeholders, key=lambda a: (sum(a), a)))
+
+    # ---------------------------------------------------------------- declaration checks
+    @staticmethod
+    def _expression(value: object, side: str, index: int, indexed: bool) -> sp.Expr:
+        where = f"{side}[{index}]" if indexed else side
+        expr = _sympify(value, where)
+        # Symbol subclasses Boolean in sympy, so "boolean" means Boolean and not an Expr.
+        if isinstance(expr, sp.logic.boolalg.Boolean) and not isinstance(expr, sp.Expr):
+            raise PDEError(
+                f"{where}: {expr} is a relation/boolean, not an expression; write PDE(lhs, rhs=...)"
+            )
+        if not isinstance(expr, sp.Expr):
+            raise PDEError(f"{where}: unsupported object {type(expr).__name__} {expr}")
+        return expr
+
+    @staticmethod
+    def _substitute_params(exprs: list[sp.Expr], params: Mapping[str, object]) -> list[sp.Expr]:
+        if not params:
+            return exprs
+        values = {str(name): _sympify(v, f"params[{name!r}]") for name, v in params.items()}
+        for name, v in values.items():
+            if not isinstance(v, sp.Expr):
+                raise PDEError(f"params[{name!r}]: expected a number or expression, got {v}")
+        arguments = {a for e in exprs for call in e.atoms(AppliedUndef) for a in call.args}
+        for a in arguments:
+            if isinstance(a, sp.Symbol) and a.name in values:
+                raise PDEError(f"params[{a.name!r}]: {a.name} is an input (an argument of the unknown), not a constant")
+        # Match by name: the user's symbol may carry assumptions (real=True) that Symbol(name) lacks.
+        out = []
+        for e in exprs:
+            mapping = {s: values[s.name] for s in e.free_symbols if s.name in values}
+            out.append(e.xreplace(mapping) if mapping else e)
+        return out
+
+    @staticmethod
+    def _find_unknown(exprs: Iterable[sp.Expr]) -> AppliedUndef:
+        calls: set[AppliedUndef] = set()
+        for e in exprs:
+            calls |= e.atoms(AppliedUndef)
+        if not calls:
+            raise PDEError(
+                "no unknown function: declare one, e.g. T = sp.Function('T')(x, y), and use it in lhs"
+            )
+        names = sorted({c.func.__name__ for c in calls})
+        if len(names) > 1:
+            raise PDEError(
+                f"undefined functions {', '.join(names)}: a PDE has exactly one unknown; write "
+                "coefficients as explicit expressions of the inputs"
+            )
+        if len(calls) > 1:
+            shown = ", ".join(sorted(str(c) for c in calls))
+            raise PDEError(f"unknown {names[0]} is applied to different arguments: {shown}")
+        call = next(iter(calls))
+        for arg in call.args:
+            if not isinstance(arg, sp.Symbol):
+                raise PDEError(f"unknown {call}: argument {arg} is not a plain symbol")
+        repeated = [a for a in call.args if call.args.count(a) > 1]
+        if repeated:
+            raise PDEError(f"unknown {call}: argument {repeated[0]} is repeated")
+        if not call.args:
+            raise PDEError(f"unknown {call.func.__name__}() has no arguments: apply it to the inputs")
+        return call
+
+    def _check_symbols(self, exprs: list[sp.Expr]) -> None:
+        inputs = set(self._symbols)
+        # Derivatives w.r.t. a non-input are checked before doit(), which would silently make them 0.
+        for e in exprs:
+            for d in e.atoms(sp.Derivative):
+                for v in d.variables:
+                    if v not in inputs:
+                        raise PDEError(
+                            f"derivative {d} is taken w.r.t. {v}, which is not an input of "
+                            f"{self._call}"
+                        )
+        strangers = set().union(*(e.free_symbols for e in exprs)) - inputs
+        if strangers:
+            names = sorted(s.name for s in strangers)
+            raise PDEError(
+                f"symbol {names[0]} is not an input of {self._call}: pass its value with "
+                f"params={{{names[0]!r}: ...}}" + (f" (also undeclared: {', '.join(names[1:])})" if names[1:] else "")
+            )
+
+    # ---------------------------------------------------------------- compilation (once)
+    def _placeholder(self, alpha: MultiIndex) -> sp.Dummy:
+        if alpha not in self._placeholders:
+            label = self.unknown + "".join(self.inputs[i] * k for i, k in enumerate(alpha))
+            self._placeholders[alpha] = sp.Dummy(label)
+        return self._placeholders[alpha]
+
+    def _build(self, expr: sp.Basic) -> _Node:
+        """Turn a sympy tree into nested torch closures; constants are folded to floats here."""
+        if expr == self._call:
+            p = self._placeholder((0,) * self.dim)
+            return lambda env, ref: env[p]
+        if isinstance(expr, sp.Derivative):
+            if expr.expr != self._call:
+                raise PDEError(f"unsupported derivative {expr}: only derivatives of {self._call} can be compiled")
+            alpha = [0] * self.dim
+            for v, k in expr.variable_count:
+                alpha[self._symbols.index(v)] += int(k)
+            if sum(alpha) > MAX_ORDER:
+                raise PDEError(
+                    f"derivative {expr} of {self.unknown} has order {sum(alpha)} > {MAX_ORDER}"
+                )
+            p = self._placeholder(tuple(alpha))
+            return lambda env, ref: env[p]
+        if isinstance(expr, sp.Symbol):
+            if expr not in self._symbols:  # guarded by _check_symbols; kept for bound variables
+                raise PDEError(f"symbol {expr} is not an input of {self._call}")
+            return lambda env, ref: env[expr]
+        if isinstance(expr, sp.Expr) and not expr.free_symbols and not expr.has(AppliedUndef):
+            return self._constant(expr)
+        if isinstance(expr, sp.Add):
+            terms = [self._build(a) for a in expr.args]
+            return lambda env, ref: functools.reduce(operator.add, (t(env, ref) for t in terms))
+        if isinstance(expr, sp.Mul):
+            factors = [self._build(a) for a in expr.args]
+            return lambda env, ref: functools.reduce(operator.mul, (f(env, ref) for f in factors))
+        if isinstance(expr, sp.Pow):
+            base, exponent = self._build(expr.base), self._build(expr.exp)
+            if expr.exp.is_Integer:
+                n = int(expr.exp)  # tensor ** int keeps the exact polynomial derivative at base 0
+                return lambda env, ref: base(env, ref) ** n
+            return lambda env, ref: base(env, ref) ** exponent(env, ref)
+        if isinstance(expr, sp.Piecewise):
+            return self._piecewise(expr)
+        if type(expr) in _REDUCTIONS:
+            reduce_, args = _REDUCTIONS[type(expr)], [self._build(a) for a in expr.args]
+            return lambda env, ref: functools.reduce(reduce_, (_as_tensor(a(env, ref), ref) for a in args))
+        if type(expr) in _FUNCTIONS:
+            fn, arities = _FUNCTIONS[type(expr)]
+            if len(expr.args) not in arities:
+                raise PDEError(f"function {type(expr).__name__} with {len(expr.args)} arguments is not supported")
+            args = [self._build(a) for a in expr.args]
+            return lambda env, ref: fn(*(_as_tensor(a(env, ref), ref) for a in args))
+        raise PDEError(f"unsupported construct {type(expr).__name__}: {expr}")
+
+    @staticmethod
+    def _constant(expr: sp.Expr) -> _Node:
+        value = complex(sp.N(expr, 30))
+        if value.imag != 0 or not math.isfinite(value.real):
+            raise PDEError(f"constant {expr} is not a finite real number")
+        c = value.real
+        return lambda env, ref: c
+
+    def _piecewise(self, expr: sp.Piecewise) -> _Node:
+        pieces = [(self._build(e), self._condition(c)) for e, c in expr.args]
+
+        def evaluate(env, ref):
+            # sympy's Piecewise is undefined (nan) where no condition holds.
+            out = torch.full_like(ref, math.nan)
+            for value, cond in reversed(pieces):
+                out = torch.where(_as_tensor(cond(env, ref), ref), _as_tensor(value(env, ref), ref), out)
+            return out
+
+        return evaluate
+
+    def _condition(self, cond: sp.Basic) -> _Node:
+        if cond is sp.true or cond is sp.false:
+            flag = bool(cond)
+            return lambda env, ref: flag
+        if type(cond) in _RELATIONS:
+            rel, lhs, rhs = _RELATIONS[type(cond)], self._build(cond.lhs), self._build(cond.rhs)
+            return lambda env, ref: rel(_as_tensor(lhs(env, ref), ref), _as_tensor(rhs(env, ref), ref))
+        if type(cond) in _LOGIC:
+            logic, args = _LOGIC[type(cond)], [self._condition(a) for a in cond.args]
+            return lambda env, ref: functools.reduce(logic, (_as_tensor(a(env, ref), ref) for a in args))
+        if isinstance(cond, sp.Not):
+            arg = self._condition(cond.args[0])
+            return lambda env, ref: torch.logical_not(_as_tensor(arg(env, ref), ref))
+        raise PDEError(f"unsupported condition {type(cond).__name__}: {cond}")
+
+    # ---------------------------------------------------------------- evaluation
+    def compile(self) -> Callable[[Callable[[torch.Tensor], torch.Tensor], torch.Tensor], torch.Tensor]:
+        """Return ``residual(model, points) -> N[h](z) - g(z)``.
+
+        ``model`` maps an (N, d) tensor to (N,) or (N, 1) values of ``h`` and must act row by row
+        (no batch coupling such as batch norm: derivatives are read off the gradient of the summed
+        output). ``points`` is (N, d), columns ordered as :attr:`inputs`. The result is an
+        (N, n_equations) tensor on ``points``' dtype and device, built with ``create_graph=True`` so
+        a loss on it can be back-propagated to the model's parameters.
+        """
+        equations, symbols, placeholders = list(self._equations), self._symbols, dict(self._placeholders)
+        multi_indices, dim = self._multi_indices, self.dim
+
+        def residual(model: Callable[[torch.Tensor], torch.Tensor], points: torch.Tensor) -> torch.Tensor:
+            if points.ndim != 2 or points.shape[1] != dim:
+                raise ValueError(
+                    f"points must have shape (N, {dim}) for inputs {', '.join(s.name for s in symbols)}; "
+                    f"got {tuple(points.shape)}"
+                )
+            # Derivatives need a graph from the points; a detached copy keeps the caller's tensor untouched.
+            z = points if points.requires_grad else points.detach().clone().requires_grad_(True)
+            h = model(z)
+            if h.shape not in ((z.shape[0],), (z.shape[0], 1)):
+                raise ValueError(f"model must return shape (N,) or (N, 1) with N={z.shape[0]}; got {tuple(h.shape)}")
+            derivatives = _derivatives(h.reshape(-1), z, multi_indices)
+            env = {s: z[:, i] for i, s in enumerate(symbols)}
+            env.update({placeholders[a]: derivatives[a] for a in multi_indices})
+            ref = z[:, 0].detach()
+            columns = [_as_tensor(eq(env, ref), ref) for eq in equations]
+            return torch.stack(columns, dim=1).to(points.dtype)
+
+        residual.__doc__ = f"Residual of {self!r}: (N, {dim}) points -> (N, {self.n_equations})."
+        return residual
+
+    def __repr__(self) -> str:
+        eqs = "; ".join(f"{l} = {r}" for l, r in zip(self.lhs, self.rhs))
+        return f"PDE({eqs}, unknown={self._call})"
+
+
+def _derivatives(h: torch.Tensor, z: torch.Tensor, needed: Sequence[MultiIndex]) -> dict[MultiIndex, torch.Tensor]:
+    """All ``∂^α h`` for α in ``needed``, each (N,), from successive first-order autograd.grad calls.
+
+    One backward pass of a cached ``∂^β h`` yields all d children ``∂^(β+e_i) h`` at once (row n of
+    h depends on row n of z only), so every child is cached and reused: h_xx and h_xy share h_x.
+    """
+    dim = z.shape[1]
+    cache: dict[MultiIndex, torch.Tensor] = {(0,) * dim: h}
+    expanded: set[MultiIndex] = set()
+
+    def get(alpha: MultiIndex) -> torch.Tensor:
+        if alpha in cache:
+            return cache[alpha]
+        parents = [tuple(a - (j == i) for j, a in enumerate(alpha)) for i in range(dim) if alpha[i] > 0]
+        # Prefer a parent already available; otherwise the canonical one (drop the last input first).
+        parent = next((p for p in parents if p in cache), parents[-1])
+        value = get(parent)
+        if parent not in expanded:
+            expanded.add(parent)
+            if value.requires_grad:
+                (grad,) = torch.autograd.grad(value.sum(), z, create_graph=True, allow_unused=True)
+            else:
+                grad = None
+            if grad is None:  # ∂^β h does not depend on z (e.g. h linear): its derivatives are 0
+                grad = torch.zeros_like(z)
+            for i in range(dim):
+                child = tuple(a + (j == i) for j, a in enumerate(parent))
+                cache.setdefault(child, grad[:, i])
+        return cache[alpha]
+
+    return {alpha: get(alpha) for alpha in needed}

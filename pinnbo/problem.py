@@ -1,0 +1,158 @@
+"""What a design problem is: a box of design variables, an expensive oracle, a sense, and
+optionally the PDE the objective obeys and its known optimum.
+
+Optimisers never see a Problem's oracle; they see a :class:`Box` and, for PINN-BO, the
+compiled PDE. The runner converts between the problem's sense and the minimisation that every
+optimiser performs internally (REFERENCES, conventions).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+
+class ProblemError(ValueError):
+    """A user mistake in a problem's definition or parameters (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned box of design variables.
+
+    ``lower`` and ``upper`` have length d; ``names`` are the variables' names (the symbols the
+    PDE is written in, when there is one).
+    """
+
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        lower = tuple(float(v) for v in self.lower)
+        upper = tuple(float(v) for v in self.upper)
+        names = tuple(self.names) or tuple(f"x{i + 1}" for i in range(len(lower)))
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "names", names)
+        if len(lower) == 0:
+            raise ProblemError("bounds: a domain needs at least one variable")
+        if len(lower) != len(upper) or len(names) != len(lower):
+            raise ProblemError(
+                f"bounds: lower ({len(lower)}), upper ({len(upper)}) and names ({len(names)}) "
+                "must have the same length"
+            )
+        if len(set(names)) != len(names):
+            raise ProblemError(f"bounds: variable names must be unique, got {list(names)}")
+        for name, lo, hi in zip(names, lower, upper):
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ProblemError(f"bounds.{name}: bounds must be finite, got [{lo}, {hi}]")
+            if not lo < hi:
+                raise ProblemError(f"bounds.{name}: lower bound {lo} must be below upper bound {hi}")
+
+    @classmethod
+    def cube(cls, low: float, high: float, dim: int, prefix: str = "x") -> "Box":
+        """[low, high]^dim with variables named x1..xd."""
+        return cls((low,) * dim, (high,) * dim, tuple(f"{prefix}{i + 1}" for i in range(dim)))
+
+    @property
+    def dim(self) -> int:
+        return len(self.lower)
+
+    @property
+    def lower_array(self) -> np.ndarray:
+        return np.asarray(self.lower, dtype=np.float64)
+
+    @property
+    def upper_array(self) -> np.ndarray:
+        return np.asarray(self.upper, dtype=np.float64)
+
+    @property
+    def widths(self) -> np.ndarray:
+        return self.upper_array - self.lower_array
+
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        """Map points of [0, 1]^d, shape (..., d), to the box."""
+        return self.lower_array + np.asarray(u, dtype=np.float64) * self.widths
+
+    def to_unit(self, x: np.ndarray) -> np.ndarray:
+        """Map points of the box, shape (..., d), to [0, 1]^d."""
+        return (np.asarray(x, dtype=np.float64) - self.lower_array) / self.widths
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(x, dtype=np.float64), self.lower_array, self.upper_array)
+
+    def contains(self, x: np.ndarray, tol: float = 0.0) -> bool:
+        x = np.asarray(x, dtype=np.float64)
+        return bool(np.all(x >= self.lower_array - tol) and np.all(x <= self.upper_array + tol))
+
+
+@dataclass
+class Problem:
+    """A design problem.
+
+    Attributes
+    ----------
+    name: identifier shown to the user.
+    domain: the box of design variables.
+    objective: the expensive oracle, ``objective(x) -> float`` for one design ``x`` of shape (d,)
+        in physical coordinates; returns the true (noise-free) value in the problem's own sense.
+    sense: ``"maximize"`` or ``"minimize"``.
+    pde: optional :class:`pinnbo.pde.PDE` the objective satisfies, written in the symbols named by
+        ``domain.names`` (in that order).
+    optimum: f*, the best attainable value in the problem's sense, when known.
+    optimum_location: a design attaining (or approaching) f*, shape (d,), when known.
+    noise_std: standard deviation of Gaussian observation noise added to the true value
+        (absolute units of the objective); 0 means noise-free observations.
+    collocation_filter: optional ``filter(points) -> bool mask`` over an (N, d) array, keeping
+        collocation points away from where the PDE is singular.
+    field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems, the true field on
+        an n×n grid for the report's map (cheap for cached fields).
+    """
+
+    name: str
+    domain: Box
+    objective: Callable[[np.ndarray], float]
+    sense: str = "minimize"
+    pde: Any = None
+    optimum: float | None = None
+    optimum_location: Sequence[float] | None = None
+    noise_std: float = 0.0
+    collocation_filter: Callable[[np.ndarray], np.ndarray] | None = None
+    field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+    description: str = ""
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.sense not in ("maximize", "minimize"):
+            raise ProblemError(f"sense: expected 'maximize' or 'minimize', got {self.sense!r}")
+        if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
+            raise ProblemError(f"noise: expected a finite standard deviation >= 0, got {self.noise_std}")
+
+    @property
+    def sign(self) -> float:
+        """Multiplier turning the problem's values into minimisation values."""
+        return -1.0 if self.sense == "maximize" else 1.0
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether value ``a`` is strictly better than ``b`` in the problem's sense."""
+        return a > b if self.sense == "maximize" else a < b
+
+    def simple_regret(self, best_true: float) -> float | None:
+        if self.optimum is None or best_true is None:
+            return None
+        return abs(self.optimum - best_true)
+
+
+# Problem factories by name: `problem: heat_plate` in a case file resolves here. Each module of the
+# `problems` package registers its factories with @register_problem when imported.
+PROBLEM_FACTORIES: dict[str, Callable[..., Problem]] = {}
+
+
+def register_problem(factory: Callable[..., Problem]) -> Callable[..., Problem]:
+    """Decorator: make ``factory(**params) -> Problem`` available to case files by its name."""
+    PROBLEM_FACTORIES[factory.__name__] = factory
+    return factory

@@ -1,0 +1,242 @@
+"""Tests for pinnbo.pde: the compiled residual against hand-written autograd, analytic solutions,
+differentiability for training, and declaration errors that name the offending symbol."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy as sp
+import torch
+
+from pinnbo.pde import PDE, PDEError
+
+x, y, z, k = sp.symbols("x y z k")
+T2 = sp.Function("T")(x, y)
+T3 = sp.Function("T")(x, y, z)
+w = sp.Function("w")(x)
+
+
+def mlp(dim: int, seed: int, dtype: torch.dtype = torch.float64) -> torch.nn.Module:
+    """A random tanh MLP dim -> 16 -> 16 -> 1 (biases on), seeded so every test run is identical."""
+    gen = torch.Generator().manual_seed(seed)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(dim, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)
+    ).to(dtype)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=dtype) * 0.8)
+    return net
+
+
+def points(n: int, dim: int, seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, dim, generator=gen, dtype=dtype) * 2 - 1).to(dtype)
+
+
+def d(u: torch.Tensor, pts: torch.Tensor, *axes: int) -> torch.Tensor:
+    """Hand-written nested autograd: ∂u/∂pts[:, axes[0]] ∂pts[:, axes[1]] ..., shape (N,)."""
+    for i in axes:
+        u = torch.autograd.grad(u.sum(), pts, create_graph=True)[0][:, i]
+    return u
+
+
+class Function(torch.nn.Module):
+    """A known function written in torch: (N, d) -> (N,)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, pts: torch.Tensor) -> torch.Tensor:
+        return self.fn(*pts.unbind(dim=1))
+
+
+def _ei(x_t):
+    return torch.exp(x_t) / (2 + torch.sin(x_t))
+
+
+# (id, PDE factory, dim, reference(u, pts) -> (N, n_equations))
+AGREEMENT = [
+    ("laplace-2d", lambda: PDE(T2.diff(x, 2) + T2.diff(y, 2)), 2,
+     lambda u, p: (d(u, p, 0, 0) + d(u, p, 1, 1))[:, None]),
+    ("laplace-3d", lambda: PDE(T3.diff(x, 2) + T3.diff(y, 2) + T3.diff(z, 2)), 3,
+     lambda u, p: (d(u, p, 0, 0) + d(u, p, 1, 1) + d(u, p, 2, 2))[:, None]),
+    # Reference differentiates the product EI·w'' as a whole, independently of sympy's expansion.
+    ("beam", lambda: PDE((sp.exp(x) / (2 + sp.sin(x)) * w.diff(x, 2)).diff(x, 2), rhs=1), 1,
+     lambda u, p: (d(_ei(p[:, 0]) * d(u, p, 0, 0), p, 0, 0) - 1)[:, None]),
+    ("euler-homogeneity", lambda: PDE(x * T2.diff(x) + y * T2.diff(y) - T2), 2,
+     lambda u, p: (p[:, 0] * d(u, p, 0) + p[:, 1] * d(u, p, 1) - u)[:, None]),
+    ("mixed-xyy", lambda: PDE(T2.diff(x, 1, y, 2)), 2, lambda u, p: d(u, p, 0, 1, 1)[:, None]),
+    ("fourth-order", lambda: PDE(T2.diff(x, 4)), 2, lambda u, p: d(u, p, 0, 0, 0, 0)[:, None]),
+    ("nonlinear", lambda: PDE(T2 * T2.diff(x) + T2.diff(y) ** 2, rhs=sp.pi * sp.sqrt(2)), 2,
+     lambda u, p: (u * d(u, p, 0) + d(u, p, 1) ** 2 - math.pi * math.sqrt(2))[:, None]),
+    ("system", lambda: PDE([T2.diff(x, 2) - T2.diff(y), sp.sin(T2) * T2.diff(x, y)], rhs=[0, x * y]), 2,
+     lambda u, p: torch.stack([d(u, p, 0, 0) - d(u, p, 1), torch.sin(u) * d(u, p, 0, 1) - p[:, 0] * p[:, 1]], 1)),
+    ("params", lambda: PDE(T2.diff(x, 2) + k * T2, rhs=sp.Rational(1, 3), params={"k": 2.5}), 2,
+     lambda u, p: (d(u, p, 0, 0) + 2.5 * u - 1 / 3)[:, None]),
+]
+
+
+@pytest.mark.parametrize("name, make, dim, reference", AGREEMENT, ids=[a[0] for a in AGREEMENT])
+def test_residual_matches_hand_written_autograd(name, make, dim, reference):
+    torch.manual_seed(0)
+    pde = make()
+    model = mlp(dim, seed=len(name))
+    pts = points(32, dim, seed=1)
+    r = pde.compile()(model, pts)
+
+    ref_pts = pts.clone().requires_grad_(True)
+    expected = reference(model(ref_pts).squeeze(-1), ref_pts)
+    assert r.shape == (32, pde.n_equations)
+    assert r.dtype == torch.float64
+    assert (r - expected).abs().max().item() <= 1e-10
+
+
+SOLUTIONS = [
+    ("harmonic-cubic", PDE(T2.diff(x, 2) + T2.diff(y, 2)), lambda a, b: a**3 - 3 * a * b**2, 1e-10),
+    ("exp-sin", PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=0), lambda a, b: torch.exp(a) * torch.sin(b) + a * b, 1e-9),
+    ("beam-sine", PDE(w.diff(x, 4) - w), lambda a: torch.sin(a), 1e-10),
+    ("homogeneous", PDE(x * T2.diff(x) + y * T2.diff(y) - 2 * T2), lambda a, b: a * b, 1e-10),
+    ("poisson", PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=-2 * sp.sin(x) * sp.sin(y)),
+     lambda a, b: torch.sin(a) * torch.sin(b), 1e-10),
+]
+
+
+@pytest.mark.parametrize("name, pde, fn, tol", SOLUTIONS, ids=[s[0] for s in SOLUTIONS])
+def test_residual_vanishes_on_exact_solutions(name, pde, fn, tol):
+    pts = points(50, pde.dim, seed=2) * 2
+    r = pde.compile()(Function(fn), pts)
+    assert r.shape == (50, 1)
+    assert r.abs().max().item() <= tol
+
+
+def test_residual_is_differentiable_in_model_parameters():
+    torch.manual_seed(0)
+    model = mlp(2, seed=3)
+    pts = points(32, 2, seed=4)
+    r = PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2 * T2.diff(x), rhs=sp.sin(x)).compile()(model, pts)
+    loss = r.pow(2).mean()
+    loss.backward()
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    assert sum(g.abs().sum().item() for g in grads) > 0
+    assert not pts.requires_grad and pts.grad is None  # the caller's points are left alone
+
+
+def test_points_that_require_grad_are_used_as_is():
+    model = mlp(2, seed=5)
+    pts = points(8, 2, seed=6).requires_grad_(True)
+    r = PDE(T2.diff(x) - y).compile()(model, pts)
+    (g,) = torch.autograd.grad(r.sum(), pts)
+    assert torch.isfinite(g).all()
+
+
+def test_float32_points_give_float32_residual():
+    model = mlp(2, seed=7, dtype=torch.float32)
+    pts = points(16, 2, seed=8, dtype=torch.float32)
+    r = PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x) * x], rhs=[sp.pi, 1]).compile()(model, pts)
+    assert r.dtype == torch.float32 and r.device == pts.device and r.shape == (16, 2)
+
+
+def test_derivatives_independent_of_points_are_zero():
+    # A linear model has constant first derivatives, so second derivatives are not in the graph.
+    lap = PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=1).compile()
+    pts = points(10, 2, seed=9)
+    linear = torch.nn.Linear(2, 1).double()
+    assert torch.equal(lap(linear, pts), -torch.ones(10, 1, dtype=torch.float64))
+    plain = Function(lambda a, b: a + 2 * b)  # no parameters: gradients do not require grad at all
+    assert torch.equal(lap(plain, pts), -torch.ones(10, 1, dtype=torch.float64))
+
+
+def test_derivatives_are_cached_within_one_call(monkeypatch):
+    calls = []
+    grad = torch.autograd.grad
+
+    def counting_grad(*args, **kwargs):
+        calls.append(1)
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "grad", counting_grad)
+    # h, h_x, h_y, h_xx, h_xy, h_yy, h_xxy need grads of h, h_x, h_y (or h_xy's parent) and h_xx: 4 passes.
+    pde = PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x, y) + T2.diff(x, 2, y) + T2.diff(x) * T2.diff(y))
+    pde.compile()(mlp(2, seed=10), points(4, 2, seed=11))
+    assert len(calls) == 4
+
+
+def test_piecewise_and_lattice_coefficients():
+    coefficient = sp.Piecewise((1 + x**2, x > 0), (sp.Heaviside(y) + sp.Min(x, y, 0), True))
+    model = mlp(2, seed=12)
+    pts = points(20, 2, seed=13)
+    r = PDE(coefficient * T2.diff(x)).compile()(model, pts)
+    a, b = pts[:, 0], pts[:, 1]
+    c = torch.where(a > 0, 1 + a**2, (b > 0).double() + torch.minimum(torch.minimum(a, b), torch.zeros_like(a)))
+    ref_pts = pts.clone().requires_grad_(True)
+    expected = c * d(model(ref_pts).squeeze(-1), ref_pts, 0)
+    assert (r[:, 0] - expected).abs().max().item() <= 1e-12
+
+
+def test_attributes_and_repr():
+    pde = PDE([T2.diff(x, 1, y, 2), T2], rhs=[0, x], inputs=["x", "y"])
+    assert pde.inputs == ("x", "y") and pde.unknown == "T"
+    assert (pde.dim, pde.n_equations, pde.max_order) == (2, 2, 3)
+    assert "T(x, y)" in repr(pde)
+    assert PDE(w - 1).max_order == 0
+
+
+def test_shape_errors_at_call_time():
+    residual = PDE(T2.diff(x)).compile()
+    with pytest.raises(ValueError, match=r"\(N, 2\)"):
+        residual(mlp(2, seed=0), torch.zeros(4, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="model must return"):
+        residual(lambda p: p, torch.zeros(4, 2, dtype=torch.float64))
+
+
+U = sp.Function("U")(x, y)
+g = sp.Function("g")(x)
+T_real = sp.Function("T")(x**2, y)
+ERRORS = [
+    ("undeclared-symbol", lambda: PDE(T2.diff(x, 2) + k * T2), "k"),
+    ("undeclared-in-rhs", lambda: PDE(T2.diff(x, 2), rhs=sp.Symbol("q") * x), "q"),
+    ("no-unknown", lambda: PDE(x**2 + y), "no unknown"),
+    ("two-unknowns", lambda: PDE(T2.diff(x) + U), "T, U"),
+    ("unknown-in-two-forms", lambda: PDE(T2.diff(x) + sp.Function("T")(y, x)), "T(y, x)"),
+    ("non-symbol-argument", lambda: PDE(T_real.diff(y)), "x**2"),
+    ("repeated-argument", lambda: PDE(sp.Function("T")(x, x)), "argument x is repeated"),
+    ("other-function", lambda: PDE(T2.diff(x, 2) + g), "g"),
+    ("order-5", lambda: PDE(T2.diff(x, 5)), "order 5"),
+    ("mixed-order-5", lambda: PDE(T2.diff(x, 3, y, 2) + T2), "order 5"),
+    ("nested-order-5", lambda: PDE((x * T2.diff(x, 3)).diff(x, 2)), "order 5"),
+    ("derivative-wrt-non-input", lambda: PDE(sp.Derivative(T2, z) + T2), "w.r.t. z"),
+    ("length-mismatch", lambda: PDE([T2.diff(x), T2.diff(y)], rhs=[0, 1, 2]), "3 right-hand sides for 2"),
+    ("inputs-mismatch", lambda: PDE(T2.diff(x), inputs=["y", "x"]), "'y', 'x'"),
+    ("integral", lambda: PDE(sp.Integral(T2, (x, 0, 1)) + T2.diff(y)), "Integral"),
+    ("subs", lambda: PDE(T2.diff(x).subs(x, 0) + T2), "Subs"),
+    ("derivative-of-non-unknown", lambda: PDE(sp.Derivative(sp.re(T2), x)), "re(T(x, y))"),
+    ("relational", lambda: PDE(sp.Eq(T2.diff(x, 2), 0)), "Eq("),
+    ("inequality", lambda: PDE(T2.diff(x) > 0), "T(x, y)"),
+    ("param-is-input", lambda: PDE(T2.diff(x), params={"x": 1.0}), "params['x']"),
+    ("string-rhs", lambda: PDE(T2.diff(x), rhs="sin(x)"), "sin(x)"),
+    ("complex-constant", lambda: PDE(T2.diff(x) + sp.I * T2), "I"),
+    ("unsupported-function", lambda: PDE(T2.diff(x) + sp.gamma(x)), "gamma"),
+    ("equation-without-unknown", lambda: PDE([T2.diff(x), x + y]), "equation 1"),
+]
+
+
+@pytest.mark.parametrize("name, declare, fragment", ERRORS, ids=[e[0] for e in ERRORS])
+def test_declaration_errors_name_the_offender(name, declare, fragment):
+    with pytest.raises(PDEError) as info:
+        declare()
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_params_rejects_nothing_it_does_not_need_and_matches_by_name():
+    real_k = sp.Symbol("k", positive=True)  # assumptions differ from Symbol("k"); the name decides
+    pde = PDE(T2.diff(x, 2) + real_k * T2, params={"k": 3, "unused": 1.0})
+    model, pts = mlp(2, seed=14), points(8, 2, seed=15)
+    ref_pts = pts.clone().requires_grad_(True)
+    u = model(ref_pts).squeeze(-1)
+    expected = d(u, ref_pts, 0, 0) + 3 * u
+    assert (pde.compile()(model, pts)[:, 0] - expected).abs().max().item() <= 1e-12
