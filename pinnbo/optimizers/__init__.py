@@ -1,0 +1,26 @@
+"""Optimisation methods, all behind the ask/tell interface of :class:`Optimizer`."""
+
+from __future__ import annotations
+
+from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, initial_design
+from pinnbo.optimizers.pinn_bo import PINNBO, PINNBOSettings
+from pinnbo.optimizers.random_search import RandomSearch
+
+METHODS: dict[str, type[Optimizer]] = {
+    PINNBO.name: PINNBO,
+    RandomSearch.name: RandomSearch,
+}
+
+
+def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
+                   collocation_filter=None, device: str = "cpu") -> Optimizer:
+    """Build a method by name with validated ``params`` (its documented defaults overridden)."""
+    if method not in METHODS:
+        raise MethodError(f"method: unknown method {method!r}; expected one of {', '.join(sorted(METHODS))}")
+    cls = METHODS[method]
+    settings = cls.Settings.from_params(params, method)
+    return cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+
+
+__all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "PINNBO", "PINNBOSettings",
+           "RandomSearch", "initial_design", "make_optimizer"]

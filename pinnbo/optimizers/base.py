@@ -1,0 +1,181 @@
+"""The one ask/tell interface every method implements.
+
+Optimisers minimise. They see the design box in physical coordinates and values in the
+minimisation convention (the runner multiplies a maximisation problem's values by −1).
+
+Reproducibility contract: every random draw an optimiser makes at step t comes from a generator
+derived from (seed, purpose, t), where t is the number of evaluations told so far. ``ask`` is
+therefore a deterministic function of the seed, the told data and the checkpointed state, which is
+what lets an interrupted run resume to the identical history.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+
+from pinnbo.problem import Box
+
+
+class MethodError(ValueError):
+    """A user mistake in a method's name or parameters (one-line message)."""
+
+
+def derived_seed(seed: int, *keys: Any) -> int:
+    """A 63-bit seed for the random stream named by ``keys`` under the case seed.
+
+    Streams never share state, so adding a draw to one cannot shift any other.
+    """
+    text = "/".join([str(int(seed))] + [str(k) for k in keys])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def numpy_rng(seed: int, *keys: Any) -> np.random.Generator:
+    return np.random.default_rng(derived_seed(seed, *keys))
+
+
+def torch_generator(seed: int, *keys: Any) -> torch.Generator:
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(derived_seed(seed, *keys))
+    return gen
+
+
+def sobol_unit(n: int, dim: int, seed: int, *keys: Any) -> np.ndarray:
+    """n scrambled Sobol points in [0, 1]^dim, shape (n, dim), from the named stream."""
+    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=derived_seed(seed, *keys) % (2**31))
+    return engine.draw(n, dtype=torch.float64).numpy()
+
+
+def initial_design(domain: Box, n: int, seed: int) -> np.ndarray:
+    """The initial design shared by every method for a seed: scrambled Sobol, shape (n, d)."""
+    return domain.from_unit(sobol_unit(n, domain.dim, seed, "initial-design"))
+
+
+@dataclass
+class MethodSettings:
+    """Base for a method's documented defaults; subclasses list their parameters as fields."""
+
+    @classmethod
+    def from_params(cls, params: dict | None, method: str) -> "MethodSettings":
+        params = dict(params or {})
+        known = {f.name: f for f in fields(cls)}
+        for key, value in params.items():
+            if key not in known:
+                raise MethodError(
+                    f"method_params.{key}: unknown parameter of method '{method}'; expected one of "
+                    f"{', '.join(sorted(known))}"
+                )
+            default = getattr(cls, key, None) if not callable(getattr(cls, key, None)) else None
+            expected = known[key].type
+            params[key] = _coerce(value, default, expected, f"method_params.{key}")
+        settings = cls(**params)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raise MethodError naming the field for values out of range."""
+
+
+def _coerce(value: Any, default: Any, annotation: Any, field: str) -> Any:
+    annotation = str(annotation)
+    if isinstance(value, bool) and "bool" not in annotation:
+        raise MethodError(f"{field}: expected a number, got {value!r}")
+    if annotation.startswith("bool"):
+        if not isinstance(value, bool):
+            raise MethodError(f"{field}: expected true or false, got {value!r}")
+        return value
+    if annotation.startswith("int"):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise MethodError(f"{field}: expected an integer, got {value!r}")
+        return value
+    if annotation.startswith("float"):
+        if not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise MethodError(f"{field}: expected a finite number, got {value!r}")
+        return float(value)
+    if annotation.startswith("str"):
+        if not isinstance(value, str):
+            raise MethodError(f"{field}: expected a string, got {value!r}")
+        return value
+    if annotation.startswith("tuple") or annotation.startswith("list"):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise MethodError(f"{field}: expected a list of integers, got {value!r}")
+        return tuple(value)
+    return value
+
+
+class Optimizer(abc.ABC):
+    """Ask/tell base: keeps the told data and the duplicate guard.
+
+    Subclasses implement :meth:`propose` (return one design, shape (d,), physical coordinates).
+    """
+
+    name = "base"
+    Settings = MethodSettings
+
+    def __init__(self, domain: Box, seed: int = 0, *, settings: MethodSettings | None = None,
+                 pde: Any = None, collocation_filter: Any = None, device: str = "cpu") -> None:
+        self.domain = domain
+        self.seed = int(seed)
+        self.settings = settings if settings is not None else self.Settings()
+        self.pde = pde
+        self.collocation_filter = collocation_filter
+        self.device = torch.device(device)
+        self.X: list[np.ndarray] = []      # every told design, failed ones included
+        self.y: list[float | None] = []    # minimisation values; None for a failed evaluation
+
+    # -- data ---------------------------------------------------------------------------------
+    @property
+    def n_told(self) -> int:
+        return len(self.X)
+
+    def tell(self, x: np.ndarray, y: float | None) -> None:
+        """Record one evaluation: ``x`` shape (d,), ``y`` the minimisation value or None if failed."""
+        x = np.asarray(x, dtype=np.float64).reshape(self.domain.dim)
+        if y is not None and not np.isfinite(y):
+            y = None
+        self.X.append(x)
+        self.y.append(None if y is None else float(y))
+
+    def observed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The successful evaluations: X shape (n, d), y shape (n,)."""
+        pairs = [(x, y) for x, y in zip(self.X, self.y) if y is not None]
+        if not pairs:
+            return np.zeros((0, self.domain.dim)), np.zeros(0)
+        return np.stack([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    def evaluated_unit(self) -> np.ndarray:
+        """Every told design (failed included) in unit coordinates, shape (n, d)."""
+        if not self.X:
+            return np.zeros((0, self.domain.dim))
+        return self.domain.to_unit(np.stack(self.X))
+
+    # -- proposals ------------------------------------------------------------------------------
+    def ask(self) -> np.ndarray:
+        x = np.asarray(self.propose(), dtype=np.float64).reshape(self.domain.dim)
+        return self.domain.clip(x)
+
+    @abc.abstractmethod
+    def propose(self) -> np.ndarray:
+        """The next design to evaluate, shape (d,), physical coordinates."""
+
+    def rng(self, *keys: Any) -> np.random.Generator:
+        """Numpy generator for this step's draws named by ``keys``."""
+        return numpy_rng(self.seed, self.name, self.n_told, *keys)
+
+    def generator(self, *keys: Any) -> torch.Generator:
+        return torch_generator(self.seed, self.name, self.n_told, *keys)
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """State that cannot be rebuilt from the told data (network weights, optimiser moments)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        del state

@@ -1,0 +1,226 @@
+"""PINN-BO: Bayesian optimisation with a physics-informed neural network surrogate.
+
+Paper: seed 003 (PINN-BO) / thesis ch. 5; REFERENCES §1.
+
+Surrogate. An NTK-parametrised tanh MLP h(z; θ) on normalised inputs z = 2(x − lo)/(hi − lo) − 1
+reads, in physical units, f(x) = μ_y + s_y · h(z(x)) with (μ_y, s_y) the mean and standard deviation
+of the observations. The PDE residual N[f](x) − g(x) is computed by autograd on this physical
+function, so the chain rule through the input normalisation is exact for any box (the authors'
+code evaluated the PDE on normalised inputs, which is wrong off symmetric domains).
+
+Loss (Eq. 1, with our decided weighting):
+    L(θ) = mean_i (h(x_i) − ỹ_i)² + w_pde · mean_{j∈batch} (r_j / (s_y · s_r))²
+with ỹ the standardised observations, r_j = N[f](z_j) − g(z_j) at collocation points drawn once
+from the seed, and s_r the root-mean-square of r/s_y for the freshly initialised network. Means
+(not the paper's sums) keep the data term from being swamped by N_r ≫ t collocation terms, and
+s_r makes the PDE term dimensionless whatever the PDE's order, units or domain size.
+
+Exploration (decided; REFERENCES §1 "where exploration comes from"). A warm-started network with
+one fixed θ0 reads as a single Thompson sample forever, i.e. greedy search, and stalls. We keep the
+trained PINN as the posterior mean and draw, at every step, a fresh sample of a Bayesian linear
+model on its last-layer features φ(x) (the NTK features of the output layer at the current θ):
+    U = λ I + Σ_i φ(x_i) φ(x_i)ᵀ / σ_n²,   δ ~ N(0, ν² U⁻¹),   f̃(x) = h(x) + φ(x)ᵀ δ,
+and minimise f̃ (a whole function sample, so it can be refined by gradients). ν is the exploration
+scale (the authors ran ν = 1). The features are shaped by the PDE through training, so physics
+enters the variance through φ; adding the collocation Jacobian Ω to U (the full NTK-PINN posterior)
+costs one batched backward per collocation point and is left out for speed.
+
+Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
+and never a repeat of an evaluated design (pinnbo.acquisition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pinnbo.acquisition import minimize_surrogate
+from pinnbo.optimizers.base import (
+    MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
+)
+from pinnbo.surrogates.mlp import MLP
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+@dataclass
+class PINNBOSettings(MethodSettings):
+    """Documented defaults of PINN-BO (override with ``method_params`` in a case)."""
+
+    hidden: tuple[int, ...] = (64, 64)     # hidden layer widths
+    collocation_points: int = 1024         # N_r, drawn once from the seed
+    collocation_batch: int = 256           # collocation points per training step
+    initial_steps: int = 600               # Adam steps of the first fit
+    steps_per_iteration: int = 60          # Adam steps per later fit (warm start)
+    learning_rate: float = 5e-3
+    pde_weight: float = 1.0                # w_pde
+    exploration_scale: float = 1.0         # ν
+    thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
+    prior_precision: float = 1.0           # λ of the last-layer posterior
+    noise_variance: float = 1e-2           # σ_n², in standardised units
+    n_pool: int = 2048
+    top_k: int = 8
+    refine_iterations: int = 40
+    duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
+    dtype: str = "float64"
+
+    def validate(self) -> None:
+        for name in ("collocation_points", "collocation_batch", "n_pool", "top_k"):
+            if getattr(self, name) < 1:
+                raise MethodError(f"method_params.{name}: expected a positive integer")
+        for name in ("initial_steps", "steps_per_iteration", "refine_iterations"):
+            if getattr(self, name) < 0:
+                raise MethodError(f"method_params.{name}: expected an integer >= 0")
+        if not self.hidden or any(w < 1 for w in self.hidden):
+            raise MethodError("method_params.hidden: expected a non-empty list of positive widths")
+        for name in ("learning_rate", "prior_precision", "noise_variance"):
+            if getattr(self, name) <= 0:
+                raise MethodError(f"method_params.{name}: expected a positive number")
+        for name in ("pde_weight", "exploration_scale", "duplicate_tol"):
+            if getattr(self, name) < 0:
+                raise MethodError(f"method_params.{name}: expected a number >= 0")
+        if self.dtype not in DTYPES:
+            raise MethodError(f"method_params.dtype: expected one of {', '.join(DTYPES)}, got {self.dtype!r}")
+
+
+class PINNBO(Optimizer):
+    """PINN-BO ask/tell optimiser (minimises). Needs the problem's PDE; without one it is a
+    neural-network Thompson sampler on data alone."""
+
+    name = "pinn-bo"
+    Settings = PINNBOSettings
+
+    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
+        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+        s: PINNBOSettings = self.settings
+        self.dtype = DTYPES[s.dtype]
+        self.model = MLP(domain.dim, s.hidden, torch_generator(self.seed, "network-init")).to(self.device, self.dtype)
+        self.adam = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
+        self.residual = pde.compile() if pde is not None else None
+        self.residual_scale: float | None = None
+        self.fitted = False
+        self._lower = torch.as_tensor(domain.lower_array, dtype=self.dtype, device=self.device)
+        self._width = torch.as_tensor(domain.widths, dtype=self.dtype, device=self.device)
+        self.collocation = self._collocation_points() if self.residual is not None else None
+
+    # -- PDE data -----------------------------------------------------------------------------------
+    def _collocation_points(self) -> torch.Tensor:
+        """N_r points of the box (physical coordinates), drawn once from the seed, shape (N_r, d).
+
+        A problem's ``collocation_filter`` removes points where its PDE is singular; we draw
+        until N_r points survive.
+        """
+        n = self.settings.collocation_points
+        draw, kept = n, np.zeros((0, self.domain.dim))
+        for attempt in range(20):
+            unit = sobol_unit(draw, self.domain.dim, self.seed, "collocation", attempt)
+            points = self.domain.from_unit(unit)
+            if self.collocation_filter is not None:
+                points = points[np.asarray(self.collocation_filter(points), dtype=bool)]
+            kept = np.concatenate([kept, points])[:n]
+            if len(kept) == n:
+                break
+            draw *= 2
+        if len(kept) < n:
+            raise MethodError("collocation_points: the problem's collocation filter rejects almost every point")
+        return torch.as_tensor(kept, dtype=self.dtype, device=self.device)
+
+    # -- the surrogate --------------------------------------------------------------------------------
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * (x - self._lower) / self._width - 1.0
+
+    def _physical_model(self, mean: float, std: float):
+        """f(x) = μ_y + s_y h(z(x)) on physical inputs (N, d) → (N,): what the PDE constrains."""
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return mean + std * self.model(self._normalise(x))
+        return f
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Train on standardised data (+ PDE residual); returns (μ_y, s_y)."""
+        s = self.settings
+        mean = float(np.mean(y))
+        std = float(np.std(y)) if len(y) > 1 and np.std(y) > 0 else 1.0
+        Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
+        targets = torch.as_tensor((y - mean) / std, dtype=self.dtype, device=self.device)
+        physical = self._physical_model(mean, std)
+        if self.residual is not None and self.residual_scale is None:
+            # s_r: RMS of the standardised residual of the untrained network (see module docstring).
+            r = self.residual(physical, self.collocation[: s.collocation_batch]) / std
+            self.residual_scale = max(float(r.detach().pow(2).mean().sqrt()), 1e-12)
+        steps = s.steps_per_iteration if self.fitted else s.initial_steps
+        gen = torch_generator(self.seed, self.name, self.n_told, "collocation-batches")
+        n_col = 0 if self.collocation is None else len(self.collocation)
+        batch = min(s.collocation_batch, n_col)
+        for _ in range(steps):
+            self.adam.zero_grad(set_to_none=True)
+            loss = (self.model(Z) - targets).pow(2).mean()
+            if self.residual is not None and s.pde_weight > 0:
+                idx = torch.randperm(n_col, generator=gen)[:batch].to(self.device)
+                r = self.residual(physical, self.collocation[idx]) / (std * self.residual_scale)
+                loss = loss + s.pde_weight * r.pow(2).mean()
+            loss.backward()
+            self.adam.step()
+        self.fitted = True
+        return mean, std
+
+    def _posterior_sample(self, Z: torch.Tensor) -> torch.Tensor | None:
+        """δ ~ N(0, ν² U⁻¹) for the last-layer weights, shape (m,); see module docstring."""
+        s = self.settings
+        if not s.thompson or s.exploration_scale == 0:
+            return None
+        with torch.no_grad():
+            phi = self.model.features(Z)                                    # (n, m)
+            m = phi.shape[1]
+            U = s.prior_precision * torch.eye(m, dtype=self.dtype, device=self.device) + phi.T @ phi / s.noise_variance
+            L = torch.linalg.cholesky(U)
+            eps = torch.randn(m, 1, generator=self.generator("thompson"), dtype=torch.float64).to(self.device, self.dtype)
+            # U = L Lᵀ ⇒ δ = ν L⁻ᵀ ε has covariance ν² U⁻¹.
+            delta = torch.linalg.solve_triangular(L.T, eps, upper=True).squeeze(1)
+        return s.exploration_scale * delta
+
+    # -- ask ------------------------------------------------------------------------------------------
+    def propose(self) -> np.ndarray:
+        X, y = self.observed()
+        if len(y) == 0:
+            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+        self._fit(X, y)
+        s = self.settings
+        Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
+        delta = self._posterior_sample(Z)
+        model = self.model
+
+        def sample(u: torch.Tensor) -> torch.Tensor:
+            z = 2.0 * u - 1.0
+            value = model(z)
+            if delta is not None:
+                value = value + model.features(z) @ delta
+            return value
+
+        best = np.argsort(y)[:3]
+        rng = self.rng("local-starts")
+        local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
+        proposal = minimize_surrogate(
+            sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.n_told, "pool"),
+            evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
+            refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
+            local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
+        )
+        return self.domain.from_unit(proposal.unit_x)
+
+    # -- checkpoints ------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "model": self.model.state_dict(),
+            "adam": self.adam.state_dict(),
+            "residual_scale": self.residual_scale,
+            "fitted": self.fitted,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.adam.load_state_dict(state["adam"])
+        self.residual_scale = state["residual_scale"]
+        self.fitted = state["fitted"]
+

@@ -1,0 +1,50 @@
+"""Fully connected tanh networks in the NTK parametrisation (REFERENCES §1, §2).
+
+h(z; θ) = (1/√m_L) W_L φ(… φ((1/√d) W_1 z + β b_1) …) + β b_L with W, b ~ N(0, 1): the
+1/√fan_in factors keep the network's function scale independent of width, which is the setting
+in which the papers' NTK analysis (and the last-layer posterior of PINN-BO) holds. Biases are
+kept (β = 0.1), a standard practical departure from the bias-free theory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+
+class NTKLinear(nn.Module):
+    """y = W x / √fan_in + β b, W and b standard normal. x: (N, fan_in) → (N, fan_out)."""
+
+    def __init__(self, fan_in: int, fan_out: int, generator: torch.Generator, bias_scale: float = 0.1) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(fan_out, fan_in, generator=generator, dtype=torch.float64))
+        self.bias = nn.Parameter(torch.randn(fan_out, generator=generator, dtype=torch.float64))
+        self.scale = 1.0 / math.sqrt(fan_in)
+        self.bias_scale = bias_scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, self.weight * self.scale, self.bias * self.bias_scale)
+
+
+class MLP(nn.Module):
+    """tanh MLP, input (N, d) → output (N,). ``features`` gives the last hidden layer (N, m)/√m."""
+
+    def __init__(self, dim: int, hidden: Sequence[int], generator: torch.Generator) -> None:
+        super().__init__()
+        widths = [dim, *hidden]
+        self.hidden = nn.ModuleList(NTKLinear(a, b, generator) for a, b in zip(widths[:-1], widths[1:]))
+        self.out = NTKLinear(widths[-1], 1, generator)
+
+    def features(self, z: torch.Tensor) -> torch.Tensor:
+        """Last hidden layer scaled by 1/√m, shape (N, m): h = features · w_out + β b_out."""
+        for layer in self.hidden:
+            z = torch.tanh(layer(z))
+        return z * self.out.scale
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        for layer in self.hidden:
+            z = torch.tanh(layer(z))
+        return self.out(z).squeeze(-1)
