@@ -1,0 +1,66 @@
+"""pinnbo: physics-informed Bayesian optimisation of expensive engineering designs.
+
+Python API (mirrors the CLI)::
+
+    from pinnbo import optimize, load_problem
+    problem = load_problem("heat_plate", boundary={...})
+    history = optimize(problem, method="pinn-bo", budget=100, initial_points=10, seed=0)
+
+and an ask/tell optimiser usable without the runner::
+
+    from pinnbo import make_optimizer
+    opt = make_optimizer("pinn-bo", problem.domain, seed=0, pde=problem.pde)
+    x = opt.ask(); opt.tell(x, value)      # values in the minimisation convention
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pinnbo.pde import PDE, PDEError
+from pinnbo.problem import Box, Problem, ProblemError, register_problem
+
+__version__ = "0.1.0"
+
+
+def load_problem(name: str, **params) -> Problem:
+    """Build a registered problem (``problems/``) or ``path/to/file.py:function`` with ``params``."""
+    from pinnbo.case import check_params, resolve_problem
+
+    factory = resolve_problem(name, Path.cwd())
+    return factory(**check_params(factory, params, name))
+
+
+def make_optimizer(method: str, domain: Box, seed: int = 0, *, params: dict | None = None, pde=None,
+                   collocation_filter=None, device: str = "cpu"):
+    """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...); it minimises."""
+    from pinnbo.optimizers import make_optimizer as _make
+
+    return _make(method, domain, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device)
+
+
+def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, initial_points: int = 10,
+             seed: int = 0, method_params: dict | None = None, output: str | Path | None = None,
+             device: str = "cpu", resume: bool = False, overwrite: bool = False):
+    """Optimise ``problem``; returns the :class:`pinnbo.history.History` (written to ``output`` if set)."""
+    from pinnbo.case import CaseError
+    from pinnbo.report import write_report
+    from pinnbo.run import RunSettings, run
+
+    if budget <= initial_points:
+        raise CaseError(f"budget: must exceed initial_points ({initial_points}), got {budget}")
+    optimizer = make_optimizer(method, problem.domain, seed, params=method_params, pde=problem.pde,
+                               collocation_filter=problem.collocation_filter, device=device)
+    case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
+            "initial_points": initial_points, "budget": budget}
+    settings = RunSettings(budget=budget, initial_points=initial_points, seed=seed,
+                           output=None if output is None else Path(output), case=case,
+                           resume=resume, overwrite=overwrite)
+    history = run(problem, optimizer, settings)
+    if output is not None:
+        write_report(history, problem, case)
+    return history
+
+
+__all__ = ["PDE", "PDEError", "Box", "Problem", "ProblemError", "register_problem", "load_problem",
+           "make_optimizer", "optimize"]

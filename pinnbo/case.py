@@ -1,0 +1,288 @@
+"""Case files: the YAML schema, its validation, and building the problem and optimiser.
+
+```yaml
+name: heat_bc1
+problem: heat_plate          # a registered factory in problems/, or path/to/file.py:function
+params: {...}                # keyword arguments of the factory, checked against its signature
+method: pinn-bo
+method_params: {}            # overrides of the method's documented defaults
+budget: 100                  # total evaluations, initial design included
+initial_points: 10
+seed: 0
+output: results/heat_bc1     # default results/<name>
+device: cpu                  # or cuda, cuda:1
+noise: 0.0                   # observation noise σ as a fraction of the objective's std over the domain
+```
+Every error names the field (``params.boundary.left``, ``method_params.hidden``) in one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import inspect
+import math
+import pkgutil
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+
+from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
+from pinnbo.optimizers.base import sobol_unit
+from pinnbo.problem import PROBLEM_FACTORIES, Problem, ProblemError
+
+
+class CaseError(ValueError):
+    """A user mistake in a case file or its command-line overrides (one-line message)."""
+
+
+FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
+          "seed", "output", "device", "noise")
+CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
+
+
+@dataclass
+class Case:
+    name: str
+    problem: str
+    params: dict = field(default_factory=dict)
+    method: str = "pinn-bo"
+    method_params: dict = field(default_factory=dict)
+    budget: int = 100
+    initial_points: int = 10
+    seed: int = 0
+    output: str | None = None
+    device: str = "cpu"
+    noise: float = 0.0
+    source: str | None = None       # the file the case came from (not part of the schema)
+    smoke: bool = False             # tiny budget and cheap method settings (CI)
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.output) if self.output else Path("results") / self.name
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("source")
+        return data
+
+    # -- building ---------------------------------------------------------------------------------
+    def build_problem(self) -> Problem:
+        factory = resolve_problem(self.problem, Path(self.source).parent if self.source else Path.cwd())
+        params = check_params(factory, self.params, self.problem)
+        try:
+            problem = factory(**params)
+        except (ProblemError, CaseError):
+            raise
+        except TypeError as exc:
+            raise CaseError(f"params: {exc}") from None
+        if not isinstance(problem, Problem):
+            raise CaseError(f"problem: {self.problem!r} returned {type(problem).__name__}, expected a pinnbo Problem")
+        if self.noise > 0:
+            problem.noise_std = self.noise * objective_std(problem)
+        return problem
+
+    def build_optimizer(self, problem: Problem) -> Optimizer:
+        params = dict(self.method_params)
+        if self.smoke:
+            params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
+        return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.pde,
+                              collocation_filter=problem.collocation_filter, device=self.device)
+
+
+def objective_std(problem: Problem, n: int = 512) -> float:
+    """Standard deviation of the true objective over the domain (Sobol sample, fixed stream), the
+    unit of the ``noise`` field. Failed or non-finite evaluations are ignored."""
+    points = problem.domain.from_unit(sobol_unit(n, problem.domain.dim, 0, "noise-scale"))
+    values = []
+    for x in points:
+        try:
+            values.append(float(problem.objective(x)))
+        except Exception:
+            continue
+    values = np.array([v for v in values if math.isfinite(v)])
+    if len(values) < 2:
+        raise CaseError("noise: cannot estimate the objective's standard deviation (the oracle failed on the sample)")
+    return float(np.std(values))
+
+
+# -- loading ----------------------------------------------------------------------------------------
+def load_case(path: str | Path, overrides: dict | None = None) -> Case:
+    """Read and validate a case file; ``overrides`` (seed, budget, output, device, smoke) win."""
+    path = Path(path)
+    if not path.exists():
+        candidate = CASES_DIR / path.name
+        if path.parent == Path(".") and candidate.exists():
+            path = candidate
+        else:
+            raise CaseError(f"case: no such file {str(path)!r}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = getattr(exc, "problem", None) or "invalid YAML"
+        raise CaseError(f"{path.name}: YAML syntax error{where}: {reason}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(f"case: cannot read {str(path)!r} ({exc.__class__.__name__})") from None
+    return case_from_dict(data, source=str(path), overrides=overrides)
+
+
+def case_from_dict(data: Any, source: str | None = None, overrides: dict | None = None) -> Case:
+    if not isinstance(data, dict):
+        raise CaseError("case: expected a mapping of fields (name, problem, method, ...) at the top level")
+    data = dict(data)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            data[key] = value
+    smoke = bool(data.pop("smoke", False))
+    for key in data:
+        if key not in FIELDS:
+            hint = difflib.get_close_matches(str(key), FIELDS, n=1)
+            raise CaseError(f"{key}: unknown field" + (f" (did you mean '{hint[0]}'?)" if hint else
+                                                       f"; expected one of {', '.join(FIELDS)}"))
+    for key in ("name", "problem"):
+        if key not in data:
+            raise CaseError(f"{key}: required field is missing")
+    case = Case(
+        name=_string(data, "name"),
+        problem=_string(data, "problem"),
+        params=_mapping(data, "params"),
+        method=_string(data, "method", "pinn-bo"),
+        method_params=_mapping(data, "method_params"),
+        budget=_integer(data, "budget", 100, minimum=1),
+        initial_points=_integer(data, "initial_points", 10, minimum=1),
+        seed=_integer(data, "seed", 0, minimum=0),
+        output=_string(data, "output", None),
+        device=_string(data, "device", "cpu"),
+        noise=_number(data, "noise", 0.0, minimum=0.0),
+        source=source,
+        smoke=smoke,
+    )
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", case.name):
+        raise CaseError(f"name: expected letters, digits, '_', '-' or '.', got {case.name!r}")
+    if smoke:
+        case.initial_points = min(case.initial_points, 4)
+        case.budget = case.initial_points + 2
+    if case.budget <= case.initial_points:
+        raise CaseError(f"budget: must exceed initial_points ({case.initial_points}), got {case.budget}")
+    if case.method not in METHODS:
+        hint = difflib.get_close_matches(case.method, METHODS, n=1)
+        raise CaseError(f"method: unknown method {case.method!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; expected one of {', '.join(sorted(METHODS))}")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", case.device):
+        raise CaseError(f"device: expected cpu, cuda, cuda:N or mps, got {case.device!r}")
+    if case.device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            raise CaseError(f"device: {case.device!r} requested but CUDA is not available on this machine")
+    return case
+
+
+def _string(data: dict, key: str, default: Any = ...) -> Any:
+    if key not in data or data[key] is None:
+        if default is ...:
+            raise CaseError(f"{key}: required field is missing")
+        return default
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise CaseError(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _mapping(data: dict, key: str) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CaseError(f"{key}: expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def _integer(data: dict, key: str, default: int, minimum: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CaseError(f"{key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise CaseError(f"{key}: expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _number(data: dict, key: str, default: float, minimum: float) -> float:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaseError(f"{key}: expected a finite number, got {value!r}")
+    if value < minimum:
+        raise CaseError(f"{key}: expected a number >= {minimum}, got {value}")
+    return float(value)
+
+
+# -- problems ---------------------------------------------------------------------------------------
+def registered_problems() -> dict[str, Callable[..., Problem]]:
+    """Every factory of the ``problems`` package, importing its modules once."""
+    import problems
+
+    for module in pkgutil.iter_modules(problems.__path__):
+        importlib.import_module(f"problems.{module.name}")
+    return dict(PROBLEM_FACTORIES)
+
+
+def resolve_problem(spec: str, base: Path) -> Callable[..., Problem]:
+    """``name`` of a registered factory, or ``path/to/file.py:function`` (relative to the case)."""
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        file_part, function = spec.rsplit(":", 1)
+        path = Path(file_part)
+        if not path.is_absolute():
+            path = (base / path) if (base / path).exists() else Path.cwd() / path
+        if not path.exists():
+            raise CaseError(f"problem: no such file {file_part!r}")
+        module_name = f"pinnbo_user_{abs(hash(str(path.resolve())))}"
+        spec_ = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec_)
+        sys.modules[module_name] = module
+        try:
+            spec_.loader.exec_module(module)
+        except Exception as exc:
+            raise CaseError(f"problem: importing {file_part!r} failed: {type(exc).__name__}: {exc}") from None
+        factory = getattr(module, function, None)
+        if not callable(factory):
+            raise CaseError(f"problem: {file_part!r} defines no function {function!r}")
+        return factory
+    factories = registered_problems()
+    if spec not in factories:
+        hint = difflib.get_close_matches(spec, factories, n=1)
+        raise CaseError(f"problem: unknown problem {spec!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; expected one of {', '.join(sorted(factories))} or path/to/file.py:function")
+    return factories[spec]
+
+
+def check_params(factory: Callable[..., Problem], params: dict, name: str) -> dict:
+    """Check ``params`` against the factory's signature: unknown and missing names are errors."""
+    signature = inspect.signature(factory)
+    accepted = {p.name: p for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
+    for key in params:
+        if key not in accepted and not takes_any:
+            raise CaseError(f"params.{key}: unknown parameter of problem {name!r}; expected one of "
+                            f"{', '.join(accepted) or '(none)'}")
+    for key, p in accepted.items():
+        if p.default is inspect.Parameter.empty and key not in params:
+            raise CaseError(f"params.{key}: required parameter of problem {name!r} is missing")
+    return params
+
+
+def list_cases(folder: Path = CASES_DIR) -> list[tuple[Path, dict]]:
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            out.append((path, yaml.safe_load(path.read_text()) or {}))
+        except yaml.YAMLError:
+            out.append((path, {}))
+    return out

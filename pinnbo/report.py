@@ -1,0 +1,185 @@
+"""What a run shows and leaves behind: the live display, summary.json and the figures.
+
+The report only reads the history; it never changes a run.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from pinnbo.history import Evaluation, History, write_json_atomic
+from pinnbo.problem import Problem
+
+
+def fmt(value: float | None, digits: int = 6) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+class LiveProgress:
+    """Rich live display: evaluation k/budget, best so far, last value, s/iteration, ETA."""
+
+    def __init__(self, console: Console | None = None, title: str = "") -> None:
+        self.console = console or Console(stderr=True)
+        self.title = title
+        self.live: Live | None = None
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 console=self.console, transient=False)
+        self.task = None
+        self.iteration_seconds: list[float] = []
+        self.last_tick = time.perf_counter()
+        self.problem: Problem | None = None
+        self.budget = 0
+
+    def on_start(self, problem, settings, history) -> None:
+        self.problem, self.budget = problem, settings.budget
+        self.task = self.progress.add_task(self.title or problem.name, total=settings.budget, completed=len(history))
+        self.live = Live(self._render(history, None), console=self.console, refresh_per_second=8, transient=False)
+        self.live.start()
+        self.last_tick = time.perf_counter()
+
+    def on_evaluation(self, record: Evaluation, timing: dict, history: History) -> None:
+        now = time.perf_counter()
+        self.iteration_seconds.append(now - self.last_tick)
+        self.last_tick = now
+        self.progress.update(self.task, completed=len(history))
+        if self.live is not None:
+            self.live.update(self._render(history, record))
+
+    def on_finish(self, history: History) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def _render(self, history: History, record: Evaluation | None):
+        table = Table.grid(padding=(0, 2))
+        best = history.best()
+        recent = self.iteration_seconds[-10:]
+        per_iteration = float(np.mean(recent)) if recent else None
+        remaining = self.budget - len(history)
+        eta = per_iteration * remaining if per_iteration is not None else None
+        last = "—" if record is None else (fmt(record.y) if record.ok else f"[red]failed[/red] ({record.error})")
+        table.add_row("best so far", fmt(None if best is None else (best.true if best.true is not None else best.y)),
+                      "at", "—" if best is None else "(" + ", ".join(fmt(v, 5) for v in best.x) + ")")
+        table.add_row("last value", last, "s/iteration", fmt(per_iteration, 3))
+        regret = history.simple_regret()
+        table.add_row("simple regret", fmt(None if regret is None or not len(regret) else float(regret[-1]), 4),
+                      "ETA", "—" if eta is None else f"{eta:.0f} s")
+        if history.n_failed:
+            table.add_row("failed", str(history.n_failed), "", "")
+        return Group(self.progress, table)
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "machine": platform.machine()}
+    for package in ("pinnbo", "torch", "numpy", "scipy", "sympy", "py-pde", "botorch"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def summarize(history: History, problem: Problem, case: dict | None = None) -> dict:
+    """The run's summary (also written as summary.json)."""
+    best = history.best()
+    ask = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
+           if r.phase == "optimizer" and t.get("ask_seconds") is not None]
+    oracle = [t.get("oracle_seconds") for t in history.timings if t.get("oracle_seconds") is not None]
+    best_value = None if best is None else (best.true if best.true is not None else best.y)
+    return {
+        "problem": problem.name,
+        "sense": problem.sense,
+        "evaluations": len(history),
+        "failed": history.n_failed,
+        "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
+        "best": None if best is None else {"index": best.index, "x": best.x, "observed": best.y, "true": best.true},
+        "best_value": best_value,
+        "optimum": problem.optimum,
+        "optimum_location": None if problem.optimum_location is None else [float(v) for v in problem.optimum_location],
+        "simple_regret": problem.simple_regret(best_value) if best_value is not None else None,
+        "seconds_per_iteration": float(np.mean(ask)) if ask else None,
+        "oracle_seconds_per_evaluation": float(np.mean(oracle)) if oracle else None,
+        "case": case,
+        "versions": versions(),
+    }
+
+
+def write_report(history: History, problem: Problem, case: dict | None = None) -> dict:
+    """summary.json, convergence.png and, for 2-D problems with a field, field.png."""
+    summary = summarize(history, problem, case)
+    if history.folder is None:
+        return summary
+    write_json_atomic(history.folder / "summary.json", summary)
+    plot_convergence(history, problem, history.folder / "convergence.png")
+    if problem.domain.dim == 2 and problem.field_plot is not None:
+        plot_field(history, problem, history.folder / "field.png")
+    return summary
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_convergence(history: History, problem: Problem, path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    n = np.arange(1, len(history) + 1)
+    ax.plot(n, history.best_so_far(), lw=2, label="best so far")
+    values = [r.true if r.true is not None else (r.y if r.y is not None else np.nan) for r in history.evaluations]
+    ax.scatter(n, values, s=10, alpha=0.5, color="gray", label="evaluations")
+    if problem.optimum is not None:
+        ax.axhline(problem.optimum, color="k", ls="--", lw=1, label="f*")
+    initial = sum(r.phase == "initial" for r in history.evaluations)
+    if initial:
+        ax.axvline(initial + 0.5, color="tab:orange", ls=":", lw=1, label="end of initial design")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel(f"value ({problem.sense})")
+    ax.set_title(problem.name)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_field(history: History, problem: Problem, path: Path) -> None:
+    plt = _pyplot()
+    xs, ys, values = problem.field_plot(160)
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    mesh = ax.pcolormesh(xs, ys, np.asarray(values).T, shading="auto", cmap="inferno")
+    fig.colorbar(mesh, ax=ax)
+    X = history.X()
+    if len(X):
+        phases = np.array([r.phase for r in history.evaluations])
+        ax.scatter(X[phases == "initial", 0], X[phases == "initial", 1], c="cyan", s=18, marker="s", label="initial")
+        ax.scatter(X[phases != "initial", 0], X[phases != "initial", 1], c="white", edgecolors="k", s=18, label="proposed")
+        best = history.best()
+        if best is not None:
+            ax.scatter([best.x[0]], [best.x[1]], c="lime", marker="*", s=160, edgecolors="k", label="best")
+    names = problem.domain.names
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    ax.set_title(f"{problem.name}: field and queried points")
+    ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
