@@ -70,6 +70,7 @@ def minimize_surrogate(
     starts = pool[order[:k]].detach().cpu().double().numpy()
     refined = _refine(fn, starts, refine_iterations, dtype, device) if refine_iterations > 0 else starts
 
+    refined = np.concatenate([refined, _nudged(refined, evaluated_unit, duplicate_tol)])
     refined_t = torch.as_tensor(refined, dtype=dtype, device=device)
     refined_values = _evaluate(fn, refined_t, batch).cpu().double().numpy()
     candidates = np.concatenate([refined, pool[order].detach().cpu().double().numpy()])
@@ -85,6 +86,23 @@ def minimize_surrogate(
     return Proposal(pool_np[i], float(values[i]))
 
 
+def _nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.ndarray:
+    """Neighbours just beyond ``tol`` of the refined optima that repeat an evaluated design.
+
+    When the surrogate's optimum is a design already evaluated (typically a corner of the box),
+    the best new design is usually right beside it; the Sobol pool is far too coarse to hold it.
+    Each duplicate gets 2d axis steps and one step towards the box centre, of size 2·tol.
+    """
+    out = []
+    d = points.shape[1]
+    for u in points:
+        if not is_duplicate(u, evaluated_unit, tol):
+            continue
+        steps = np.concatenate([np.eye(d), -np.eye(d), np.sign(0.5 - u)[None, :]]) * 2 * tol
+        out.append(np.clip(u + steps, 0.0, 1.0))
+    return np.concatenate(out) if out else np.zeros((0, d))
+
+
 def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.dtype,
             device: torch.device | str) -> np.ndarray:
     """Joint bounded L-BFGS-B from k starts, shape (k, d); the sum decouples across starts."""
@@ -94,7 +112,7 @@ def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.d
         u = torch.tensor(flat.reshape(k, d), dtype=dtype, device=device, requires_grad=True)
         total = fn(u).sum()
         (grad,) = torch.autograd.grad(total, u)
-        return float(total), grad.detach().cpu().double().numpy().reshape(-1)
+        return float(total.detach()), grad.detach().cpu().double().numpy().reshape(-1)
 
     result = scipy.optimize.minimize(
         value_and_grad, starts.reshape(-1), jac=True, method="L-BFGS-B",

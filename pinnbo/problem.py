@@ -109,8 +109,9 @@ class Problem:
         (absolute units of the objective); 0 means noise-free observations.
     collocation_filter: optional ``filter(points) -> bool mask`` over an (N, d) array, keeping
         collocation points away from where the PDE is singular.
-    field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems, the true field on
-        an n×n grid for the report's map (cheap for cached fields).
+    field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
+        an n×n grid, ``values[j, i] = f(xs[i], ys[j])`` (rows are the second variable), for the
+        report's map (cheap for cached fields).
     """
 
     name: str

@@ -165,7 +165,7 @@ def plot_field(history: History, problem: Problem, path: Path) -> None:
     plt = _pyplot()
     xs, ys, values = problem.field_plot(160)
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    mesh = ax.pcolormesh(xs, ys, np.asarray(values).T, shading="auto", cmap="inferno")
+    mesh = ax.pcolormesh(xs, ys, np.asarray(values), shading="auto", cmap="inferno")  # values[j, i] = f(xs[i], ys[j])
     fig.colorbar(mesh, ax=ax)
     X = history.X()
     if len(X):

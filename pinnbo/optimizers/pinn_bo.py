@@ -91,6 +91,9 @@ class PINNBO(Optimizer):
 
     name = "pinn-bo"
     Settings = PINNBOSettings
+    # Settings for CI's quick runs of every case (`--smoke`): the same code paths, tiny sizes.
+    SMOKE_PARAMS = {"initial_steps": 20, "steps_per_iteration": 5, "collocation_points": 64,
+                    "collocation_batch": 32, "n_pool": 128, "top_k": 2, "refine_iterations": 5}
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)

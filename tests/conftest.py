@@ -1,0 +1,29 @@
+"""Shared fixtures: one seeded random fixture (py-pde style), a private field cache, one thread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_field_cache(tmp_path_factory):
+    """Heat-plate fields solved by the tests go to a per-session cache, never the user's."""
+    import os
+
+    folder = tmp_path_factory.mktemp("pinnbo-cache")
+    previous = os.environ.get("PINNBO_CACHE")
+    os.environ["PINNBO_CACHE"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("PINNBO_CACHE", None)
+    else:
+        os.environ["PINNBO_CACHE"] = previous

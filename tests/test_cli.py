@@ -1,0 +1,79 @@
+"""The command line: every shipped case runs end to end in smoke mode (as BoTorch runs its
+tutorials in CI), and user mistakes exit 2 with one line and no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pinnbo.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = sorted((ROOT / "cases").glob("*.yaml"))
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
+def test_every_case_runs_in_smoke_mode(case, tmp_path):
+    out = tmp_path / case.stem
+    result = runner.invoke(app, ["run", str(case), "--smoke", "--quiet", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = (out / "evaluations.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["evaluations"] == 6 and summary["best_value"] is not None
+    assert (out / "convergence.png").stat().st_size > 1000
+    if summary["optimum"] is not None:
+        assert summary["simple_regret"] >= 0
+
+
+def test_heat_run_leaves_a_field_map(tmp_path):
+    result = runner.invoke(app, ["run", str(ROOT / "cases/heat_bc2.yaml"), "--smoke", "--quiet",
+                                 "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "field.png").stat().st_size > 1000
+
+
+def pinnbo(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "pinnbo.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("name: x\nproblem: heat_plate\nbudget: 5\ninitial_points: 5\n", "budget"),
+    ("name: x\nproblem: [oops\n", "YAML syntax error"),
+    ("name: x\nproblem: dropwave\nmethod: bayes\n", "method"),
+    ("name: x\nproblem: dropwave\nparams: {dim: -2}\n", "params.dim"),
+])
+def test_user_errors_exit_2_with_one_line(tmp_path, content, needle):
+    case = tmp_path / "case.yaml"
+    case.write_text(content)
+    result = pinnbo("run", str(case), "--quiet", "--output", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_rerun_into_results_asks_for_overwrite(tmp_path):
+    args = ["run", str(ROOT / "cases/dropwave.yaml"), "--smoke", "--quiet", "--output", str(tmp_path)]
+    assert runner.invoke(app, args).exit_code == 0
+    before = (tmp_path / "evaluations.jsonl").read_bytes()
+    result = pinnbo(*args)
+    assert result.returncode == 2 and "--overwrite" in result.stderr
+    assert (tmp_path / "evaluations.jsonl").read_bytes() == before
+
+
+def test_problems_lists_problems_and_cases():
+    result = runner.invoke(app, ["problems"])
+    assert result.exit_code == 0
+    for name in ("heat_plate", "beam", "dropwave", "heat_bc1.yaml"):
+        assert name in result.output
