@@ -37,7 +37,7 @@ class Evaluation:
     true: float | None
     status: str = "ok"          # "ok" or "failed"
     error: str | None = None
-    phase: str = "initial"      # "initial" or "optimizer"
+    phase: str = "initial"      # "initial", "optimizer", or a method's own role ("exploration")
     constraints: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -126,7 +126,8 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
             if k < settings.initial_points:
                 x, phase = design[k], "initial"
             else:
-                x, phase = optimizer.ask(), "optimizer"
+                x = optimizer.ask()
+                phase = getattr(optimizer, "last_role", "optimizer")
             ask_seconds = time.perf_counter() - start
             record, oracle_seconds = evaluate(problem, x, k, settings.seed, phase)
             timing = {"ask_seconds": round(ask_seconds, 6), "oracle_seconds": round(oracle_seconds, 6)}

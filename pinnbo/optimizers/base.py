@@ -118,6 +118,9 @@ class Optimizer(abc.ABC):
 
     name = "base"
     Settings = MethodSettings
+    # What the last ask() proposed, recorded as the evaluation's phase: "optimizer", or e.g.
+    # "exploration" for the random points of GP-UCB+ / EXPLOIT+ (reported separately).
+    last_role = "optimizer"
 
     def __init__(self, domain: Box, seed: int = 0, *, settings: MethodSettings | None = None,
                  pde: Any = None, collocation_filter: Any = None, device: str = "cpu") -> None:
