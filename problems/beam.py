@@ -54,7 +54,6 @@ def beam(
     bc: dict | None = PAPER_BC,
     bounds: Any = (0.0, 1.0),
     n: int = DEFAULT_INTERVALS,
-    noise: float = 0.0,
     sense: str = "minimize",
     flexibility: str | float | None = None,
 ) -> Problem:
@@ -70,7 +69,6 @@ def beam(
             (never mutated).
         bounds: the beam [a, b].
         n: finite-difference grid intervals (error ≈ 5e-6 on the paper's beam at the default).
-        noise: standard deviation of Gaussian observation noise.
         sense: ``"minimize"`` (the paper) or ``"maximize"`` the deflection.
         flexibility: 1/EI instead of EI, a formula of x; then leave EI at its default.
     """
@@ -78,8 +76,6 @@ def beam(
         raise ProblemError("params.flexibility: give EI or flexibility (1/EI), not both")
     if bc is None:
         bc = PAPER_BC
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)):
-        raise ProblemError(f"params.noise: expected a number >= 0, got {noise!r}")
     solution = solve_beam(
         None if flexibility is not None else EI, q, bc, bounds, n, flexibility=flexibility, field="params"
     )
@@ -121,7 +117,6 @@ def beam(
         pde=pde,
         optimum=value,
         optimum_location=(location,),
-        noise_std=float(noise),
         collocation_filter=collocation_filter,
         description=(
             f"Non-uniform Euler-Bernoulli beam (EI w'')'' = q on [{a:g}, {b:g}]: {sense} the "

@@ -21,7 +21,7 @@ from pinnbo.problem import Box, Problem, ProblemError, register_problem
 
 
 @register_problem
-def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256, noise: float = 0.0) -> Problem:
+def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256) -> Problem:
     """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0.
 
     Args:
@@ -30,7 +30,6 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256, nois
         bounds: ``[[x0, x1], [y0, y1]]``, default [0, 2π]².
         grid: finite-volume cells per axis of the reference solve (≥ 16; 256 gives ≈ 1e-4
             relative error on a smooth harmonic field and takes ≈ 5 s, once, then cached).
-        noise: standard deviation of the Gaussian observation noise, absolute temperature units.
     """
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
@@ -38,8 +37,6 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256, nois
         raise ProblemError(f"params.bounds: expected a list of two [lower, upper] pairs, got {bounds!r}")
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 16:
         raise ProblemError(f"params.grid: expected an integer >= 16, got {grid!r}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
-        raise ProblemError(f"params.noise: expected a finite number >= 0, got {noise!r}")
 
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid))
     f_star, location = plate.supremum()
@@ -57,7 +54,6 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256, nois
         pde=PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
-        noise_std=float(noise),
         field_plot=plate.field,
         description=(
             f"Steady heat plate ∇²T = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "

@@ -8,8 +8,8 @@ Five factories, registered for case files (``problem: rastrigin``)::
     michalewicz(dim=30, m=10)  [0, pi]^d         sum_i h_i df/dx_i = f          f* = -29.6309 (d=30)
     cosine_mixture(dim=50)     [-1, 1]^d         one equation per coordinate    f* = -3.1506 (d=50)
 
-All are minimised, written in the variables ``x1..xd``, and take ``noise`` (stored as given on
-``Problem.noise_std``). The PDEs are the corrected ones of REFERENCES §6.3, checked here and in
+All are minimised and written in the variables ``x1..xd``; observation noise is a case-level
+setting (``noise:`` in the case file, a fraction of the objective's standard deviation). The PDEs are the corrected ones of REFERENCES §6.3, checked here and in
 ``tests/test_synthetic.py`` by applying each compiled residual to the true function. Where the
 paper's appendix (A.1) differs:
 
@@ -118,14 +118,6 @@ def _check_dim(dim: object, minimum: int = 1, why: str = "") -> int:
     return int(dim)
 
 
-def _check_noise(noise: object) -> float:
-    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)):
-        raise ProblemError(f"params.noise: expected a number >= 0, got {noise!r}")
-    if not (math.isfinite(noise) and noise >= 0):
-        raise ProblemError(f"params.noise: expected a finite standard deviation >= 0, got {noise}")
-    return float(noise)
-
-
 def _oracle(fn: Callable[[torch.Tensor], torch.Tensor], dim: int, name: str) -> Callable[[np.ndarray], float]:
     """The numpy objective ``x (d,) -> float``, evaluating the torch function in float64."""
 
@@ -151,7 +143,7 @@ def _unknown(box: Box) -> tuple[list[sp.Symbol], sp.Expr]:
 
 
 @register_problem
-def dropwave(dim: int = 2, noise: float = 0.0) -> Problem:
+def dropwave(dim: int = 2) -> Problem:
     """DropWave on [−5.12, 5.12]^d, f = −(1 + cos 12‖x‖)/(0.5‖x‖² + 2), f* = −1 at 0.
 
     PDE (rotation invariance, N[f] = 0): for d = 2 the paper's single equation
@@ -174,7 +166,6 @@ def dropwave(dim: int = 2, noise: float = 0.0) -> Problem:
         pde=pde,
         optimum=-1.0,
         optimum_location=[0.0] * dim,
-        noise_std=_check_noise(noise),
         description=(
             f"DropWave ({dim}-D), minimised; PDE: rotation invariance "
             + ("x1 df/dx2 - x2 df/dx1 = 0" if dim == 2 else f"({dim - 1} consecutive-pair generators)")
@@ -199,7 +190,7 @@ def _styblinski_tang_coordinate_minimum() -> tuple[float, float]:
 
 
 @register_problem
-def styblinski_tang(dim: int = 10, noise: float = 0.0) -> Problem:
+def styblinski_tang(dim: int = 10) -> Problem:
     """Styblinski-Tang on [−5, 5]^d, f = ½ Σ (x_i⁴ − 16x_i² + 5x_i).
 
     PDE: Σ ∂f/∂x_i = Σ (2x_i³ − 16x_i + 5/2) (one equation). f* = −39.16616570… d at
@@ -222,7 +213,6 @@ def styblinski_tang(dim: int = 10, noise: float = 0.0) -> Problem:
         pde=pde,
         optimum=dim * value,
         optimum_location=[t] * dim,
-        noise_std=_check_noise(noise),
         description=f"Styblinski-Tang ({dim}-D), minimised; PDE: sum_i df/dx_i = sum_i (2x_i^3 - 16x_i + 5/2)",
         metadata={"torch_function": fn},
     )
@@ -234,7 +224,7 @@ def styblinski_tang(dim: int = 10, noise: float = 0.0) -> Problem:
 
 
 @register_problem
-def rastrigin(dim: int = 20, noise: float = 0.0) -> Problem:
+def rastrigin(dim: int = 20) -> Problem:
     """Rastrigin on [−5.12, 5.12]^d, f = 10d + Σ (x_i² − 10 cos 2πx_i), f* = 0 at 0.
 
     PDE: ½ xᵀ∇f − f = 10 Σ (cos 2πx_i + πx_i sin 2πx_i) − 10d. (The paper's xᵀ∇f − f = 10 Σ (cos
@@ -257,7 +247,6 @@ def rastrigin(dim: int = 20, noise: float = 0.0) -> Problem:
         pde=pde,
         optimum=0.0,
         optimum_location=[0.0] * dim,
-        noise_std=_check_noise(noise),
         description=(
             f"Rastrigin ({dim}-D), minimised; PDE: 1/2 x.grad f - f = "
             "10 sum_i (cos 2 pi x_i + pi x_i sin 2 pi x_i) - 10 d"
@@ -368,7 +357,7 @@ def michalewicz_optimum(dim: int, m: int = 10) -> tuple[float, list[float]]:
 
 @register_problem
 def michalewicz(
-    dim: int = 30, m: int = 10, noise: float = 0.0, collocation_h_max: float = MICHALEWICZ_H_MAX
+    dim: int = 30, m: int = 10, collocation_h_max: float = MICHALEWICZ_H_MAX
 ) -> Problem:
     """Michalewicz on [0, π]^d, f = −Σ_i sin x_i sin^{2m}(i x_i²/π), m = 10 by default.
 
@@ -413,7 +402,6 @@ def michalewicz(
         pde=pde,
         optimum=optimum,
         optimum_location=location,
-        noise_std=_check_noise(noise),
         collocation_filter=functools.partial(michalewicz_collocation_filter, m=m, h_max=h_max),
         description=(
             f"Michalewicz ({dim}-D, m={m}), minimised; PDE: sum_i h_i df/dx_i - f = 0, "
@@ -441,7 +429,7 @@ def _cosine_mixture_coordinate_minimum() -> tuple[float, float]:
 
 
 @register_problem
-def cosine_mixture(dim: int = 50, noise: float = 0.0) -> Problem:
+def cosine_mixture(dim: int = 50) -> Problem:
     """Cosine Mixture on [−1, 1]^d with the paper's sign, f = 0.1 Σ cos 5πx_i + Σ x_i².
 
     PDE: d equations (one residual column each) ∂f/∂x_i = 2x_i − 0.5π sin 5πx_i. (The usual
@@ -466,7 +454,6 @@ def cosine_mixture(dim: int = 50, noise: float = 0.0) -> Problem:
         pde=pde,
         optimum=dim * value,
         optimum_location=[t] * dim,
-        noise_std=_check_noise(noise),
         description=(
             f"Cosine Mixture ({dim}-D, paper's sign), minimised; PDE: df/dx_i = 2 x_i - pi/2 sin 5 pi x_i, "
             f"{dim} equations"

@@ -133,3 +133,13 @@ def test_problem_from_a_user_file(tmp_path):
 def test_every_shipped_case_validates(path):
     case = load_case(path)
     assert case.budget > case.initial_points
+
+
+def test_noise_is_a_fraction_of_the_objective_std():
+    from pinnbo.case import objective_std
+
+    quiet = case_from_dict(base()).build_problem()
+    noisy = case_from_dict(base(noise=0.1)).build_problem()
+    assert quiet.noise_std == 0.0
+    assert noisy.noise_std == pytest.approx(0.1 * objective_std(quiet))
+    assert 0.01 < noisy.noise_std < 0.1   # DropWave values lie in [-1, 0]

@@ -161,3 +161,14 @@ def test_best_so_far_and_regret_follow_the_sense():
     np.testing.assert_array_equal(history.best_so_far(), [1.0, 1.0, 5.0, 5.0])
     np.testing.assert_array_equal(history.simple_regret(), [9.0, 9.0, 5.0, 5.0])
     assert history.n_failed == 1
+
+
+def test_noisy_runs_log_true_values_and_regret_uses_them(tmp_path):
+    problem = sphere_problem()
+    problem.noise_std = 0.05
+    history = run(problem, optimizer(problem, "random"), settings(tmp_path, budget=8))
+    for r in history.evaluations:
+        assert r.y != r.true and math.isclose(r.true, (r.x[0] - 0.3) ** 2 + (r.x[1] + 0.2) ** 2)
+    best_true = min(r.true for r in history.evaluations)
+    assert history.best().true == best_true
+    assert history.simple_regret()[-1] == pytest.approx(best_true)

@@ -279,15 +279,11 @@ def test_bad_dim_is_rejected_with_its_path(name, dim):
 def test_other_bad_params():
     with pytest.raises(ProblemError, match=r"params\.dim: .*two variables"):
         dropwave(dim=1)
-    for name in NAMES:
-        with pytest.raises(ProblemError, match=r"params\.noise"):
-            PROBLEM_FACTORIES[name](noise=-0.1)
     for m in [0, 1.5, "10"]:
         with pytest.raises(ProblemError, match=r"params\.m"):
             michalewicz(m=m)
     with pytest.raises(ProblemError, match=r"params\.collocation_h_max"):
         michalewicz(collocation_h_max=0)
-    assert rastrigin(noise=0.25).noise_std == 0.25
     assert styblinski_tang(dim=np.int64(4)).domain.dim == 4
 
 
