@@ -91,14 +91,15 @@ def _nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.nd
 
     When the surrogate's optimum is a design already evaluated (typically a corner of the box),
     the best new design is usually right beside it; the Sobol pool is far too coarse to hold it.
-    Each duplicate gets 2d axis steps and one step towards the box centre, of size 2·tol.
+    Each duplicate gets 2d axis steps and one step towards the box centre, of size 1.05·tol
+    (sup norm), so a boundary optimum is approached as closely as the tolerance allows.
     """
     out = []
     d = points.shape[1]
     for u in points:
         if not is_duplicate(u, evaluated_unit, tol):
             continue
-        steps = np.concatenate([np.eye(d), -np.eye(d), np.sign(0.5 - u)[None, :]]) * 2 * tol
+        steps = np.concatenate([np.eye(d), -np.eye(d), np.sign(0.5 - u)[None, :]]) * 1.05 * tol
         out.append(np.clip(u + steps, 0.0, 1.0))
     return np.concatenate(out) if out else np.zeros((0, d))
 

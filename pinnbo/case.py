@@ -12,6 +12,8 @@ seed: 0
 output: results/heat_bc1     # default results/<name>
 device: cpu                  # or cuda, cuda:1
 noise: 0.0                   # observation noise σ as a fraction of the objective's std over the domain
+timeout: 30                  # seconds per oracle call; a slower call is a failed evaluation
+oracle: {command: "./simulate {x} {y}", parse: float}   # a program replaces the problem's objective
 ```
 Every error names the field (``params.boundary.left``, ``method_params.hidden``) in one line.
 """
@@ -26,7 +28,7 @@ import math
 import pkgutil
 import re
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,6 +37,7 @@ import yaml
 
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.optimizers.base import sobol_unit
+from pinnbo.pde import PDEError
 from pinnbo.problem import PROBLEM_FACTORIES, Problem, ProblemError
 
 
@@ -43,7 +46,8 @@ class CaseError(ValueError):
 
 
 FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
-          "seed", "output", "device", "noise")
+          "seed", "output", "device", "noise", "timeout", "oracle")
+ORACLE_FIELDS = ("command", "parse")
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 
 
@@ -60,6 +64,8 @@ class Case:
     output: str | None = None
     device: str = "cpu"
     noise: float = 0.0
+    timeout: float | None = None    # seconds per oracle call
+    oracle: dict | None = None      # {command, parse}: an external program replaces the objective
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
 
@@ -73,20 +79,54 @@ class Case:
         return data
 
     # -- building ---------------------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        """Where relative paths of the case (problem files, the oracle's command) are resolved."""
+        return Path(self.source).resolve().parent if self.source else Path.cwd()
+
+    def run_settings(self, *, resume: bool = False, overwrite: bool = False):
+        from pinnbo.run import RunSettings
+
+        return RunSettings(budget=self.budget, initial_points=self.initial_points, seed=self.seed,
+                           output=self.output_dir, case=self.to_dict(), resume=resume, overwrite=overwrite,
+                           timeout=self.timeout)
+
     def build_problem(self) -> Problem:
-        factory = resolve_problem(self.problem, Path(self.source).parent if self.source else Path.cwd())
+        factory = resolve_problem(self.problem, self.base_dir)
         params = check_params(factory, self.params, self.problem)
         try:
             problem = factory(**params)
         except (ProblemError, CaseError):
             raise
+        except PDEError as exc:
+            raise CaseError(f"problem: {self.problem!r} declares a PDE that cannot be used: {exc}") from None
         except TypeError as exc:
             raise CaseError(f"params: {exc}") from None
+        except Exception as exc:  # a user's factory is user code: its failure is a message, not a traceback
+            raise CaseError(f"problem: {self.problem!r} failed to build: {type(exc).__name__}: {exc}") from None
         if not isinstance(problem, Problem):
             raise CaseError(f"problem: {self.problem!r} returned {type(problem).__name__}, expected a pinnbo Problem")
+        if self.oracle is not None:
+            problem = self._with_command_oracle(problem)
         if self.noise > 0:
             problem.noise_std = self.noise * objective_std(problem)
         return problem
+
+    def _with_command_oracle(self, problem: Problem) -> Problem:
+        """The problem with its objective replaced by the case's external command. Its domain,
+        sense and PDE stay; f*, its location and the field map belonged to the replaced objective."""
+        from pinnbo.oracles.external import CommandOracle, OracleConfigError
+
+        if self.noise > 0:
+            raise CaseError("noise: synthetic noise needs 512 oracle calls to scale; not available with an "
+                            "external oracle (its measurements carry their own noise)")
+        try:
+            oracle = CommandOracle(self.oracle["command"], problem.domain.names, self.oracle.get("parse", "float"),
+                                   cwd=self.base_dir)
+        except OracleConfigError as exc:
+            raise CaseError(str(exc)) from None
+        return replace(problem, objective=oracle, optimum=None, optimum_location=None, field_plot=None,
+                       metadata={**problem.metadata, "oracle": "command"})
 
     def build_optimizer(self, problem: Problem) -> Optimizer:
         params = dict(self.method_params)
@@ -162,6 +202,8 @@ def case_from_dict(data: Any, source: str | None = None, overrides: dict | None 
         output=_string(data, "output", None),
         device=_string(data, "device", "cpu"),
         noise=_number(data, "noise", 0.0, minimum=0.0),
+        timeout=_timeout(data),
+        oracle=_oracle(data),
         source=source,
         smoke=smoke,
     )
@@ -194,6 +236,34 @@ def _string(data: dict, key: str, default: Any = ...) -> Any:
     if not isinstance(value, str) or not value.strip():
         raise CaseError(f"{key}: expected a non-empty string, got {value!r}")
     return value
+
+
+def _timeout(data: dict) -> float | None:
+    value = data.get("timeout")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise CaseError(f"timeout: expected a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _oracle(data: dict) -> dict | None:
+    value = data.get("oracle")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise CaseError(f"oracle: expected a mapping {{command: ..., parse: float|json}}, got {type(value).__name__}")
+    for key in value:
+        if key not in ORACLE_FIELDS:
+            raise CaseError(f"oracle.{key}: unknown field; expected one of {', '.join(ORACLE_FIELDS)}")
+    if "command" not in value:
+        raise CaseError("oracle.command: required field is missing")
+    if not isinstance(value["command"], str) or not value["command"].strip():
+        raise CaseError(f"oracle.command: expected a command line (string), got {value['command']!r}")
+    parse = value.get("parse", "float")
+    if parse not in ("float", "json"):
+        raise CaseError(f"oracle.parse: expected float or json, got {parse!r}")
+    return {"command": value["command"], "parse": parse}
 
 
 def _mapping(data: dict, key: str) -> dict:

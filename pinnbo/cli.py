@@ -1,4 +1,4 @@
-"""The ``pinnbo`` command: run, problems, show.
+"""The ``pinnbo`` command: run, bench, ask, tell, problems, show.
 
 User mistakes (a bad case file, an unknown method, a results folder that would be overwritten) end
 with one line ``error: <field>: <what was expected>`` on stderr and exit code 2, never a traceback.
@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 USER_ERRORS: tuple[type[Exception], ...] = ()
@@ -36,7 +37,8 @@ err_console = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {message}", markup=True, highlight=False, soft_wrap=True)
+    # escape: messages quote the user's text, and "[lower, upper]" must not be read as a rich tag.
+    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -59,7 +61,7 @@ def run(
     """Optimise the problem of a case file and write results, summary and plots."""
     from pinnbo.case import load_case
     from pinnbo.report import LiveProgress, fmt, write_report
-    from pinnbo.run import RunInterrupted, RunSettings
+    from pinnbo.run import RunInterrupted
     from pinnbo.run import run as run_loop
 
     try:
@@ -68,8 +70,7 @@ def run(
                                   "smoke": smoke_requested(smoke) or None})
         problem = loaded.build_problem()
         optimizer = loaded.build_optimizer(problem)
-        settings = RunSettings(budget=loaded.budget, initial_points=loaded.initial_points, seed=loaded.seed,
-                               output=loaded.output_dir, case=loaded.to_dict(), resume=resume, overwrite=overwrite)
+        settings = loaded.run_settings(resume=resume, overwrite=overwrite)
         observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
         try:
             history = run_loop(problem, optimizer, settings, observer)
@@ -79,9 +80,12 @@ def run(
     except _user_errors() as exc:
         fail(str(exc))
     except RunInterrupted as exc:
+        # The hint repeats the overrides: a resume with another seed or folder would be refused.
+        again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("output", output),
+                                                     ("device", device)) if v is not None)
         err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
-                          f"Continue with: pinnbo run {case} --resume"
-                          + (f" --output {output}" if output else ""))
+                          f"Continue with: pinnbo run {case} --resume{again}" + (" --smoke" if loaded.smoke else ""),
+                          soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(130)
     summary = write_report(history, problem, loaded.to_dict())
     console.print(f"[bold]{loaded.name}[/bold]: best {fmt(summary['best_value'])} at "
@@ -93,6 +97,40 @@ def run(
         console.print(f"[yellow]{summary['failed']} failed evaluation(s)[/yellow] (see summary.json)")
     console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
                   f"iteration; results in {loaded.output_dir}/")
+
+
+@app.command()
+def bench(
+    cases: list[Path] = typer.Argument(..., help="Case files (YAML), e.g. cases/heat_bc1.yaml cases/dropwave.yaml"),
+    methods: Optional[str] = typer.Option(None, help="Comma-separated methods (default: every registered one)."),
+    seeds: int = typer.Option(10, help="Seeds 0..N-1 for every method and case."),
+    budget: Optional[int] = typer.Option(None, help="Override the cases' total number of evaluations."),
+    jobs: int = typer.Option(1, help="Runs in parallel processes (one torch thread each)."),
+    output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),
+    params: Optional[str] = typer.Option(None, help='Per-method overrides as JSON, e.g. \'{"pinn-bo": {"pde_weight": 0.5}}\'.'),
+    reference: str = typer.Option("pinn-bo", help="Method tested against every other one."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
+    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No live display or tables."),
+) -> None:
+    """Compare methods over seeds on cases: curves, table with tests, figure; restart to continue."""
+    from pinnbo.bench import BenchInterrupted, BenchSettings, run_bench
+
+    try:
+        settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, jobs=jobs, output=output,
+                                              params=params, reference=reference, device=device,
+                                              smoke=smoke_requested(smoke))
+        result = run_bench(settings, console=console, quiet=quiet)
+    except _user_errors() as exc:
+        fail(str(exc))
+    except BenchInterrupted as exc:
+        err_console.print(str(exc))
+        raise typer.Exit(130)
+    if result.failed:
+        first = result.failed[0]
+        err_console.print(f"{len(result.failed)} run(s) failed, e.g. {first['case']} {first['method']} seed "
+                          f"{first['seed']}: {first['error']} (rerun the same command to retry them)")
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -130,6 +168,76 @@ def show(results: Path = typer.Argument(..., help="A results folder, e.g. result
     if summary.get("best"):
         table.add_row("best x", str(summary["best"]["x"]))
     console.print(table)
+
+
+CASE_ARGUMENT = typer.Argument(..., help="Case file (YAML) of the run")
+
+
+def _case_for_asktell(case: Path, seed, budget, output, device, smoke):
+    from pinnbo.case import load_case
+
+    return load_case(case, {"seed": seed, "budget": budget, "device": device,
+                            "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None})
+
+
+@app.command()
+def ask(
+    case: Path = CASE_ARGUMENT,
+    seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
+    budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
+    output: Optional[Path] = typer.Option(None, help="Results folder (default results/<name>)."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
+    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+) -> None:
+    """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
+    from pinnbo.asktell import ask as ask_next
+
+    try:
+        pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke))
+    except _user_errors() as exc:
+        fail(str(exc))
+    typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase")}))
+
+
+@app.command()
+def tell(
+    case: Path = CASE_ARGUMENT,
+    x: Optional[str] = typer.Option(None, "--x", help="The design measured, comma-separated, as printed by ask."),
+    y: Optional[str] = typer.Option(None, "--y", help="The measured value (the problem's sense)."),
+    json_text: Optional[str] = typer.Option(None, "--json", help='Instead: {"x": [...], "y": value}.'),
+    failed: Optional[str] = typer.Option(None, "--failed", help="The measurement failed: the reason."),
+    seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
+    budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
+    output: Optional[Path] = typer.Option(None, help="Results folder (default results/<name>)."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
+    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+) -> None:
+    """Record the measurement of the pending design (from pinnbo ask)."""
+    from pinnbo.asktell import TellError, parse_json, parse_y
+    from pinnbo.asktell import tell as tell_value
+    from pinnbo.report import fmt, write_report
+
+    try:
+        loaded = _case_for_asktell(case, seed, budget, output, device, smoke)
+        if json_text is not None:
+            if x is not None or y is not None:
+                raise TellError("--json: give the design and value either with --json or with --x/--y, not both")
+            data = parse_json(json_text)
+            design, value, failed = data["x"], data.get("y"), data.get("failed", failed)
+        else:
+            if x is None:
+                raise TellError("--x: the measured design is missing (as printed by pinnbo ask)")
+            design, value = x, None if y is None else parse_y(y)
+        record, history, problem = tell_value(loaded, design, value, failed)
+        summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
+    except _user_errors() as exc:
+        fail(str(exc))
+    state = fmt(record.y) if record.ok else f"failed ({record.error})"
+    console.print(f"evaluation {record.index}: {state}; {len(history)}/{loaded.budget} recorded",
+                  highlight=False, markup=False)
+    if summary is not None:
+        console.print(f"budget complete: best {fmt(summary['best_value'])}; results in {loaded.output_dir}/",
+                      highlight=False, markup=False)
 
 
 def main() -> None:

@@ -12,12 +12,13 @@ Files in ``results/<name>/``:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -54,13 +55,29 @@ class Evaluation:
     def from_json(cls, line: str, where: str) -> "Evaluation":
         try:
             data = json.loads(line)
+            if not isinstance(data, dict):
+                raise TypeError("not a mapping")
             record = cls(**data)
         except (json.JSONDecodeError, TypeError) as exc:
             raise HistoryError(f"{where}: corrupted record ({type(exc).__name__}); expected one JSON evaluation per line") from None
-        if not isinstance(record.x, list) or not all(isinstance(v, (int, float)) for v in record.x):
+        def number(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        if not number(record.index) or not isinstance(record.index, int):
+            raise HistoryError(f"{where}: corrupted record: 'index' must be an integer")
+        if not isinstance(record.x, list) or not all(number(v) for v in record.x):
             raise HistoryError(f"{where}: corrupted record: 'x' must be a list of numbers")
+        for key in ("y", "true"):
+            if getattr(record, key) is not None and not number(getattr(record, key)):
+                raise HistoryError(f"{where}: corrupted record: '{key}' must be a number or null")
         if record.status not in ("ok", "failed"):
             raise HistoryError(f"{where}: corrupted record: 'status' must be 'ok' or 'failed'")
+        if record.ok and record.y is None:
+            raise HistoryError(f"{where}: corrupted record: an 'ok' evaluation needs a value 'y'")
+        if not isinstance(record.phase, str) or not (record.error is None or isinstance(record.error, str)):
+            raise HistoryError(f"{where}: corrupted record: 'phase' and 'error' must be strings")
+        if not isinstance(record.constraints, dict):
+            raise HistoryError(f"{where}: corrupted record: 'constraints' must be a mapping")
         return record
 
 
@@ -80,71 +97,108 @@ class History:
         self.optimum = optimum
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
+        self._existing = False   # read(): the folder held files
+        self._resumed = False    # read(): the evaluations on disk were loaded
 
     # -- folders ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
+             resume: bool, overwrite: bool) -> "History":
+        """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
+        disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
+        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite)
+        history.begin(case)
+        return history
+
+    @classmethod
+    def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
+             resume: bool, overwrite: bool) -> "History":
+        """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
+        log are refused) and read its evaluations if ``resume``. Writes nothing, so a command
+        refused now or by a later check leaves the folder as it was."""
+        folder = Path(folder)
+        history = cls(sense, folder, optimum)
+        history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite)
+        history._resumed = resume
+        if resume:
+            history.load()
+        return history
+
+    def begin(self, case: dict) -> None:
+        """Make the folder ready for new records: on resume, the log and timings rewritten without
+        what a crash left half-written; on --overwrite, the earlier run's files removed; case.json."""
+        folder = self.folder
+        assert folder is not None
+        if self._resumed:
+            self.repair()
+        elif self._existing:  # --overwrite of an earlier pinnbo run (checked in read)
+            for name in RUN_FILES:
+                (folder / name).unlink(missing_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
+        write_json_atomic(folder / "case.json", case)
+
     @staticmethod
     def prepare(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> None:
         """Make ``folder`` ready for a run of ``case``; refuse anything that could lose results."""
-        folder = Path(folder)
-        case_file = folder / "case.json"
-        existing = folder.exists() and any(folder.iterdir())
-        if resume:
-            if not case_file.exists():
-                if existing:
-                    raise HistoryError(f"--resume: {folder} holds no pinnbo run (no case.json); refusing to touch it")
-                folder.mkdir(parents=True, exist_ok=True)
-                write_json_atomic(case_file, case)
-                return
-            stored = json.loads(case_file.read_text())
-            for key in sorted(set(stored) | set(case)):
-                if key in RESUMABLE_KEYS:
-                    continue
-                if stored.get(key) != case.get(key):
-                    raise HistoryError(
-                        f"--resume: {folder} was produced with a different {key} "
-                        f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
-                    )
-            write_json_atomic(case_file, case)
-            return
-        if existing:
-            if not overwrite:
-                raise HistoryError(f"output: {folder} is not empty; pass --resume to continue it or --overwrite to replace it")
-            if not case_file.exists():
-                raise HistoryError(f"--overwrite: {folder} holds no pinnbo run (no case.json); refusing to delete it")
-            for name in RUN_FILES:
-                (folder / name).unlink(missing_ok=True)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(case_file, case)
+        History.open(folder, case, "minimize", resume=resume, overwrite=overwrite)
 
     def load(self) -> None:
-        """Read the evaluations already on disk (resume). A last line cut off by a crash mid-write
-        is dropped: that evaluation had not been recorded, so it is done again."""
+        """Read the evaluations already on disk (nothing is written). A last line cut off by a
+        crash mid-write is ignored: that evaluation had not been recorded, so it is done again."""
         assert self.folder is not None
         path = self.folder / "evaluations.jsonl"
+        self.evaluations, self.timings = [], []
         if not path.exists():
             return
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HistoryError(f"{path}: cannot read the evaluation log ({type(exc).__name__})") from None
         lines = text.split("\n")
-        complete, tail = lines[:-1], lines[-1]
-        if tail.strip():
-            # An unterminated last line: the process died while writing it.
-            with open(path, "w") as fh:
-                fh.write("".join(line + "\n" for line in complete))
+        complete, tail = lines[:-1], lines[-1]  # tail: "" or a record cut off mid-write
+        evaluations = []
         for number, line in enumerate(complete, start=1):
             if not line.strip():
                 continue
             record = Evaluation.from_json(line, f"{path}:{number}")
-            if record.index != len(self.evaluations):
-                raise HistoryError(f"{path}:{number}: corrupted record: index {record.index}, expected {len(self.evaluations)}")
-            self.evaluations.append(record)
+            if record.index != len(evaluations):
+                raise HistoryError(f"{path}:{number}: corrupted record: index {record.index}, expected {len(evaluations)}")
+            evaluations.append(record)
+        if tail.strip():
+            try:  # only the newline missing: the evaluation happened, keep it (repair adds the newline)
+                record = Evaluation.from_json(tail, str(path))
+                if record.index == len(evaluations):
+                    evaluations.append(record)
+            except HistoryError:
+                pass
+        self.evaluations = evaluations
+        # timings.jsonl is not fsynced (it is not needed to resume): keep what is there, by index.
+        by_index: dict[int, dict] = {}
         timings = self.folder / "timings.jsonl"
         if timings.exists():
-            for line in timings.read_text().splitlines():
+            for line in timings.read_text(errors="replace").splitlines():
                 try:
-                    self.timings.append(json.loads(line))
-                except json.JSONDecodeError:
-                    break
-            self.timings = self.timings[: len(self.evaluations)]
+                    entry = json.loads(line)
+                    by_index[int(entry.pop("index"))] = entry
+                except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+                    continue
+        self.timings = [by_index.get(r.index, {}) for r in evaluations]
+
+    def repair(self) -> None:
+        """Rewrite evaluations.jsonl and timings.jsonl as loaded (atomically), so that new records
+        are appended to clean files: no half-written last line, timings aligned by index."""
+        assert self.folder is not None
+        path = self.folder / "evaluations.jsonl"
+        text = "".join(r.to_json() + "\n" for r in self.evaluations)
+        if path.exists() and path.read_text() != text:
+            _write_atomic(path, text)
+        timings = self.folder / "timings.jsonl"
+        text = "".join(json.dumps({"index": r.index, **t}) + "\n" for r, t in zip(self.evaluations, self.timings))
+        if self.evaluations and (not timings.exists() or timings.read_text(errors="replace") != text):
+            _write_atomic(timings, text)
 
     # -- records ----------------------------------------------------------------------------------
     def append(self, record: Evaluation, timing: dict | None = None) -> None:
@@ -198,10 +252,74 @@ class History:
         return np.array([r.x for r in self.evaluations], dtype=np.float64)
 
 
-# Keys of the case that may change between a run and its resumption.
-RESUMABLE_KEYS = {"budget", "output", "device", "smoke"}
+# Keys of the case that may change between a run and its resumption (a longer timeout included:
+# evaluations already recorded stay as they are).
+RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout"}
 RUN_FILES = ("evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
-             "convergence.png", "field.png", "pending.json")
+             "convergence.png", "field.png", "pending.json", "pending.pt")
+
+
+def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> bool:
+    """Refuse a folder that would lose results; returns whether it holds anything. Writes nothing."""
+    if folder.exists() and not folder.is_dir():
+        raise HistoryError(f"output: {folder} is a file, not a results folder")
+    case_file = folder / "case.json"
+    existing = folder.exists() and any(folder.iterdir())
+    if resume:
+        if not case_file.exists():
+            if existing:
+                raise HistoryError(f"--resume: {folder} holds no pinnbo run (no case.json); refusing to touch it")
+            return existing
+        try:
+            stored = json.loads(case_file.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HistoryError(f"--resume: {case_file} is unreadable ({type(exc).__name__}); refusing to touch {folder}") from None
+        if not isinstance(stored, dict):
+            raise HistoryError(f"--resume: {case_file} is not a pinnbo case; refusing to touch {folder}")
+        for key in sorted(set(stored) | set(case)):
+            if key in RESUMABLE_KEYS:
+                continue
+            if stored.get(key) != case.get(key):
+                raise HistoryError(
+                    f"--resume: {folder} was produced with a different {key} "
+                    f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
+                )
+        return existing
+    if existing:
+        if not overwrite:
+            raise HistoryError(f"output: {folder} is not empty; pass --resume to continue it or --overwrite to replace it")
+        if not case_file.exists():
+            raise HistoryError(f"--overwrite: {folder} holds no pinnbo run (no case.json); refusing to delete it")
+    return existing
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the results folder for one command (run, ask, tell): two
+    processes appending to one log would interleave records. The lock is the kernel's flock on the
+    folder itself, so no lock file is left behind and a killed process releases it."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise HistoryError(f"output: {folder} is a file, not a results folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one process per folder is then the user's care
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HistoryError(f"output: {folder} is in use by another pinnbo process; wait for it to finish "
+                               "or use another --output") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def _append_line(path: Path, line: str, sync: bool = True) -> None:
@@ -214,8 +332,15 @@ def _append_line(path: Path, line: str, sync: bool = True) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so that a reader never sees a half-written file."""
-    path = Path(path)
+    _write_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -72,7 +73,9 @@ class LiveProgress:
         per_iteration = float(np.mean(recent)) if recent else None
         remaining = self.budget - len(history)
         eta = per_iteration * remaining if per_iteration is not None else None
-        last = "—" if record is None else (fmt(record.y) if record.ok else f"[red]failed[/red] ({record.error})")
+        # escape: an oracle's error text is not rich markup ("[/x]" in it would crash the display)
+        last = "—" if record is None else (
+            fmt(record.y) if record.ok else f"[red]failed[/red] ({escape(record.error or '')})")
         table.add_row("best so far", fmt(None if best is None else (best.true if best.true is not None else best.y)),
                       "at", "—" if best is None else "(" + ", ".join(fmt(v, 5) for v in best.x) + ")")
         table.add_row("last value", last, "s/iteration", fmt(per_iteration, 3))

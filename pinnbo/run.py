@@ -2,14 +2,22 @@
 
 Order of operations per evaluation k (what makes runs lossless and resumable):
 1. the design: initial-design point k (k < n_init) or ``optimizer.ask()``;
-2. the oracle call, any exception or non-finite value caught and recorded as a failed evaluation;
+2. the oracle call (under the case's ``timeout``, see :mod:`pinnbo.oracles.external`), any
+   exception, non-finite value or timeout caught and recorded as a failed evaluation;
 3. the record appended to evaluations.jsonl and fsynced — before anything else can go wrong;
 4. ``optimizer.tell``; then the optimiser's state is checkpointed atomically.
+Steps 3–4 hold Ctrl-C until they are done (:func:`pinnbo.interrupts.held_interrupts`), so an
+interrupted run stops either before an evaluation is recorded or after its record, tell and
+checkpoint.
 
-On resume the log is replayed into a fresh optimiser: records up to the checkpoint are told
-directly; for records after it, ``ask`` is called again (deterministic, no oracle call) to rebuild
-the training state, and the logged design is told. The resumed run therefore continues exactly as
-the uninterrupted one would have.
+On resume the log is replayed into a fresh optimiser (:func:`restore`): records up to the
+checkpoint are told directly; for records after it, ``ask`` is called again (deterministic, no
+oracle call) to rebuild the training state, and the logged design is told. The resumed run
+therefore continues exactly as the uninterrupted one would have. This relies on the optimiser
+contract of :mod:`pinnbo.optimizers.base`: ``ask`` is a function of the seed, the told data and the
+checkpointed state, and ``state_dict`` does not change in ``tell`` (told data lives in X, y and is
+rebuilt from the log), so a state saved right after ``ask`` (``pinnbo ask``, :mod:`pinnbo.asktell`)
+equals the one saved after the following ``tell``.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from pinnbo.history import Evaluation, History
+from pinnbo.history import Evaluation, History, HistoryError, locked
+from pinnbo.interrupts import held_interrupts
 from pinnbo.optimizers.base import Optimizer, initial_design, numpy_rng
-from pinnbo.problem import Problem
+from pinnbo.oracles.external import OracleFailure, call_oracle
+from pinnbo.problem import Problem, ProblemError
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +50,7 @@ class RunSettings:
     case: dict | None = None        # the resolved case, stored with the results
     resume: bool = False
     overwrite: bool = False
+    timeout: float | None = None    # seconds per oracle call; None: no limit
 
 
 class RunObserver(Protocol):
@@ -52,47 +63,89 @@ class RunInterrupted(Exception):
     """Ctrl-C during a run: every completed evaluation is on disk."""
 
 
-def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str) -> tuple[Evaluation, float]:
+def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str,
+             timeout: float | None = None) -> tuple[Evaluation, float]:
     """Call the oracle once at ``x`` (d,). Returns the record and the oracle's wall time.
 
     Observation noise ε_k ~ N(0, noise_std²) comes from the stream (seed, "noise", k), so the
     same evaluation index always gets the same noise draw, whichever method proposed it.
+    KeyboardInterrupt propagates (the evaluation did not happen); every other way of not
+    producing a finite value is a failed evaluation with its reason.
     """
     start = time.perf_counter()
     try:
-        value = float(problem.objective(np.array(x, dtype=np.float64)))
+        value = float(call_oracle(problem.objective, np.array(x, dtype=np.float64), timeout))
         error = None if np.isfinite(value) else f"oracle returned {value}"
     except KeyboardInterrupt:
         raise
+    except OracleFailure as exc:
+        value, error = float("nan"), str(exc)
+    except SystemExit as exc:  # an oracle wrapping a script must not end the run
+        value, error = float("nan"), f"oracle called sys.exit({exc.code!r})"
     except Exception as exc:  # any oracle failure is data, not a crash
         value, error = float("nan"), f"{type(exc).__name__}: {exc}".strip()
     seconds = time.perf_counter() - start
+    return observation(problem, x, index, seed, phase, value, error), seconds
+
+
+def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
+                error: str | None, add_noise: bool = True) -> Evaluation:
+    """The record of evaluation ``index`` at ``x`` (d,): ``value`` the oracle's true value (problem's
+    sense) or ``error`` the reason it failed. Noise as in :func:`evaluate` when ``add_noise``."""
     x_list = [float(v) for v in x]
     if error is not None:
-        return Evaluation(index, x_list, None, None, "failed", error[:500], phase), seconds
+        return Evaluation(index, x_list, None, None, "failed", error[:500], phase)
     observed = value
-    if problem.noise_std > 0:
+    if add_noise and problem.noise_std > 0:
         observed = value + problem.noise_std * float(numpy_rng(seed, "noise", index).standard_normal())
-    return Evaluation(index, x_list, observed, value, "ok", None, phase), seconds
+    return Evaluation(index, x_list, observed, value, "ok", None, phase)
 
 
-def _checkpoint(folder: Path, optimizer: Optimizer) -> None:
-    path = folder / "checkpoint.pt"
-    tmp = folder / "checkpoint.pt.tmp"
-    torch.save({"n_told": optimizer.n_told, "state": optimizer.state_dict()}, tmp)
+def checkpoint(folder: Path, optimizer: Optimizer, name: str = "checkpoint.pt", n_told: int | None = None) -> None:
+    """Save the optimiser's state, valid once ``n_told`` (default ``optimizer.n_told``) records are
+    told, to ``folder/name`` (atomic: a crash leaves the previous file)."""
+    path = folder / name
+    tmp = folder / (name + ".tmp")
+    torch.save({"n_told": optimizer.n_told if n_told is None else n_told, "state": optimizer.state_dict()}, tmp)
     os.replace(tmp, path)
 
 
-def _replay(history: History, optimizer: Optimizer, n_init: int) -> None:
-    """Rebuild the optimiser's state from the log (and checkpoint) without calling the oracle."""
+def _read_checkpoint(path: Path, optimizer: Optimizer) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        data = torch.load(path, map_location=optimizer.device, weights_only=False)
+        if not isinstance(data, dict) or not isinstance(data.get("n_told"), int) or "state" not in data:
+            raise ValueError("not a pinnbo checkpoint")
+        return data
+    except Exception as exc:  # unreadable state costs replay time, never evaluations
+        log.warning("%s is unreadable (%s); rebuilding the optimiser from the log", path, type(exc).__name__)
+        return None
+
+
+def restore(history: History, optimizer: Optimizer, n_init: int, checkpoint_path: Path | None = None) -> None:
+    """Rebuild the optimiser's state from the log (and checkpoint) without calling the oracle.
+
+    ``checkpoint_path`` defaults to the folder's checkpoint.pt. Afterwards the optimiser is in the
+    state of an uninterrupted run that has just told ``len(history)`` evaluations.
+    """
     folder = history.folder
+    if checkpoint_path is None and folder is not None:
+        checkpoint_path = folder / "checkpoint.pt"
     start = 0
-    if folder is not None and (folder / "checkpoint.pt").exists():
-        checkpoint = torch.load(folder / "checkpoint.pt", map_location=optimizer.device, weights_only=False)
-        if checkpoint["n_told"] <= len(history):
-            optimizer.load_state_dict(checkpoint["state"])
-            start = checkpoint["n_told"]
+    data = None if checkpoint_path is None else _read_checkpoint(checkpoint_path, optimizer)
+    if data is not None and data["n_told"] <= len(history):
+        try:
+            optimizer.load_state_dict(data["state"])
+        except Exception as exc:  # half-loaded weights would silently change the run
+            raise HistoryError(f"{checkpoint_path}: does not fit this optimiser ({type(exc).__name__}); delete it "
+                               "and the run is rebuilt from evaluations.jsonl") from None
+        start = data["n_told"]
+    dim = optimizer.domain.dim
     for record in history.evaluations:
+        if len(record.x) != dim:
+            raise HistoryError(f"evaluations.jsonl: corrupted record {record.index}: 'x' has {len(record.x)} "
+                               f"values, the problem has {dim} variables")
         if record.index >= max(start, n_init):
             replayed = optimizer.ask()
             if not np.allclose(replayed, record.x, rtol=1e-9, atol=1e-12):
@@ -106,35 +159,52 @@ def history_sign(history: History) -> float:
     return -1.0 if history.sense == "maximize" else 1.0
 
 
+def commit(history: History, optimizer: Optimizer | None, record: Evaluation, timing: dict,
+           n_init: int) -> None:
+    """Step 3–4 of the loop: record (fsynced), tell, checkpoint, with Ctrl-C held until done.
+    ``optimizer`` None: the caller keeps the checkpoint itself (``pinnbo tell``)."""
+    with held_interrupts():
+        history.append(record, timing)
+        if optimizer is not None:
+            optimizer.tell(np.array(record.x), None if record.y is None else history_sign(history) * record.y)
+            if history.folder is not None and len(history) >= n_init:
+                checkpoint(history.folder, optimizer)
+
+
 def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
         observer: RunObserver | None = None) -> History:
     """Run ``optimizer`` on ``problem`` until ``settings.budget`` evaluations are recorded."""
-    history = History(problem.sense, settings.output, problem.optimum)
-    if settings.output is not None:
-        History.prepare(settings.output, settings.case or {}, resume=settings.resume, overwrite=settings.overwrite)
-        if settings.resume:
-            history.load()
-    design = initial_design(problem.domain, settings.initial_points, settings.seed)
-    _replay(history, optimizer, settings.initial_points)
-    if observer is not None:
-        observer.on_start(problem, settings, history)
-    sign = problem.sign
+    if problem.metadata.get("oracle") == "outside":
+        raise ProblemError(f"oracle: problem {problem.name!r} is measured outside pinnbo; give the case "
+                           "`oracle: {command: ...}` to run it, or use `pinnbo ask` / `pinnbo tell`")
+    if settings.output is None:
+        return _loop(problem, optimizer, settings, History(problem.sense, None, problem.optimum), observer)
+    with locked(settings.output):
+        history = History.open(settings.output, settings.case or {}, problem.sense, problem.optimum,
+                               resume=settings.resume, overwrite=settings.overwrite)
+        return _loop(problem, optimizer, settings, history, observer)
+
+
+def _loop(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
+          observer: RunObserver | None) -> History:
+    n_init = settings.initial_points
+    design = initial_design(problem.domain, n_init, settings.seed)
     try:
+        restore(history, optimizer, n_init)
+        if observer is not None:
+            observer.on_start(problem, settings, history)
         while len(history) < settings.budget:
             k = len(history)
             start = time.perf_counter()
-            if k < settings.initial_points:
+            if k < n_init:
                 x, phase = design[k], "initial"
             else:
                 x = optimizer.ask()
                 phase = getattr(optimizer, "last_role", "optimizer")
             ask_seconds = time.perf_counter() - start
-            record, oracle_seconds = evaluate(problem, x, k, settings.seed, phase)
+            record, oracle_seconds = evaluate(problem, x, k, settings.seed, phase, settings.timeout)
             timing = {"ask_seconds": round(ask_seconds, 6), "oracle_seconds": round(oracle_seconds, 6)}
-            history.append(record, timing)
-            optimizer.tell(np.array(record.x), None if record.y is None else sign * record.y)
-            if settings.output is not None and k + 1 >= settings.initial_points:
-                _checkpoint(settings.output, optimizer)
+            commit(history, optimizer, record, timing, n_init)
             if observer is not None:
                 observer.on_evaluation(record, timing, history)
     except KeyboardInterrupt:

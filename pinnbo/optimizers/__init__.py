@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, initial_design
+from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
+from pinnbo.optimizers.neural_bo import NeuralBO
+from pinnbo.optimizers.neural_greedy import NeuralGreedy
 from pinnbo.optimizers.pinn_bo import PINNBO, PINNBOSettings
 from pinnbo.optimizers.random_search import RandomSearch
 
 METHODS: dict[str, type[Optimizer]] = {
     PINNBO.name: PINNBO,
     RandomSearch.name: RandomSearch,
+    NeuralBO.name: NeuralBO,
+    NeuralGreedy.name: NeuralGreedy,
+    GPEI.name: GPEI,
+    GPUCB.name: GPUCB,
+    GPUCBPlus.name: GPUCBPlus,
+    ExploitPlus.name: ExploitPlus,
+    Exploit.name: Exploit,
 }
 
 

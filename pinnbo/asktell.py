@@ -1,0 +1,223 @@
+"""Ask/tell from outside: ``pinnbo ask CASE`` prints the next design, a person or a scheduler
+measures it, ``pinnbo tell CASE --x ... --y ...`` records the value. Each command is its own
+process; the state lives in the results folder, next to a normal run's:
+
+- ``evaluations.jsonl``, ``checkpoint.pt``, ``case.json``: as for ``pinnbo run`` (the same folder
+  can be continued by ``pinnbo run --resume`` and the other way round);
+- ``pending.json``: the design asked and not yet told, ``{"index", "x": {name: value}, "phase",
+  "ask_seconds", "asked_at"}``; asking again while it is pending prints it again;
+- ``pending.pt``: the optimiser's state right after that ask, which is the checkpoint the run loop
+  would write after telling it (see :mod:`pinnbo.run`), so ``tell`` needs no training: it appends
+  the record and promotes pending.pt to checkpoint.pt.
+
+``ask`` rebuilds the optimiser with :func:`pinnbo.run.restore`, exactly as a resumed run does, and
+asks the initial design first, so driving a case by ask/tell with the oracle's values gives the same
+evaluations.jsonl as ``pinnbo run`` with the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from pinnbo.case import Case
+from pinnbo.history import Evaluation, History, HistoryError, locked, write_json_atomic
+from pinnbo.optimizers.base import initial_design
+from pinnbo.problem import Problem
+from pinnbo.run import checkpoint, commit, observation, restore
+
+PENDING = "pending.json"
+PENDING_STATE = "pending.pt"
+# A told design matches the pending one within this fraction of each variable's range: ask prints
+# full precision, and two proposals are never closer than duplicate_tol (1e-4) in the unit box.
+X_TOLERANCE = 1e-6
+
+
+class TellError(HistoryError):
+    """A tell that cannot be recorded (one-line message naming the option)."""
+
+
+def ask(case: Case) -> dict:
+    """The next design of ``case``'s run, recorded as pending: ``{"index": k, "x": {name: value},
+    "phase": ...}``. The pending design again if one is waiting for its tell."""
+    problem = case.build_problem()
+    optimizer = case.build_optimizer(problem)
+    folder = case.output_dir
+    n_init = case.initial_points
+    with locked(folder):
+        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False)
+        k = len(history)
+        pending = read_pending(folder, problem)
+        if pending is not None and pending["index"] == k:
+            return pending
+        if k >= case.budget:
+            raise HistoryError(f"budget: all {case.budget} evaluations are recorded; pass --budget to ask for more")
+        history.begin(case.to_dict())
+        if pending is not None:
+            # Stale: evaluation k was recorded since (a tell cut off before its cleanup, or
+            # `pinnbo run --resume` went on); the design it holds is in the log.
+            discard_pending(folder)
+        restore(history, optimizer, n_init)
+        start = time.perf_counter()
+        if k < n_init:
+            x, phase = initial_design(problem.domain, n_init, case.seed)[k], "initial"
+        else:
+            x = optimizer.ask()
+            phase = getattr(optimizer, "last_role", "optimizer")
+        ask_seconds = time.perf_counter() - start
+        if k + 1 >= n_init:
+            checkpoint(folder, optimizer, PENDING_STATE, n_told=k + 1)
+        pending = {"index": k, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase,
+                   "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
+        write_json_atomic(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
+    return pending
+
+
+def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None
+         ) -> tuple[Evaluation, History, Problem]:
+    """Record the measurement of the pending design: ``x`` (d,), {name: value} or "1.2,3.4" must
+    match it; ``y`` the value in the problem's sense, or ``failed`` the reason there is none."""
+    problem = case.build_problem()
+    folder = case.output_dir
+    names = problem.domain.names
+    told = _design(parse_x(x, names) if isinstance(x, str) else x, names)
+    if (y is None) == (failed is None):
+        raise TellError("tell: give the measured value (--y) or the reason it failed (--failed), not both")
+    if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
+        raise TellError(f"--y: expected a finite number, got {y!r}; a measurement without a value is --failed \"reason\"")
+    if not (folder / "case.json").exists():
+        raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
+    with locked(folder):
+        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False)
+        k = len(history)
+        pending = read_pending(folder, problem)
+        if pending is None or pending["index"] > k:
+            raise TellError(f"tell: design {_show(told)} was never asked; nothing is pending (pinnbo ask first)")
+        if pending["index"] < k:
+            raise TellError(f"tell: design {_show(told)} was never asked; evaluation {pending['index']} is "
+                            "already recorded (pinnbo ask for the next design)")
+        asked = np.array([pending["x"][n] for n in names])
+        gap = np.abs(told - asked) / problem.domain.widths
+        if not np.all(gap <= X_TOLERANCE):
+            raise TellError(f"tell: design {_show(told)} was never asked; the pending design {k} is {_show(asked)}")
+        history.begin(case.to_dict())
+        error = None if failed is None else (failed.strip() or "failed (no reason given)")
+        # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
+        record = observation(problem, asked, k, case.seed, pending["phase"], float("nan") if y is None else float(y),
+                             error, add_noise=False)
+        asked_at = pending.get("asked_at")
+        timing = {"ask_seconds": pending.get("ask_seconds")}
+        if isinstance(asked_at, (int, float)):
+            timing["oracle_seconds"] = round(max(time.time() - asked_at, 0.0), 3)  # the measurement, seen from here
+        commit(history, None, record, timing, case.initial_points)
+        state = folder / PENDING_STATE
+        if state.exists():
+            if _checkpoint_told(state) == k + 1:
+                os.replace(state, folder / "checkpoint.pt")
+            else:  # not this ask's state: the next ask replays from checkpoint.pt instead
+                state.unlink()
+        (folder / PENDING).unlink(missing_ok=True)
+    return record, history, problem
+
+
+def _checkpoint_told(path: Path) -> int | None:
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False).get("n_told")
+    except Exception:  # an unreadable state is only a lost shortcut
+        return None
+
+
+def read_pending(folder: Path, problem: Problem) -> dict | None:
+    """The pending design of ``folder``, checked against the problem's variables; None if none."""
+    path = Path(folder) / PENDING
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        index, x = data["index"], data["x"]
+        if isinstance(index, bool) or not isinstance(index, int) or not isinstance(x, dict) \
+                or sorted(x) != sorted(problem.domain.names) or not isinstance(data.get("phase"), str) \
+                or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in x.values()):
+            raise ValueError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise HistoryError(f"{path}: corrupted pending design; delete it and pinnbo ask again") from None
+    return data
+
+
+def discard_pending(folder: Path) -> None:
+    for name in (PENDING, PENDING_STATE):
+        (Path(folder) / name).unlink(missing_ok=True)
+
+
+def parse_x(text: str, names: Sequence[str]) -> list[float]:
+    """``--x 1.2,3.4`` (in the order of the variables) or ``--x y=3.4,x=1.2`` → [1.2, 3.4]."""
+    parts = [p.strip() for p in text.split(",")]
+    expected = f"{len(names)} comma-separated numbers ({', '.join(names)}) or name=value pairs"
+    if all("=" in p for p in parts):
+        pairs = dict(p.split("=", 1) for p in parts)
+        pairs = {k.strip(): v for k, v in pairs.items()}
+        if sorted(pairs) != sorted(names) or len(pairs) != len(parts):
+            raise TellError(f"--x: expected {expected}, got {text!r}")
+        parts = [pairs[n] for n in names]
+    if len(parts) != len(names):
+        raise TellError(f"--x: expected {expected}, got {text!r}")
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise TellError(f"--x: expected {expected}, got {text!r}") from None
+
+
+def parse_y(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TellError(f"--y: expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise TellError(f"--y: expected a finite number, got {text!r}; a measurement without a value is --failed \"reason\"")
+    return value
+
+
+def parse_json(text: str) -> dict:
+    """``--json '{"x": [..] or {name: value}, "y": value}'`` (or ``"failed": "reason"``)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TellError(f"--json: not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
+    for key in data:
+        if key not in ("x", "y", "failed"):
+            raise TellError(f"--json: unknown key {key!r}; expected x, y, failed")
+    if "x" not in data:
+        raise TellError("--json: the design \"x\" is missing")
+    if data.get("y") is not None and (isinstance(data["y"], bool) or not isinstance(data["y"], (int, float))):
+        raise TellError(f"--json: \"y\" must be a number, got {data['y']!r}")
+    if data.get("failed") is not None and not isinstance(data["failed"], str):
+        raise TellError(f"--json: \"failed\" must be a string (the reason), got {data['failed']!r}")
+    return data
+
+
+def _design(x: Any, names: Sequence[str]) -> np.ndarray:
+    if x is None:
+        raise TellError("tell: the measured design is missing; give --x (as printed by pinnbo ask) or --json")
+    if isinstance(x, dict):
+        unknown = [k for k in x if k not in names]
+        if unknown or len(x) != len(names):
+            raise TellError(f"tell: design {x!r} must give every variable ({', '.join(names)}) and no other")
+        x = [x[n] for n in names]
+    if not isinstance(x, (list, tuple, np.ndarray)) or len(x) != len(names) or \
+            not all(isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) and math.isfinite(v) for v in x):
+        raise TellError(f"tell: design {x!r} must be {len(names)} finite numbers ({', '.join(names)})")
+    return np.asarray(x, dtype=np.float64)
+
+
+def _show(x: Sequence[float]) -> str:
+    return "(" + ", ".join(repr(float(v)) for v in x) + ")"

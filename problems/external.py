@@ -1,0 +1,119 @@
+"""A design problem declared entirely in the case file, for a simulator or a lab that lives outside
+Python: the box, the sense and optionally the PDE; the values come from the case's
+``oracle: {command: ...}`` (``pinnbo run``) or from a person (``pinnbo ask`` / ``pinnbo tell``).
+
+```yaml
+problem: external
+params:
+  bounds: {x: [0, 1], y: [0, 2]}          # names become the command's placeholders and the PDE's inputs
+  sense: maximize
+  pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
+oracle: {command: "./simulate {x} {y}", parse: float}
+```
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
+
+from pinnbo.expressions import _FUNCTIONS
+from pinnbo.oracles.external import OracleFailure
+from pinnbo.pde import PDE, PDEError
+from pinnbo.problem import Box, Problem, ProblemError, register_problem
+
+UNKNOWN = "u"
+
+
+@register_problem
+def external(bounds: dict, sense: str = "minimize", pde: str | list | None = None) -> Problem:
+    """A box declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
+    names, lower, upper = _bounds(bounds)
+    if sense not in ("minimize", "maximize"):
+        raise ProblemError(f"params.sense: expected minimize or maximize, got {sense!r}")
+    equation = None if pde is None else parse_pde(pde, names)
+
+    def not_measured(x: np.ndarray) -> float:
+        raise OracleFailure("problem 'external' has no oracle: give the case `oracle: {command: ...}`, "
+                            "or measure with pinnbo ask / pinnbo tell")
+
+    return Problem("external", Box(lower, upper, names), not_measured, sense, pde=equation,
+                   description="declared in the case file", metadata={"oracle": "outside"})
+
+
+def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
+    if not isinstance(bounds, dict) or not bounds:
+        raise ProblemError("params.bounds: expected a mapping of variables to [lower, upper], e.g. {x: [0, 1]}")
+    names, lower, upper = [], [], []
+    for name, pair in bounds.items():
+        field = f"params.bounds.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise ProblemError(f"params.bounds: variable name {name!r} must be letters, digits and '_'")
+        if name == UNKNOWN or name in _FUNCTIONS:
+            raise ProblemError(f"{field}: {name!r} is reserved (the PDE's unknown or a function); rename the variable")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
+            raise ProblemError(f"{field}: expected [lower, upper], got {pair!r}")
+        lo, hi = float(pair[0]), float(pair[1])
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
+        if not lo < hi:
+            raise ProblemError(f"{field}: lower bound {lo} must be below upper bound {hi}")
+        names.append(name)
+        lower.append(lo)
+        upper.append(hi)
+    return tuple(names), lower, upper
+
+
+def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde") -> PDE:
+    """``"lhs = rhs"`` (or a list, one equation each) in the variables ``names`` and the unknown
+    ``u``; derivatives as ``diff(u, x, 2)``. Parsed by sympy in a closed namespace: any other name
+    is an error naming it."""
+    items = text if isinstance(text, list) else [text]
+    if not items or not all(isinstance(t, str) and t.strip() for t in items):
+        raise ProblemError(f"{field}: expected an equation such as \"diff(u, x, 2) + diff(u, y, 2) = 0\" or a list of them")
+    symbols = {name: sp.Symbol(name, real=True) for name in names}
+    unknown = sp.Function(UNKNOWN)(*symbols.values())
+    namespace = {**_FUNCTIONS, **symbols, UNKNOWN: unknown, "diff": sp.diff}
+    lhs, rhs = [], []
+    for item in items:
+        # parse_expr evaluates Python; attribute access and dunders are the ways out of a namespace.
+        if "__" in item or re.search(r"\.\s*[A-Za-z_]", item):
+            raise ProblemError(f"{field}: {item!r} may not use attribute access; write diff(u, x, 2)")
+        sides = re.split(r"(?<![<>=!])=(?!=)", item)
+        if len(sides) > 2:
+            raise ProblemError(f"{field}: {item!r} has more than one '='")
+        parsed = [_parse_side(side, namespace, symbols, item, field) for side in sides]
+        lhs.append(parsed[0])
+        rhs.append(parsed[1] if len(parsed) == 2 else sp.Integer(0))
+    if not any(e.has(unknown) for e in lhs + rhs):
+        raise ProblemError(f"{field}: the equation does not involve the unknown {UNKNOWN!r}")
+    try:
+        return PDE(lhs if isinstance(text, list) else lhs[0], rhs if isinstance(text, list) else rhs[0],
+                   inputs=names)
+    except PDEError as exc:
+        raise ProblemError(f"{field}: {exc}") from None
+
+
+def _parse_side(side: str, namespace: dict, symbols: dict, item: str, field: str) -> sp.Expr:
+    try:
+        expr = parse_expr(side, local_dict=dict(namespace), global_dict={"__builtins__": {}, **{
+            k: getattr(sp, k) for k in ("Integer", "Float", "Rational", "Symbol", "Function")
+        }}, transformations=standard_transformations + (convert_xor,), evaluate=True)
+    except Exception as exc:  # sympy raises many types for malformed text
+        raise ProblemError(f"{field}: cannot parse {item!r} ({type(exc).__name__})") from None
+    if not isinstance(expr, sp.Expr):
+        raise ProblemError(f"{field}: {item!r} is not an equation of numeric expressions")
+    extra = sorted(str(s) for s in expr.free_symbols if str(s) not in symbols)
+    if extra:
+        raise ProblemError(f"{field}: unknown symbol {extra[0]!r} in {item!r}; expected a formula of "
+                           f"{', '.join(symbols)} and the unknown {UNKNOWN}")
+    others = sorted({type(f).__name__ for f in expr.atoms(sp.core.function.AppliedUndef)} - {UNKNOWN})
+    if others:
+        raise ProblemError(f"{field}: unknown function {others[0]!r} in {item!r}; the unknown is {UNKNOWN}")
+    return expr

@@ -1,0 +1,229 @@
+"""Bad input, everywhere: every malformed case, option, tell or results folder ends through the
+real CLI with one line `error: <field>: ...`, exit code 2, no traceback, and nothing changed on
+disk (the whole test folder, with a finished run in it, is hashed before and after)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from typer.testing import CliRunner
+
+from pinnbo.cli import app
+from tests.survival import ROOT, environment, folder_digest
+
+runner = CliRunner()
+
+BASE = """name: t
+problem: dropwave
+params: {dim: 2}
+method: random
+budget: 5
+initial_points: 3
+seed: 0
+output: __OUT__
+"""
+
+
+def case(**replace: str) -> str:
+    """BASE with some lines replaced (value None drops the field) or added."""
+    lines = dict(line.split(": ", 1) for line in BASE.strip().splitlines())
+    for key, value in replace.items():
+        if value is None:
+            lines.pop(key, None)
+        else:
+            lines[key] = value
+    return "".join(f"{k}: {v}\n" for k, v in lines.items())
+
+
+def external(**params: str) -> str:
+    fields = {"bounds": "{x: [0, 1], y: [0, 2]}", **params}
+    return case(problem="external", params="{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}")
+
+
+def oracle(command: str, extra: str = "") -> str:
+    return case(oracle="{command: '" + command + "'" + extra + "}")
+
+
+BAD_PDE_FILE = """import sympy as sp
+from pinnbo import PDE, Box, Problem
+
+def plate():
+    x, y, k = sp.symbols("x y k")
+    u = sp.Function("u")(x, y)
+    return Problem("plate", Box((0, 0), (1, 1), ("x", "y")), lambda p: 0.0, pde=PDE(u.diff(x, 2) + k * u, rhs=0))
+"""
+
+
+def corrupt_line(out: Path, tmp: Path) -> None:
+    lines = (out / "evaluations.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:25] + "#garbage"
+    (out / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def foreign_folder(out: Path, tmp: Path) -> None:
+    shutil.rmtree(out)
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+
+
+@dataclass
+class Bad:
+    id: str
+    yaml: str
+    needle: str
+    command: list[str] = field(default_factory=lambda: ["run", "--quiet"])
+    prepare: Callable[[Path, Path], None] | None = None
+
+
+TELL = ["tell", "--x", "0.1,0.2"]
+TABLE = [
+    # -- the case file ---------------------------------------------------------------------------
+    Bad("yaml-syntax", "name: t\nproblem: [dropwave\n", "case.yaml: YAML syntax error at line 3"),
+    Bad("yaml-not-a-mapping", "- name: t\n- problem: dropwave\n", "case: expected a mapping"),
+    Bad("unknown-key", case(colour="red"), "colour: unknown field"),
+    Bad("misspelled-key", case(budgt="5"), "budgt: unknown field (did you mean 'budget'?)"),
+    Bad("missing-name", case(name=None), "name: required field is missing"),
+    Bad("missing-problem", case(problem=None), "problem: required field is missing"),
+    Bad("budget-not-integer", case(budget="ten"), "budget: expected an integer, got 'ten'"),
+    Bad("budget-float", case(budget="7.5"), "budget: expected an integer, got 7.5"),
+    Bad("budget-not-above-initial", case(budget="3"), "budget: must exceed initial_points (3), got 3"),
+    Bad("initial-points-zero", case(initial_points="0"), "initial_points: expected an integer >= 1"),
+    Bad("seed-negative", case(seed="-1"), "seed: expected an integer >= 0"),
+    Bad("name-with-slash", case(name="a/b"), "name: expected letters"),
+    Bad("noise-nan", case(noise=".nan"), "noise: expected a finite number"),
+    Bad("device-unknown", case(device="gpu"), "device: expected cpu, cuda"),
+    Bad("timeout-negative", case(timeout="-5"), "timeout: expected a number of seconds > 0, got -5"),
+    Bad("timeout-text", case(timeout="soon"), "timeout: expected a number of seconds > 0, got 'soon'"),
+    # -- problem and method ----------------------------------------------------------------------
+    Bad("unknown-problem", case(problem="dropwav"), "problem: unknown problem 'dropwav' (did you mean 'dropwave'?)"),
+    Bad("problem-file-missing", case(problem="nowhere.py:f"), "problem: no such file 'nowhere.py'"),
+    Bad("problem-file-no-function", case(problem="badpde.py:nothing"), "problem: 'badpde.py' defines no function 'nothing'",
+        prepare=lambda out, tmp: (tmp / "badpde.py").write_text(BAD_PDE_FILE)),
+    Bad("params-not-mapping", case(params="[1, 2]"), "params: expected a mapping, got list"),
+    Bad("unknown-problem-parameter", case(params="{dim: 2, dimension: 3}"), "params.dimension: unknown parameter"),
+    Bad("problem-parameter-out-of-range", case(params="{dim: -2}"), "params.dim"),
+    Bad("unknown-method", case(method="bayes"), "method: unknown method 'bayes'"),
+    Bad("unknown-method-parameter", case(method="pinn-bo", method_params="{epochs: 3}"), "method_params.epochs: unknown parameter"),
+    Bad("method-parameter-type", case(method="pinn-bo", method_params="{hidden: big}"), "method_params.hidden: expected a list of integers"),
+    Bad("boundary-does-not-parse", case(problem="heat_plate", params="{grid: 16, boundary: {left: 'sin(', right: '0', bottom: x, top: '0'}}"),
+        "params.boundary.left: cannot parse formula 'sin('"),
+    Bad("boundary-unknown-symbol", case(problem="heat_plate", params="{grid: 16, boundary: {left: '0', right: '0', bottom: x, top: 'z*x'}}"),
+        "params.boundary.top: unknown symbol 'z' in 'z*x'"),
+    Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",
+        prepare=lambda out, tmp: (tmp / "badpde.py").write_text(BAD_PDE_FILE)),
+    # -- a problem declared in YAML and its external oracle ------------------------------------------
+    Bad("bounds-inverted", external(bounds="{x: [1, 0]}"), "params.bounds.x: lower bound 1.0 must be below upper bound 0.0"),
+    Bad("bounds-infinite", external(bounds="{x: [0, .inf]}"), "params.bounds.x: bounds must be finite"),
+    Bad("bounds-not-a-pair", external(bounds="{x: [0, 1, 2]}"), "params.bounds.x: expected [lower, upper]"),
+    Bad("bounds-missing", case(problem="external", params=None), "params.bounds: required parameter of problem 'external'"),
+    Bad("sense-unknown", external(sense="sideways"), "params.sense: expected minimize or maximize"),
+    Bad("yaml-pde-unknown-symbol", external(pde="'diff(u, x, 2) + k*u = 0'"), "params.pde: unknown symbol 'k'"),
+    Bad("yaml-pde-does-not-parse", external(pde="'diff(u, x, 2 = 0'"), "params.pde: cannot parse"),
+    Bad("no-oracle-to-run", external(), "oracle: problem 'external' is measured outside pinnbo"),
+    Bad("oracle-not-a-mapping", case(oracle="./simulate"), "oracle: expected a mapping"),
+    Bad("oracle-unknown-field", case(oracle="{command: 'echo {x1} {x2}', shell: true}"), "oracle.shell: unknown field"),
+    Bad("oracle-missing-command", case(oracle="{parse: json}"), "oracle.command: required field is missing"),
+    Bad("oracle-unknown-placeholder", oracle("echo {x1} {z}"), "oracle.command: unknown placeholder {z}; expected {x1}, {x2}"),
+    Bad("oracle-missing-placeholder", oracle("echo {x1}"), "oracle.command: placeholder {x2} is missing"),
+    Bad("oracle-unbalanced-quote", oracle('echo "{x1} {x2}'), "oracle.command: cannot split"),
+    Bad("oracle-program-not-found", oracle("./no_such_simulator {x1} {x2}"), "oracle.command: program './no_such_simulator' not found"),
+    Bad("oracle-parse-unknown", oracle("echo {x1} {x2}", ", parse: xml"), "oracle.parse: expected float or json, got 'xml'"),
+    Bad("noise-with-oracle", oracle("echo {x1} {x2}", "").replace("oracle:", "noise: 0.1\noracle:"), "noise: synthetic noise"),
+    # -- results folders ---------------------------------------------------------------------------
+    Bad("rerun-without-overwrite", BASE, "output: __OUT__ is not empty; pass --resume to continue it or --overwrite"),
+    Bad("resume-other-seed", case(seed="4"), "--resume: __OUT__ was produced with a different seed (0, now 4)",
+        command=["run", "--resume", "--quiet"]),
+    Bad("resume-other-problem", case(problem="styblinski_tang"), "different problem ('dropwave', now 'styblinski_tang')",
+        command=["run", "--resume", "--quiet"]),
+    Bad("overwrite-foreign-folder", BASE, "--overwrite: __OUT__ holds no pinnbo run", command=["run", "--overwrite", "--quiet"],
+        prepare=foreign_folder),
+    Bad("output-is-a-file", case(output="__DIR__/notes.txt"), "output: __DIR__/notes.txt is a file",
+        prepare=lambda out, tmp: (tmp / "notes.txt").write_text("notes")),
+    Bad("corrupted-log-line", BASE, "evaluations.jsonl:2: corrupted record", command=["run", "--resume", "--quiet"],
+        prepare=corrupt_line),
+    # -- ask / tell --------------------------------------------------------------------------------
+    Bad("tell-never-asked", BASE, "tell: design (0.1, 0.2) was never asked; nothing is pending", command=TELL + ["--y", "1"]),
+    Bad("tell-wrong-design", case(budget="6"), "tell: design (0.1, 0.2) was never asked; the pending design 5 is (",
+        command=TELL + ["--y", "1"], prepare=lambda out, tmp: _ask(out, tmp)),
+    Bad("tell-no-pinnbo-folder", case(output="__DIR__/nothing"), "was never asked: __DIR__/nothing holds no run",
+        command=TELL + ["--y", "1"]),
+    Bad("tell-x-count", BASE, "--x: expected 2 comma-separated numbers (x1, x2)", command=["tell", "--x", "0.1", "--y", "1"]),
+    Bad("tell-x-text", BASE, "--x: expected 2 comma-separated numbers", command=["tell", "--x", "a,b", "--y", "1"]),
+    Bad("tell-y-nan", BASE, "--y: expected a finite number, got 'nan'", command=TELL + ["--y", "nan"]),
+    Bad("tell-y-text", BASE, "--y: expected a number, got 'hot'", command=TELL + ["--y", "hot"]),
+    Bad("tell-value-and-failure", BASE, "tell: give the measured value (--y) or the reason it failed (--failed), not both",
+        command=TELL + ["--y", "1", "--failed", "broke"]),
+    Bad("tell-json-invalid", BASE, "--json: not valid JSON", command=["tell", "--json", "{x: 1"]),
+    Bad("tell-json-unknown-key", BASE, "--json: unknown key 'value'", command=["tell", "--json", '{"x": [0, 0], "value": 1}']),
+    Bad("ask-budget-spent", BASE, "budget: all 5 evaluations are recorded; pass --budget", command=["ask"]),
+    Bad("ask-corrupted-pending", BASE, "pending.json: corrupted pending design", command=["ask"],
+        prepare=lambda out, tmp: (out / "pending.json").write_text("{not json")),
+]
+
+
+def _ask(out: Path, tmp: Path) -> None:
+    path = tmp / "ask.yaml"
+    path.write_text(case(budget="6").replace("__OUT__", str(out)))
+    assert runner.invoke(app, ["ask", str(path)]).exit_code == 0
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A finished run of BASE that every row's folder starts from."""
+    folder = tmp_path_factory.mktemp("template")
+    path = folder / "case.yaml"
+    path.write_text(BASE.replace("__OUT__", str(folder / "out")))
+    result = runner.invoke(app, ["run", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return folder / "out"
+
+
+def setup(bad: Bad, finished_run: Path, tmp_path: Path) -> tuple[Path, str]:
+    out = tmp_path / "out"
+    shutil.copytree(finished_run, out)
+    if bad.prepare is not None:
+        bad.prepare(out, tmp_path)
+    path = tmp_path / "case.yaml"
+    path.write_text(bad.yaml.replace("__OUT__", str(out)).replace("__DIR__", str(tmp_path)))
+    return path, bad.needle.replace("__OUT__", str(out)).replace("__DIR__", str(tmp_path))
+
+
+def check(exit_code: int, stderr: str, stdout: str, needle: str) -> None:
+    assert exit_code == 2, stderr + stdout
+    assert "Traceback" not in stderr + stdout
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert stdout.strip() == ""
+
+
+@pytest.mark.parametrize("bad", TABLE, ids=[b.id for b in TABLE])
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(bad, finished_run, tmp_path):
+    path, needle = setup(bad, finished_run, tmp_path)
+    before = folder_digest(tmp_path)
+    result = runner.invoke(app, [bad.command[0], str(path), *bad.command[1:]])
+    assert isinstance(result.exception, SystemExit)  # typer's exit, not an escaped exception
+    check(result.exit_code, result.stderr, result.stdout, needle)
+    assert folder_digest(tmp_path) == before
+
+
+def test_the_table_is_at_least_25_inputs():
+    assert len(TABLE) >= 25 and len({b.id for b in TABLE}) == len(TABLE)
+
+
+@pytest.mark.parametrize("bad", [b for b in TABLE if b.id in ("corrupted-log-line", "tell-wrong-design")],
+                         ids=lambda b: b.id)
+def test_the_installed_entry_point_behaves_the_same(bad, finished_run, tmp_path):
+    """The same through `python -m pinnbo.cli` in a fresh process (real exit code and streams)."""
+    path, needle = setup(bad, finished_run, tmp_path)
+    before = folder_digest(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "pinnbo.cli", bad.command[0], str(path), *bad.command[1:]],
+                            capture_output=True, text=True, cwd=ROOT, env=environment(COLUMNS="80"), timeout=120)
+    check(result.returncode, result.stderr, result.stdout, needle)
+    assert folder_digest(tmp_path) == before

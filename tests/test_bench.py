@@ -1,0 +1,219 @@
+"""pinnbo bench: the grid of methods × seeds, its folder layout, restart without repeated oracle
+calls, the statistics against scipy and a hand computation, and --jobs not changing any result."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+import pinnbo.run
+from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, run_bench,
+                          welch_one_sided)
+from pinnbo.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+DROPWAVE = ROOT / "cases" / "dropwave.yaml"
+METHODS = ["pinn-bo", "random"]
+SEEDS = 2
+BUDGET, INITIAL = 6, 4      # what --smoke makes of the dropwave case
+
+
+def settings(output: Path, jobs: int = 1) -> BenchSettings:
+    return BenchSettings.from_options([DROPWAVE], ",".join(METHODS), SEEDS, jobs=jobs, output=output, smoke=True)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    """One smoke bench (2 methods × 2 seeds on dropwave) shared by the tests that only read it."""
+    output = tmp_path_factory.mktemp("bench")
+    result = run_bench(settings(output), quiet=True)
+    return output, result
+
+
+def run_files(output: Path) -> dict[str, bytes]:
+    runs = output / "dropwave" / "runs"
+    return {str(p.relative_to(runs)): p.read_bytes() for p in sorted(runs.glob("*/*/evaluations.jsonl"))}
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_layout_and_counts(bench):
+    output, result = bench
+    folder = output / "dropwave"
+    assert result.ran == len(METHODS) * SEEDS and result.skipped == 0 and not result.failed
+    for name in ("curves.csv", "table.md", "summary.json", "convergence.png"):
+        assert (folder / name).exists(), name
+    assert (folder / "convergence.png").stat().st_size > 1000
+    for method in METHODS:
+        for seed in range(SEEDS):
+            run = folder / "runs" / method / f"seed{seed}"
+            assert len((run / "evaluations.jsonl").read_text().splitlines()) == BUDGET
+            assert json.loads((run / "case.json").read_text())["method"] == method
+            assert json.loads((run / "summary.json").read_text())["evaluations"] == BUDGET
+    rows = read_csv(folder / "curves.csv")
+    assert list(rows[0]) == ["method", "seed", "evaluation", "best_true", "simple_regret"]
+    assert len(rows) == len(METHODS) * SEEDS * BUDGET
+    table = (folder / "table.md").read_text()
+    assert all(f"| {method} |" in table for method in METHODS)
+    assert "Welch" in table and "Benjamini" in table
+
+
+def test_initial_design_is_shared_by_methods_for_a_seed(bench):
+    output, _ = bench
+    runs = output / "dropwave" / "runs"
+    first = {}
+    for method in METHODS:
+        for seed in range(SEEDS):
+            lines = (runs / method / f"seed{seed}" / "evaluations.jsonl").read_text().splitlines()
+            first[method, seed] = [json.loads(line)["x"] for line in lines[:INITIAL]]
+    for seed in range(SEEDS):
+        assert first["pinn-bo", seed] == first["random", seed]
+    assert first["pinn-bo", 0] != first["pinn-bo", 1]
+
+
+def test_summary_numbers_equal_recomputation_from_csv(bench):
+    output, _ = bench
+    folder = output / "dropwave"
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = read_csv(folder / "curves.csv")
+    assert summary["budget"] == BUDGET and summary["optimum"] == -1.0 and summary["sense"] == "minimize"
+    finals = {}
+    for method in METHODS:
+        result = summary["results"][method]
+        last = [r for r in rows if r["method"] == method and int(r["evaluation"]) == BUDGET]
+        best = np.array([float(r["best_true"]) for r in last])
+        regret = np.array([float(r["simple_regret"]) for r in last])
+        finals[method] = best
+        assert result["completed"] == SEEDS == len(best)
+        assert result["final_best"]["mean"] == pytest.approx(best.mean(), rel=1e-12)
+        assert result["final_best"]["se"] == pytest.approx(best.std(ddof=1) / math.sqrt(SEEDS), rel=1e-12)
+        assert result["simple_regret"]["mean"] == pytest.approx(regret.mean(), rel=1e-12)
+        assert result["simple_regret"]["se"] == pytest.approx(regret.std(ddof=1) / math.sqrt(SEEDS), rel=1e-12)
+        assert result["seconds_per_iteration"]["mean"] > 0
+        for k in (1, BUDGET // 2, BUDGET):
+            at_k = [float(r["best_true"]) for r in rows if r["method"] == method and int(r["evaluation"]) == k]
+            assert result["mean_curve"][k - 1] == pytest.approx(np.mean(at_k), rel=1e-12)
+    test = summary["tests"]["baselines"]["random"]
+    expected = stats.ttest_ind(finals["pinn-bo"], finals["random"], equal_var=False, alternative="less")
+    assert test["p_value"] == pytest.approx(expected.pvalue, rel=1e-12)
+    assert test["p_adjusted"] == pytest.approx(expected.pvalue, rel=1e-12)   # one baseline: BH is identity
+
+
+def test_restart_skips_complete_runs_and_resumes_an_incomplete_one(bench, tmp_path, monkeypatch):
+    source, _ = bench
+    output = tmp_path / "bench"
+    shutil.copytree(source, output)
+    before = run_files(output)
+    stamps = {p: p.stat().st_mtime_ns for p in output.glob("dropwave/runs/*/*/evaluations.jsonl")}
+    calls = []
+    original = pinnbo.run.evaluate
+    monkeypatch.setattr(pinnbo.run, "evaluate", lambda *a, **k: calls.append(a[2]) or original(*a, **k))
+
+    again = run_bench(settings(output), quiet=True)
+    assert (again.ran, again.skipped, calls) == (0, len(METHODS) * SEEDS, [])
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    # A crash after evaluation 5 of pinn-bo seed 1: the last record and the summary marker are gone.
+    run = output / "dropwave" / "runs" / "pinn-bo" / "seed1"
+    lines = (run / "evaluations.jsonl").read_text().splitlines(keepends=True)
+    (run / "evaluations.jsonl").write_text("".join(lines[:-1]))
+    (run / "summary.json").unlink()
+    resumed = run_bench(settings(output), quiet=True)
+    assert (resumed.ran, resumed.skipped, calls) == (1, len(METHODS) * SEEDS - 1, [BUDGET - 1])
+    assert run_files(output) == before
+    assert (run / "summary.json").exists()
+    assert (output / "dropwave" / "curves.csv").read_bytes() == (source / "dropwave" / "curves.csv").read_bytes()
+
+
+def test_welch_p_values_equal_scipy():
+    reference = [1.0, 1.2, 0.9, 1.1, 1.05]
+    baseline = [1.5, 1.7, 1.2, 1.4]
+    for sense, alternative in (("minimize", "less"), ("maximize", "greater")):
+        test = welch_one_sided(reference, baseline, sense)
+        expected = stats.ttest_ind(reference, baseline, equal_var=False, alternative=alternative)
+        assert test["alternative"] == alternative
+        assert test["p_value"] == pytest.approx(expected.pvalue, rel=1e-12)
+        assert test["t"] == pytest.approx(expected.statistic, rel=1e-12)
+    assert welch_one_sided([1.0], baseline, "minimize")["p_value"] is None      # one value: no variance
+    assert welch_one_sided([1.0, 1.0], [2.0, 2.0], "minimize")["p_value"] is None
+
+
+def test_benjamini_hochberg_matches_a_hand_computation():
+    # m = 4, sorted p: 0.01 0.03 0.04 0.20 → p·m/rank: 0.04 0.06 0.0533 0.20 → running min from the
+    # right: 0.04 0.0533 0.0533 0.20, mapped back to the input order.
+    adjusted = benjamini_hochberg([0.01, 0.04, 0.03, 0.20])
+    assert adjusted == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.20], rel=1e-12)
+    assert benjamini_hochberg([0.01, None, 0.04]) == [pytest.approx(0.02), None, pytest.approx(0.04)]
+    assert benjamini_hochberg([0.9, 0.8]) == pytest.approx([0.9, 0.9])
+    assert benjamini_hochberg([0.6, 0.7, 0.9]) == pytest.approx([0.9, 0.9, 0.9])
+    assert benjamini_hochberg([]) == []
+    if hasattr(stats, "false_discovery_control"):
+        p = [0.001, 0.2, 0.03, 0.04, 0.5, 0.012]
+        assert benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p), rel=1e-12)
+
+
+def test_reference_is_tested_against_each_baseline_with_bh():
+    finals = {"pinn-bo": [0.1, 0.2, 0.15, 0.12], "a": [0.5, 0.6, 0.4, 0.55], "b": [0.18, 0.25, 0.1, 0.2],
+              "c": [0.11, 0.21, 0.16, 0.13]}
+    tests = compare_to_reference(finals, "pinn-bo", "minimize")["baselines"]
+    raw = [stats.ttest_ind(finals["pinn-bo"], finals[m], equal_var=False, alternative="less").pvalue for m in "abc"]
+    for m, p, p_adj in zip("abc", raw, benjamini_hochberg(raw)):
+        assert tests[m]["p_value"] == pytest.approx(p, rel=1e-12)
+        assert tests[m]["p_adjusted"] == pytest.approx(p_adj, rel=1e-12)
+    assert tests["a"]["significant"] and not tests["c"]["significant"]
+    assert compare_to_reference({"a": [1.0, 2.0]}, "pinn-bo", "minimize") is None
+    assert mean_se([1.0, 3.0]) == {"mean": 2.0, "se": 1.0, "n": 2}
+
+
+def test_parallel_jobs_give_the_same_runs(bench, tmp_path):
+    source, _ = bench
+    result = run_bench(settings(tmp_path, jobs=2), quiet=True)
+    assert result.ran == len(METHODS) * SEEDS and not result.failed
+    assert run_files(tmp_path) == run_files(source)
+    assert (tmp_path / "dropwave" / "curves.csv").read_bytes() == (source / "dropwave" / "curves.csv").read_bytes()
+
+
+runner = CliRunner()
+
+
+def test_cli_bench_prints_the_table(tmp_path):
+    result = runner.invoke(app, ["bench", str(DROPWAVE), "--methods", "random", "--seeds", "2", "--smoke",
+                                 "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "random" in result.output and "regret" in result.output
+    summary = json.loads((tmp_path / "dropwave" / "summary.json").read_text())
+    assert summary["tests"] is None and summary["results"]["random"]["completed"] == 2
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--methods", "pinn-bo,randm"], "--methods: unknown method 'randm' (did you mean 'random'?)"),
+    (["--seeds", "0"], "--seeds"),
+    (["--jobs", "0"], "--jobs"),
+    (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
+    (["--params", "{oops"], "--params: invalid JSON"),
+    (["--params", '{"gp-x": {}}'], "--params"),
+    (["--case", "bad"], "params.dim"),
+])
+def test_user_errors_exit_2_with_one_line(tmp_path, args, needle):
+    case = DROPWAVE
+    if args == ["--case", "bad"]:
+        case = tmp_path / "bad.yaml"
+        case.write_text("name: bad\nproblem: dropwave\nparams: {dim: -2}\n")
+        args = []
+    result = runner.invoke(app, ["bench", str(case), "--smoke", "--quiet", "--output", str(tmp_path / "out"),
+                                 *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output, result.output
+    assert not (tmp_path / "out").exists()

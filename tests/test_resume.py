@@ -1,0 +1,192 @@
+"""Runs that survive: kill -9 and Ctrl-C at any point, then --resume to the history an
+uninterrupted run with the same seed gives, without repeating or losing an oracle call."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from pinnbo.cli import app
+from pinnbo.history import History, locked
+from pinnbo.interrupts import held_interrupts
+from tests.survival import (SMALL_PINN, calls, kill_started, line_count, pid_alive, records, start_cli, wait_for,
+                            write_case)
+
+runner = CliRunner()
+BUDGET = 10
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> bytes:
+    """evaluations.jsonl of the uninterrupted run (same seed, method and settings)."""
+    folder = tmp_path_factory.mktemp("reference")
+    result = cli("run", str(write_case(folder)), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls(folder / "calls.log") == {"start": BUDGET, "done": BUDGET}
+    return (folder / "out" / "evaluations.jsonl").read_bytes()
+
+
+@pytest.fixture(autouse=True)
+def no_hang(monkeypatch):
+    monkeypatch.delenv("PINNBO_TEST_HANG_AT", raising=False)
+    monkeypatch.delenv("PINNBO_TEST_INTERRUPT_AT", raising=False)
+    yield
+    kill_started()
+
+
+def test_sigkill_in_an_oracle_call_then_resume_gives_the_uninterrupted_history(tmp_path, reference):
+    """kill -9 of `pinnbo run` while oracle call 6 runs (6 evaluations on disk), then --resume."""
+    case = write_case(tmp_path)
+    log, out = tmp_path / "calls.log", tmp_path / "out"
+    process = start_cli("run", str(case), "--quiet", PINNBO_TEST_HANG_AT="6")
+    wait_for(lambda: Path(str(log) + ".hang").exists(), process=process)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+    assert line_count(out / "evaluations.jsonl") == 6
+    assert calls(log) == {"start": 7, "done": 6}
+
+    result = cli("run", str(case), "--resume", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert (out / "evaluations.jsonl").read_bytes() == reference
+    # No oracle call repeated and none lost: the budget exactly, plus the one the kill cut off.
+    assert calls(log) == {"start": BUDGET + 1, "done": BUDGET}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["evaluations"] == BUDGET and summary["failed"] == 0
+
+
+def test_ctrl_c_in_an_oracle_under_timeout_exits_130_and_resumes(tmp_path, reference):
+    """SIGINT while the oracle runs in its timeout worker: the worker is stopped, the folder holds
+    the evaluations before it, exit 130 with the resume command, and the resume completes exactly."""
+    case = write_case(tmp_path, timeout=60)
+    log, out = tmp_path / "calls.log", tmp_path / "out"
+    process = start_cli("run", str(case), "--quiet", "--seed", "3", PINNBO_TEST_HANG_AT="5")
+    hang = Path(str(log) + ".hang")
+    wait_for(hang.exists, process=process)
+    worker = int(hang.read_text())
+    assert worker != process.pid  # the oracle runs in a worker process
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert f"pinnbo run {case} --resume --seed 3" in " ".join(stderr.split())
+    deadline = time.monotonic() + 5
+    while pid_alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(worker), "the hung oracle worker outlived the interrupted run"
+    assert line_count(out / "evaluations.jsonl") == 5
+    assert all(r["status"] == "ok" for r in records(out))  # the interrupted call is not a failure
+
+    result = cli("run", str(case), "--resume", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert (out / "evaluations.jsonl").read_bytes() == reference
+    assert calls(log) == {"start": BUDGET + 1, "done": BUDGET}
+
+
+def test_ctrl_c_in_an_in_process_oracle_is_not_a_failed_evaluation(tmp_path, reference, monkeypatch):
+    """Without a timeout the oracle runs in the runner's process and receives the KeyboardInterrupt
+    itself: the call is not recorded (failed or otherwise), exit 130, and the resume redoes it."""
+    case = write_case(tmp_path)
+    monkeypatch.setenv("PINNBO_TEST_INTERRUPT_AT", "5")
+    result = cli("run", str(case), "--quiet")
+    assert result.exit_code == 130
+    assert "interrupted after 5 evaluations" in result.stderr and "--resume" in result.stderr
+    assert line_count(tmp_path / "out" / "evaluations.jsonl") == 5
+    monkeypatch.delenv("PINNBO_TEST_INTERRUPT_AT")
+    assert cli("run", str(case), "--resume", "--quiet").exit_code == 0
+    assert (tmp_path / "out" / "evaluations.jsonl").read_bytes() == reference
+
+
+def test_ctrl_c_while_a_record_is_written_waits_for_it():
+    """SIGINT inside the record/tell/checkpoint section is delivered once the section is done."""
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with held_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a handler that raised would interrupt this
+            done.append(True)
+    assert done == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_during_ask_leaves_a_consistent_folder(tmp_path):
+    """SIGINT while PINN-BO trains for its first proposal (long initial fit)."""
+    case = write_case(tmp_path, method_params={**SMALL_PINN, "initial_steps": 20000})
+    log, out = tmp_path / "calls.log", tmp_path / "out"
+    process = start_cli("run", str(case), "--quiet")
+    wait_for(lambda: line_count(out / "evaluations.jsonl") >= 4 and (out / "checkpoint.pt").exists(), process=process)
+    time.sleep(0.3)
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stderr
+    assert calls(log) == {"start": 4, "done": 4}  # interrupted in the ask, before oracle call 5
+    history = History("minimize", out)
+    history.load()
+    assert len(history) == 4 and len(history.timings) == 4
+    assert torch.load(out / "checkpoint.pt", weights_only=False)["n_told"] == 4
+    assert not list(out.glob("*.tmp"))
+
+
+def test_resume_repairs_what_a_crash_leaves(tmp_path, reference):
+    """The states a kill -9 can leave between the writes of one evaluation: a half-written record,
+    a missing timings line, a half-written checkpoint (.tmp), an unreadable checkpoint."""
+    case = write_case(tmp_path)
+    out = tmp_path / "out"
+    assert cli("run", str(case), "--quiet", "--budget", "7").exit_code == 0
+    with open(out / "evaluations.jsonl", "a") as fh:
+        fh.write('{"index": 7, "x": [0.1, ')
+    timings = (out / "timings.jsonl").read_text().splitlines()
+    (out / "timings.jsonl").write_text("\n".join(timings[:5]) + "\n" + timings[6] + "\n")
+    (out / "checkpoint.pt.tmp").write_bytes(b"half a checkpoint")
+    (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    result = cli("run", str(case), "--resume", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert (out / "evaluations.jsonl").read_bytes() == reference
+    indices = [json.loads(line)["index"] for line in (out / "timings.jsonl").read_text().splitlines()]
+    assert indices == list(range(BUDGET))
+    assert calls(tmp_path / "calls.log")["done"] == BUDGET
+
+
+def test_a_record_missing_only_its_newline_is_kept(tmp_path):
+    """Killed between writing a record and its newline: the evaluation happened, it is not redone."""
+    straight = write_case(tmp_path, name="straight", method="random", method_params=None, budget=6,
+                          output=str(tmp_path / "straight"), log=tmp_path / "straight.log")
+    assert cli("run", str(straight), "--quiet").exit_code == 0
+    case = write_case(tmp_path, method="random", method_params=None, budget=6)
+    assert cli("run", str(case), "--quiet", "--budget", "5").exit_code == 0
+    path = tmp_path / "out" / "evaluations.jsonl"
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    assert cli("run", str(case), "--resume", "--quiet").exit_code == 0
+    assert path.read_bytes() == (tmp_path / "straight" / "evaluations.jsonl").read_bytes()
+    assert calls(tmp_path / "calls.log") == {"start": 6, "done": 6}
+
+
+def test_a_folder_in_use_is_refused(tmp_path):
+    case = write_case(tmp_path)
+    with locked(tmp_path / "out"):
+        result = cli("run", str(case), "--quiet")
+    assert result.exit_code == 2 and "in use by another pinnbo process" in result.stderr
+    assert not (tmp_path / "calls.log").exists()
+
+
+def test_resume_of_another_case_or_seed_is_refused(tmp_path):
+    case = write_case(tmp_path, budget=5, method="random", method_params=None)
+    assert cli("run", str(case), "--quiet").exit_code == 0
+    before = (tmp_path / "out" / "evaluations.jsonl").read_bytes()
+    for args, needle in ((["--seed", "4"], "different seed"), ([], None)):
+        other = write_case(tmp_path, name="bowl2", method="random", method_params=None, budget=5) if not args else case
+        result = cli("run", str(other), "--resume", "--quiet", "--output", str(tmp_path / "out"), *args)
+        assert result.exit_code == 2
+        assert (needle or "different name") in result.stderr
+    assert (tmp_path / "out" / "evaluations.jsonl").read_bytes() == before
