@@ -12,6 +12,7 @@ what lets an interrupted run resume to the identical history.
 from __future__ import annotations
 
 import abc
+import copy
 import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
@@ -182,3 +183,18 @@ class Optimizer(abc.ABC):
 
     def load_state_dict(self, state: dict) -> None:
         del state
+
+
+def network_state(model: torch.nn.Module, adam: torch.optim.Optimizer, **extra: Any) -> dict:
+    """A checkpointable snapshot of a trained network, its Adam moments and ``extra`` values.
+
+    Deep-copied, not views: module and Adam state dicts alias the live tensors, and
+    ``Adam.load_state_dict`` keeps tensors that already match, so without the copy two optimisers
+    (or a checkpoint and the run that keeps training) would share their moments.
+    """
+    return copy.deepcopy({"model": model.state_dict(), "adam": adam.state_dict(), **extra})
+
+
+def load_network_state(model: torch.nn.Module, adam: torch.optim.Optimizer, state: dict) -> None:
+    model.load_state_dict(state["model"])
+    adam.load_state_dict(state["adam"])

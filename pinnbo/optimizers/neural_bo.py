@@ -60,14 +60,15 @@ step at t = 30 in 2-D on one core.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from pinnbo.acquisition import is_duplicate
-from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, torch_generator
+from pinnbo.optimizers.base import (
+    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
+)
 from pinnbo.surrogates.mlp import MLP
 from pinnbo.surrogates.ntk import (
     INVERSE_MODES, NTKPrecision, ntk_features, parameter_count, parameter_snapshot, resolve_inverse_mode,
@@ -248,11 +249,9 @@ class NeuralBO(Optimizer):
     # -- checkpoints --------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         # θ0 comes from the seed and U from the told data (rebuilt on the next ask).
-        # Deep copies: a live optimiser keeps training in place after its state is taken.
-        return copy.deepcopy({"model": self.model.state_dict(), "adam": self.adam.state_dict(), "fitted": self.fitted})
+        return network_state(self.model, self.adam, fitted=self.fitted)
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.load_state_dict(state["model"])
-        self.adam.load_state_dict(state["adam"])
+        load_network_state(self.model, self.adam, state)
         self.fitted = state["fitted"]
         self._reset_precision()

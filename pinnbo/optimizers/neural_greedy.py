@@ -23,14 +23,15 @@ trains it for ``initial_steps``: more exploration, ≈ 5× slower.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from pinnbo.acquisition import minimize_surrogate
-from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, torch_generator
+from pinnbo.optimizers.base import (
+    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
+)
 from pinnbo.surrogates.mlp import MLP
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -131,10 +132,8 @@ class NeuralGreedy(Optimizer):
         return self.domain.from_unit(proposal.unit_x)
 
     def state_dict(self) -> dict:
-        # Deep copies: a live optimiser keeps training in place after its state is taken.
-        return copy.deepcopy({"model": self.model.state_dict(), "adam": self.adam.state_dict(), "fitted": self.fitted})
+        return network_state(self.model, self.adam, fitted=self.fitted)
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.load_state_dict(state["model"])
-        self.adam.load_state_dict(state["adam"])
+        load_network_state(self.model, self.adam, state)
         self.fitted = state["fitted"]

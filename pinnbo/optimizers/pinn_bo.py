@@ -30,7 +30,10 @@ trained PINN as the posterior mean and draw, at every step, a fresh sample of a 
 model on its last-layer features φ(x) (the NTK features of the output layer at the current θ):
     U = λ I + Σ_i φ(x_i) φ(x_i)ᵀ / σ_n²,   δ ~ N(0, ν² U⁻¹),   f̃(x) = h(x) + φ(x)ᵀ δ,
 and minimise f̃ (a whole function sample, so it can be refined by gradients). ν is the exploration
-scale (the authors ran ν = 1). The features are shaped by the PDE through training, so physics
+scale. The authors ran ν = 1; with σ_n² = 0.01 the last-layer posterior then collapses within a
+dozen points and the search locks into one basin: on the beam (10 seeds, budget 100, no PDE) the
+best design landed within 0.01 of x* in 3/10 seeds at ν = 1, 5/10 at ν = 3 and 7/10 at ν = 10, so
+the default is ν = 10 (docs/benchmarks.md). The features are shaped by the PDE through training, so physics
 enters the variance through φ; adding the collocation Jacobian Ω to U (the full NTK-PINN posterior)
 costs one batched backward per collocation point and is left out for speed.
 
@@ -40,7 +43,6 @@ and never a repeat of an evaluated design (pinnbo.acquisition).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +50,8 @@ import torch
 
 from pinnbo.acquisition import minimize_surrogate
 from pinnbo.optimizers.base import (
-    MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
+    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, sobol_unit,
+    torch_generator,
 )
 from pinnbo.surrogates.mlp import MLP
 
@@ -67,7 +70,7 @@ class PINNBOSettings(MethodSettings):
     learning_rate: float = 5e-3
     pde_weight: float = 1.0                # w_pde (the largest weight; lowered while data do not fit)
     misfit_tolerance: float = 0.1          # median |data misfit| (standardised) that halves w_pde
-    exploration_scale: float = 1.0         # ν
+    exploration_scale: float = 10.0        # ν (see "Exploration" above for why not the authors' 1)
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
     prior_precision: float = 1.0           # λ of the last-layer posterior
     noise_variance: float = 1e-2           # σ_n², in standardised units
@@ -260,20 +263,11 @@ class PINNBO(Optimizer):
 
     # -- checkpoints ------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        # A snapshot, not views: torch's module and Adam state dicts alias the live tensors, and
-        # Adam.load_state_dict keeps tensors that already match, so two optimisers would share
-        # their moments.
-        return copy.deepcopy({
-            "model": self.model.state_dict(),
-            "adam": self.adam.state_dict(),
-            "residual_scale": self.residual_scale,
-            "pde_weight": self.pde_weight,
-            "fitted": self.fitted,
-        })
+        return network_state(self.model, self.adam, residual_scale=self.residual_scale,
+                             pde_weight=self.pde_weight, fitted=self.fitted)
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.load_state_dict(state["model"])
-        self.adam.load_state_dict(state["adam"])
+        load_network_state(self.model, self.adam, state)
         self.residual_scale = state["residual_scale"]
         self.pde_weight = state["pde_weight"]
         self.fitted = state["fitted"]
