@@ -55,7 +55,6 @@ def test_case_optimum(name, f_star, corner, edge):
 
 
 def test_problem(cache_dir):
-    pytest.importorskip("pinnbo.pde")
     assert PROBLEM_FACTORIES["heat_plate"] is heat_plate
     problem = heat_plate(case_boundary("heat_bc1"), grid=16)
     assert problem.sense == "maximize" and problem.name == "heat_plate"
