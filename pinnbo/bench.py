@@ -50,7 +50,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from pinnbo.case import Case, CaseError, load_case
-from pinnbo.history import RESUMABLE_KEYS, History, write_json_atomic
+from pinnbo.history import History, differing_key, read_stored_case, write_json_atomic
 from pinnbo.optimizers import METHODS, MethodError
 from pinnbo.pde import PDEError
 from pinnbo.problem import ProblemError
@@ -230,15 +230,13 @@ def _check_resumable(folder: Path, case: dict) -> None:
         raise BenchError(f"--output: {folder} is not empty and holds no pinnbo run (no case.json); "
                          "use another --output")
     try:
-        stored = json.loads(stored_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BenchError(f"--output: {stored_file} is unreadable ({type(exc).__name__}); use another --output") from None
-    if not isinstance(stored, dict):
-        raise BenchError(f"--output: {stored_file} is not a pinnbo case; use another --output")
-    for key in sorted(set(stored) | set(case)):
-        if key not in RESUMABLE_KEYS and stored.get(key) != case.get(key):
-            raise BenchError(f"--output: {folder} holds a run with a different {key} ({stored.get(key)!r}, now "
-                             f"{case.get(key)!r}); use another --output or delete that folder")
+        stored = read_stored_case(stored_file)
+    except ValueError as exc:
+        raise BenchError(f"--output: {stored_file} {exc}; use another --output") from None
+    key = differing_key(stored, case)
+    if key is not None:
+        raise BenchError(f"--output: {folder} holds a run with a different {key} ({stored.get(key)!r}, now "
+                         f"{case.get(key)!r}); use another --output or delete that folder")
 
 
 def plan(settings: BenchSettings) -> list[CasePlan]:

@@ -10,16 +10,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 import sympy as sp
-from sympy.parsing.sympy_parser import (
-    convert_xor,
-    implicit_multiplication_application,
-    parse_expr,
-    standard_transformations,
-)
+from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from pinnbo.problem import ProblemError
 
-_FUNCTIONS = {
+FUNCTIONS = {
     name: getattr(sp, name)
     for name in (
         "sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
@@ -27,8 +22,16 @@ _FUNCTIONS = {
         "Heaviside", "Piecewise",
     )
 }
-_FUNCTIONS.update({"abs": sp.Abs, "min": sp.Min, "max": sp.Max, "e": sp.E, "ln": sp.log})
+FUNCTIONS.update({"abs": sp.Abs, "min": sp.Min, "max": sp.Max, "e": sp.E, "ln": sp.log})
 _TRANSFORMS = standard_transformations + (convert_xor,)
+
+
+def parse_closed(text: str, namespace: dict) -> object:
+    """sympy's parser confined to ``namespace`` (plus sympy's number classes, no builtins), with
+    ``^`` as power. Raises whatever sympy raises on malformed text; callers name the field."""
+    return parse_expr(text, local_dict=dict(namespace), global_dict={"__builtins__": {}, **{
+        k: getattr(sp, k) for k in ("Integer", "Float", "Rational", "Symbol", "Function")
+    }}, transformations=_TRANSFORMS, evaluate=True)
 
 
 def parse_expression(text: str | float | int, variables: Sequence[str], field: str) -> sp.Expr:
@@ -42,11 +45,9 @@ def parse_expression(text: str | float | int, variables: Sequence[str], field: s
     if isinstance(text, (int, float)):
         return sp.Float(text) if isinstance(text, float) else sp.Integer(text)
     symbols = {name: sp.Symbol(name, real=True) for name in variables}
-    namespace = {**_FUNCTIONS, **symbols}
+    namespace = {**FUNCTIONS, **symbols}
     try:
-        expr = parse_expr(text, local_dict=namespace, global_dict={"__builtins__": {}, **{
-            k: getattr(sp, k) for k in ("Integer", "Float", "Rational", "Symbol", "Function")
-        }}, transformations=_TRANSFORMS, evaluate=True)
+        expr = parse_closed(text, namespace)
     except Exception as exc:  # sympy raises many types for malformed text
         raise ProblemError(f"{field}: cannot parse formula {text!r} ({type(exc).__name__})") from None
     if not isinstance(expr, sp.Expr):

@@ -259,6 +259,26 @@ RUN_FILES = ("evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.jso
              "convergence.png", "field.png", "pending.json", "pending.pt")
 
 
+def read_stored_case(case_file: Path) -> dict:
+    """The case a results folder was produced with (its case.json). Raises ValueError saying why
+    it cannot be used ("is unreadable (...)", "is not a pinnbo case")."""
+    try:
+        stored = json.loads(Path(case_file).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"is unreadable ({type(exc).__name__})") from None
+    if not isinstance(stored, dict):
+        raise ValueError("is not a pinnbo case")
+    return stored
+
+
+def differing_key(stored: dict, case: dict) -> str | None:
+    """The first field (alphabetically) in which two cases differ and a resumed run may not."""
+    for key in sorted(set(stored) | set(case)):
+        if key not in RESUMABLE_KEYS and stored.get(key) != case.get(key):
+            return key
+    return None
+
+
 def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> bool:
     """Refuse a folder that would lose results; returns whether it holds anything. Writes nothing."""
     if folder.exists() and not folder.is_dir():
@@ -271,19 +291,15 @@ def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) ->
                 raise HistoryError(f"--resume: {folder} holds no pinnbo run (no case.json); refusing to touch it")
             return existing
         try:
-            stored = json.loads(case_file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HistoryError(f"--resume: {case_file} is unreadable ({type(exc).__name__}); refusing to touch {folder}") from None
-        if not isinstance(stored, dict):
-            raise HistoryError(f"--resume: {case_file} is not a pinnbo case; refusing to touch {folder}")
-        for key in sorted(set(stored) | set(case)):
-            if key in RESUMABLE_KEYS:
-                continue
-            if stored.get(key) != case.get(key):
-                raise HistoryError(
-                    f"--resume: {folder} was produced with a different {key} "
-                    f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
-                )
+            stored = read_stored_case(case_file)
+        except ValueError as exc:
+            raise HistoryError(f"--resume: {case_file} {exc}; refusing to touch {folder}") from None
+        key = differing_key(stored, case)
+        if key is not None:
+            raise HistoryError(
+                f"--resume: {folder} was produced with a different {key} "
+                f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
+            )
         return existing
     if existing:
         if not overwrite:

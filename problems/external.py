@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
-from pinnbo.expressions import _FUNCTIONS
+from pinnbo.expressions import FUNCTIONS, parse_closed
 from pinnbo.oracles.external import OracleFailure
 from pinnbo.pde import PDE, PDEError
 from pinnbo.problem import Box, Problem, ProblemError, register_problem
@@ -54,7 +53,7 @@ def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
         field = f"params.bounds.{name}"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
             raise ProblemError(f"params.bounds: variable name {name!r} must be letters, digits and '_'")
-        if name == UNKNOWN or name in _FUNCTIONS:
+        if name == UNKNOWN or name in FUNCTIONS:
             raise ProblemError(f"{field}: {name!r} is reserved (the PDE's unknown or a function); rename the variable")
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
                 not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
@@ -79,7 +78,7 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
         raise ProblemError(f"{field}: expected an equation such as \"diff(u, x, 2) + diff(u, y, 2) = 0\" or a list of them")
     symbols = {name: sp.Symbol(name, real=True) for name in names}
     unknown = sp.Function(UNKNOWN)(*symbols.values())
-    namespace = {**_FUNCTIONS, **symbols, UNKNOWN: unknown, "diff": sp.diff}
+    namespace = {**FUNCTIONS, **symbols, UNKNOWN: unknown, "diff": sp.diff}
     lhs, rhs = [], []
     for item in items:
         # parse_expr evaluates Python; attribute access and dunders are the ways out of a namespace.
@@ -102,9 +101,7 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
 
 def _parse_side(side: str, namespace: dict, symbols: dict, item: str, field: str) -> sp.Expr:
     try:
-        expr = parse_expr(side, local_dict=dict(namespace), global_dict={"__builtins__": {}, **{
-            k: getattr(sp, k) for k in ("Integer", "Float", "Rational", "Symbol", "Function")
-        }}, transformations=standard_transformations + (convert_xor,), evaluate=True)
+        expr = parse_closed(side, namespace)
     except Exception as exc:  # sympy raises many types for malformed text
         raise ProblemError(f"{field}: cannot parse {item!r} ({type(exc).__name__})") from None
     if not isinstance(expr, sp.Expr):

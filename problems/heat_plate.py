@@ -11,7 +11,6 @@ BC2 ≈ 880.32 next to (2π, 2π), BC3 ≈ 885.58 next to (0, 2π)).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import sympy as sp

@@ -15,12 +15,16 @@ import abc
 import copy
 import hashlib
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from pinnbo.problem import Box
+
+
+# Floating-point types a network method can train in (``dtype`` in method_params).
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 class MethodError(ValueError):
@@ -78,8 +82,32 @@ class MethodSettings:
         settings.validate()
         return settings
 
+    # Range rules, declared per subclass and checked by validate(); the message's noun follows the
+    # field's type ("a positive integer" for int fields, "a positive number" for float fields).
+    POSITIVE: ClassVar[tuple[str, ...]] = ()          # > 0
+    NON_NEGATIVE: ClassVar[tuple[str, ...]] = ()      # >= 0
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+    WIDTHS: ClassVar[tuple[str, ...]] = ()            # non-empty lists of positive layer widths
+
     def validate(self) -> None:
-        """Raise MethodError naming the field for values out of range."""
+        """Raise MethodError naming the field for values out of range (subclasses may add rules)."""
+        types = {f.name: str(f.type) for f in fields(self)}
+        for name in self.WIDTHS:
+            widths = getattr(self, name)
+            if not widths or any(w < 1 for w in widths):
+                raise MethodError(f"method_params.{name}: expected a non-empty list of positive widths")
+        for name in self.POSITIVE:
+            if not getattr(self, name) > 0:
+                noun = "integer" if types[name].startswith("int") else "number"
+                raise MethodError(f"method_params.{name}: expected a positive {noun}")
+        for name in self.NON_NEGATIVE:
+            if not getattr(self, name) >= 0:
+                noun = "an integer" if types[name].startswith("int") else "a number"
+                raise MethodError(f"method_params.{name}: expected {noun} >= 0")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise MethodError(f"method_params.{name}: expected one of {', '.join(allowed)}, "
+                                  f"got {getattr(self, name)!r}")
 
 
 def _coerce(value: Any, default: Any, annotation: Any, field: str) -> Any:

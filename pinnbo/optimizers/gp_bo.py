@@ -60,17 +60,14 @@ class GPSettings(MethodSettings):
     noise_floor: float = 1e-5       # fixed noise variance, standardised units (noise_free only)
     duplicate_tol: float = 1e-4     # sup-norm distance (unit box) that counts as a repeat
 
+    POSITIVE = ("num_restarts", "raw_samples", "maxiter", "noise_floor")
+    NON_NEGATIVE = ("duplicate_tol",)
+
     def validate(self) -> None:
-        for name in ("num_restarts", "raw_samples", "maxiter"):
-            if getattr(self, name) < 1:
-                raise MethodError(f"method_params.{name}: expected a positive integer")
+        super().validate()
         if self.raw_samples < self.num_restarts:
             raise MethodError("method_params.raw_samples: must be at least num_restarts "
                               f"({self.num_restarts}), got {self.raw_samples}")
-        if self.noise_floor <= 0:
-            raise MethodError("method_params.noise_floor: expected a positive number")
-        if self.duplicate_tol < 0:
-            raise MethodError("method_params.duplicate_tol: expected a number >= 0")
 
 
 @dataclass
@@ -84,10 +81,7 @@ class GPUCBSettings(GPSettings):
 
     beta: float = 4.0
 
-    def validate(self) -> None:
-        super().validate()
-        if self.beta < 0:
-            raise MethodError("method_params.beta: expected a number >= 0")
+    NON_NEGATIVE = GPSettings.NON_NEGATIVE + ("beta",)
 
 
 @dataclass

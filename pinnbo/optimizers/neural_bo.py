@@ -67,14 +67,13 @@ import torch
 
 from pinnbo.acquisition import is_duplicate
 from pinnbo.optimizers.base import (
-    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
+    DTYPES, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
 )
 from pinnbo.surrogates.mlp import MLP
 from pinnbo.surrogates.ntk import (
     INVERSE_MODES, NTKPrecision, ntk_features, parameter_count, parameter_snapshot, resolve_inverse_mode,
 )
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
 FEATURES = ("initial", "current")
 
 
@@ -99,28 +98,12 @@ class NeuralBOSettings(MethodSettings):
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
 
-    def validate(self) -> None:
-        if not self.hidden or any(w < 1 for w in self.hidden):
-            raise MethodError("method_params.hidden: expected a non-empty list of positive widths")
-        for name in ("regularization", "learning_rate", "input_scale"):
-            if getattr(self, name) <= 0:
-                raise MethodError(f"method_params.{name}: expected a positive number")
-        for name in ("exploration_scale", "local_scale", "duplicate_tol"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected a number >= 0")
-        for name in ("n_candidates", "feature_batch", "exact_max_parameters"):
-            if getattr(self, name) < 1:
-                raise MethodError(f"method_params.{name}: expected a positive integer")
-        for name in ("initial_steps", "steps_per_iteration", "local_candidates"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected an integer >= 0")
-        if self.features not in FEATURES:
-            raise MethodError(f"method_params.features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
-        if self.inverse not in INVERSE_MODES:
-            raise MethodError(f"method_params.inverse: expected one of {', '.join(INVERSE_MODES)}, "
-                              f"got {self.inverse!r}")
-        if self.dtype not in DTYPES:
-            raise MethodError(f"method_params.dtype: expected one of {', '.join(DTYPES)}, got {self.dtype!r}")
+    POSITIVE = ("regularization", "learning_rate", "input_scale", "n_candidates", "feature_batch",
+                "exact_max_parameters")
+    NON_NEGATIVE = ("exploration_scale", "local_scale", "duplicate_tol", "initial_steps",
+                    "steps_per_iteration", "local_candidates")
+    CHOICES = {"features": tuple(FEATURES), "inverse": tuple(INVERSE_MODES), "dtype": tuple(DTYPES)}
+    WIDTHS = ("hidden",)
 
 
 class NeuralBO(Optimizer):

@@ -30,11 +30,10 @@ import torch
 
 from pinnbo.acquisition import minimize_surrogate
 from pinnbo.optimizers.base import (
-    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
+    DTYPES, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
 )
 from pinnbo.surrogates.mlp import MLP
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass
@@ -53,22 +52,10 @@ class NeuralGreedySettings(MethodSettings):
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
 
-    def validate(self) -> None:
-        if not self.hidden or any(w < 1 for w in self.hidden):
-            raise MethodError("method_params.hidden: expected a non-empty list of positive widths")
-        for name in ("perturbation", "duplicate_tol"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected a number >= 0")
-        if self.learning_rate <= 0:
-            raise MethodError("method_params.learning_rate: expected a positive number")
-        for name in ("n_pool", "top_k"):
-            if getattr(self, name) < 1:
-                raise MethodError(f"method_params.{name}: expected a positive integer")
-        for name in ("initial_steps", "steps_per_iteration", "refine_iterations"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected an integer >= 0")
-        if self.dtype not in DTYPES:
-            raise MethodError(f"method_params.dtype: expected one of {', '.join(DTYPES)}, got {self.dtype!r}")
+    POSITIVE = ("learning_rate", "n_pool", "top_k")
+    NON_NEGATIVE = ("perturbation", "duplicate_tol", "initial_steps", "steps_per_iteration", "refine_iterations")
+    CHOICES = {"dtype": tuple(DTYPES)}
+    WIDTHS = ("hidden",)
 
 
 class NeuralGreedy(Optimizer):

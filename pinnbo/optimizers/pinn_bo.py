@@ -50,12 +50,11 @@ import torch
 
 from pinnbo.acquisition import minimize_surrogate
 from pinnbo.optimizers.base import (
-    MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, sobol_unit,
+    DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, sobol_unit,
     torch_generator,
 )
 from pinnbo.surrogates.mlp import MLP
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass
@@ -80,23 +79,12 @@ class PINNBOSettings(MethodSettings):
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
 
-    def validate(self) -> None:
-        for name in ("collocation_points", "collocation_batch", "n_pool", "top_k"):
-            if getattr(self, name) < 1:
-                raise MethodError(f"method_params.{name}: expected a positive integer")
-        for name in ("initial_steps", "steps_per_iteration", "refine_iterations"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected an integer >= 0")
-        if not self.hidden or any(w < 1 for w in self.hidden):
-            raise MethodError("method_params.hidden: expected a non-empty list of positive widths")
-        for name in ("learning_rate", "prior_precision", "noise_variance", "misfit_tolerance"):
-            if getattr(self, name) <= 0:
-                raise MethodError(f"method_params.{name}: expected a positive number")
-        for name in ("pde_weight", "exploration_scale", "duplicate_tol"):
-            if getattr(self, name) < 0:
-                raise MethodError(f"method_params.{name}: expected a number >= 0")
-        if self.dtype not in DTYPES:
-            raise MethodError(f"method_params.dtype: expected one of {', '.join(DTYPES)}, got {self.dtype!r}")
+    POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
+                "prior_precision", "noise_variance", "misfit_tolerance")
+    NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
+                    "exploration_scale", "duplicate_tol")
+    CHOICES = {"dtype": tuple(DTYPES)}
+    WIDTHS = ("hidden",)
 
 
 class PINNBO(Optimizer):
