@@ -20,6 +20,26 @@ class ProblemError(ValueError):
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """One constraint output c(x) <= 0 (feasible), whatever the objective's sense.
+
+    ``function`` None: a black-box output returned by the same oracle call as the objective
+    (coupled evaluation). ``function`` given: a cheap known constraint, ``function(X) -> c`` over
+    an (n, d) array of designs returning shape (n,) (a case's sympy expression), evaluated by the
+    runner and known exactly to the optimisers. ``noise_std``: absolute standard deviation of the
+    Gaussian noise on its observations (black-box outputs only).
+    """
+
+    name: str
+    function: Callable[[np.ndarray], np.ndarray] | None = None
+    noise_std: float = 0.0
+
+    @property
+    def known(self) -> bool:
+        return self.function is not None
+
+
+@dataclass(frozen=True)
 class Box:
     """An axis-aligned box of design variables.
 
@@ -109,6 +129,10 @@ class Problem:
         (absolute units of the objective); 0 means noise-free observations.
     collocation_filter: optional ``filter(points) -> bool mask`` over an (N, d) array, keeping
         collocation points away from where the PDE is singular.
+    constraints: constraint outputs (:class:`Constraint`); a design is feasible iff every
+        c_i(x) <= 0. With black-box constraints the oracle returns ``(f, c)`` instead of ``f``:
+        ``c`` a sequence in the order of the black-box constraints, or a mapping name -> value
+        (:meth:`split_outcome`). ``optimum`` is then the best *feasible* value.
     field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
         an n×n grid, ``values[j, i] = f(xs[i], ys[j])`` (rows are the second variable), for the
         report's map (cheap for cached fields).
@@ -124,6 +148,7 @@ class Problem:
     noise_std: float = 0.0
     collocation_filter: Callable[[np.ndarray], np.ndarray] | None = None
     field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+    constraints: tuple[Constraint, ...] = ()
     description: str = ""
     metadata: dict = field(default_factory=dict)
 
@@ -132,6 +157,50 @@ class Problem:
             raise ProblemError(f"sense: expected 'maximize' or 'minimize', got {self.sense!r}")
         if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
             raise ProblemError(f"noise: expected a finite standard deviation >= 0, got {self.noise_std}")
+        self.constraints = tuple(self.constraints)
+        names = [c.name for c in self.constraints]
+        if len(set(names)) != len(names):
+            raise ProblemError(f"constraints: names must be unique, got {names}")
+        for c in self.constraints:
+            if not (math.isfinite(c.noise_std) and c.noise_std >= 0):
+                raise ProblemError(f"constraints.{c.name}.noise: expected a finite standard deviation >= 0, "
+                                   f"got {c.noise_std}")
+
+    @property
+    def constraint_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.constraints)
+
+    @property
+    def oracle_constraints(self) -> tuple[Constraint, ...]:
+        """The black-box constraints, in the order the oracle returns them."""
+        return tuple(c for c in self.constraints if not c.known)
+
+    def split_outcome(self, raw: Any) -> tuple[float, dict[str, float]]:
+        """The objective value and the black-box constraint values (name -> value) of one oracle
+        result. Raises ValueError (a failed evaluation) when the result does not have that shape."""
+        blackbox = self.oracle_constraints
+        if not blackbox:
+            if isinstance(raw, (tuple, list, dict, np.ndarray)):
+                raise ValueError(f"oracle returned {type(raw).__name__}, expected one number (the problem has "
+                                 "no black-box constraints)")
+            return float(raw), {}
+        if not (isinstance(raw, (tuple, list)) and len(raw) == 2):
+            raise ValueError(f"oracle returned {type(raw).__name__}, expected (objective, constraints) for "
+                             f"constraints {', '.join(c.name for c in blackbox)}")
+        value, given = raw
+        names = [c.name for c in blackbox]
+        if isinstance(given, dict):
+            missing = [n for n in names if n not in given]
+            extra = [str(k) for k in given if k not in names]
+            if missing or extra:
+                raise ValueError(f"oracle constraints: missing {missing}, unexpected {extra}; expected {names}")
+            values = {n: float(given[n]) for n in names}
+        else:
+            given = list(np.asarray(given, dtype=np.float64).reshape(-1))
+            if len(given) != len(names):
+                raise ValueError(f"oracle returned {len(given)} constraint values, expected {len(names)} ({names})")
+            values = dict(zip(names, (float(v) for v in given)))
+        return float(value), values
 
     @property
     def sign(self) -> float:

@@ -23,13 +23,20 @@ METHODS: dict[str, type[Optimizer]] = {
 
 
 def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
-                   collocation_filter=None, device: str = "cpu") -> Optimizer:
-    """Build a method by name with validated ``params`` (its documented defaults overridden)."""
+                   collocation_filter=None, device: str = "cpu", constraints=()) -> Optimizer:
+    """Build a method by name with validated ``params`` (its documented defaults overridden).
+    ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order."""
     if method not in METHODS:
         raise MethodError(f"method: unknown method {method!r}; expected one of {', '.join(sorted(METHODS))}")
     cls = METHODS[method]
+    if constraints and not cls.handles_constraints:
+        able = sorted(name for name, c in METHODS.items() if c.handles_constraints)
+        raise MethodError(f"method: {method!r} ignores constraints and this problem has "
+                          f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
     settings = cls.Settings.from_params(params, method)
-    return cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+    kwargs = {"constraints": tuple(constraints)} if constraints else {}
+    return cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
+               **kwargs)
 
 
 __all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "PINNBO", "PINNBOSettings",

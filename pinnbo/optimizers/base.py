@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pinnbo.problem import Box
+from pinnbo.problem import Box, Constraint
 
 
 # Floating-point types a network method can train in (``dtype`` in method_params).
@@ -150,10 +150,15 @@ class Optimizer(abc.ABC):
     # What the last ask() proposed, recorded as the evaluation's phase: "optimizer", or e.g.
     # "exploration" for the random points of GP-UCB+ / EXPLOIT+ (reported separately).
     last_role = "optimizer"
+    # Whether the method uses constraint observations. make_optimizer refuses a constrained
+    # problem for a method that would silently ignore its constraints.
+    handles_constraints: ClassVar[bool] = False
 
     def __init__(self, domain: Box, seed: int = 0, *, settings: MethodSettings | None = None,
-                 pde: Any = None, collocation_filter: Any = None, device: str = "cpu") -> None:
+                 pde: Any = None, collocation_filter: Any = None, device: str = "cpu",
+                 constraints: tuple[Constraint, ...] = ()) -> None:
         self.domain = domain
+        self.constraints = tuple(constraints)
         self.seed = int(seed)
         self.settings = settings if settings is not None else self.Settings()
         self.pde = pde
@@ -161,19 +166,28 @@ class Optimizer(abc.ABC):
         self.device = torch.device(device)
         self.X: list[np.ndarray] = []      # every told design, failed ones included
         self.y: list[float | None] = []    # minimisation values; None for a failed evaluation
+        self.C: list[np.ndarray | None] = []  # observed constraint values (K,), c <= 0 feasible; None if failed
 
     # -- data ---------------------------------------------------------------------------------
     @property
     def n_told(self) -> int:
         return len(self.X)
 
-    def tell(self, x: np.ndarray, y: float | None) -> None:
-        """Record one evaluation: ``x`` shape (d,), ``y`` the minimisation value or None if failed."""
+    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None) -> None:
+        """Record one evaluation: ``x`` shape (d,), ``y`` the minimisation value or None if failed,
+        ``c`` the observed constraint values, shape (K,) in the order of ``self.constraints``
+        (required when the optimiser has constraints and the evaluation succeeded)."""
         x = np.asarray(x, dtype=np.float64).reshape(self.domain.dim)
         if y is not None and not np.isfinite(y):
             y = None
+        k = len(self.constraints)
+        if y is not None and k:
+            c = None if c is None else np.asarray(c, dtype=np.float64).reshape(-1)
+            if c is None or c.shape != (k,) or not np.all(np.isfinite(c)):
+                y, c = None, None   # an evaluation without every constraint value cannot be used
         self.X.append(x)
         self.y.append(None if y is None else float(y))
+        self.C.append(None if (y is None or not k) else c)
 
     def observed(self) -> tuple[np.ndarray, np.ndarray]:
         """The successful evaluations: X shape (n, d), y shape (n,)."""
@@ -181,6 +195,15 @@ class Optimizer(abc.ABC):
         if not pairs:
             return np.zeros((0, self.domain.dim)), np.zeros(0)
         return np.stack([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    def observed_constrained(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The successful evaluations with their constraint values: X (n, d), y (n,), C (n, K)."""
+        rows = [(x, y, c) for x, y, c in zip(self.X, self.y, self.C) if y is not None]
+        k = len(self.constraints)
+        if not rows:
+            return np.zeros((0, self.domain.dim)), np.zeros(0), np.zeros((0, k))
+        C = np.stack([r[2] for r in rows]) if k else np.zeros((len(rows), 0))
+        return np.stack([r[0] for r in rows]), np.array([r[1] for r in rows]), C
 
     def evaluated_unit(self) -> np.ndarray:
         """Every told design (failed included) in unit coordinates, shape (n, d)."""

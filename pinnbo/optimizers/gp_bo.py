@@ -125,8 +125,8 @@ class GPBO(Optimizer):
         self._pending = True
         return x
 
-    def tell(self, x: np.ndarray, y: float | None) -> None:
-        super().tell(x, y)
+    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None) -> None:
+        super().tell(x, y, c)
         if self._pending:
             self.asked_told += 1
             self._pending = False

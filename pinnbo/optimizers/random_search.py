@@ -22,6 +22,7 @@ class RandomSearchSettings(MethodSettings):
 class RandomSearch(Optimizer):
     name = "random"
     Settings = RandomSearchSettings
+    handles_constraints = True   # it ignores them by design; runs report the best feasible design
 
     def propose(self) -> np.ndarray:
         engine = torch.quasirandom.SobolEngine(
