@@ -11,6 +11,9 @@ and an ask/tell optimiser usable without the runner::
     from pinnbo import make_optimizer
     opt = make_optimizer("pinn-bo", problem.domain, seed=0, pde=problem.pde)
     x = opt.ask(); opt.tell(x, value)      # values in the minimisation convention
+
+A constrained problem declares ``constraints=(Constraint("stress"), ...)`` (c_i(x) <= 0 feasible)
+and its objective returns ``(f, {"stress": c, ...})``; results then report the best feasible design.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinnbo.pde import PDE, PDEError
-from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 __version__ = "0.1.0"
 
@@ -32,11 +35,13 @@ def load_problem(name: str, **params) -> Problem:
 
 
 def make_optimizer(method: str, domain: Box, seed: int = 0, *, params: dict | None = None, pde=None,
-                   collocation_filter=None, device: str = "cpu"):
-    """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...); it minimises."""
+                   collocation_filter=None, device: str = "cpu", constraints=()):
+    """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...); it minimises. ``constraints``:
+    the problem's :class:`Constraint` outputs (then ``tell(x, y, c)`` with c of shape (K,))."""
     from pinnbo.optimizers import make_optimizer as _make
 
-    return _make(method, domain, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device)
+    return _make(method, domain, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device,
+                 constraints=constraints)
 
 
 def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, initial_points: int = 10,
@@ -50,9 +55,12 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     if budget <= initial_points:
         raise CaseError(f"budget: must exceed initial_points ({initial_points}), got {budget}")
     optimizer = make_optimizer(method, problem.domain, seed, params=method_params, pde=problem.pde,
-                               collocation_filter=problem.collocation_filter, device=device)
+                               collocation_filter=problem.collocation_filter, device=device,
+                               constraints=problem.constraints)
     case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
             "initial_points": initial_points, "budget": budget}
+    if problem.constraints:  # a resumed run must have the same constraints (the log's records carry them)
+        case["constraints"] = list(problem.constraint_names)
     settings = RunSettings(budget=budget, initial_points=initial_points, seed=seed,
                            output=None if output is None else Path(output), case=case,
                            resume=resume, overwrite=overwrite)
@@ -62,5 +70,5 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     return history
 
 
-__all__ = ["PDE", "PDEError", "Box", "Problem", "ProblemError", "register_problem", "load_problem",
+__all__ = ["PDE", "PDEError", "Box", "Constraint", "Problem", "ProblemError", "register_problem", "load_problem",
            "make_optimizer", "optimize"]

@@ -6,6 +6,10 @@ process; the state lives in the results folder, next to a normal run's:
   can be continued by ``pinnbo run --resume`` and the other way round);
 - ``pending.json``: the design asked and not yet told, ``{"index", "x": {name: value}, "phase",
   "ask_seconds", "asked_at"}``; asking again while it is pending prints it again;
+
+With black-box constraints (c_i <= 0 feasible) the measurement is the objective *and* every such
+constraint (``--constraint name=value``, or ``"constraints": {name: value}`` in ``--json``); the
+known constraints of the problem or the case are computed by pinnbo at the asked design.
 - ``pending.pt``: the optimiser's state right after that ask, which is the checkpoint the run loop
   would write after telling it (see :mod:`pinnbo.run`), so ``tell`` needs no training: it appends
   the record and promotes pending.pt to checkpoint.pt.
@@ -51,7 +55,8 @@ def ask(case: Case) -> dict:
     folder = case.output_dir
     n_init = case.initial_points
     with locked(folder):
-        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False)
+        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
+                               constraints=problem.constraint_names)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
@@ -75,14 +80,18 @@ def ask(case: Case) -> dict:
             checkpoint(folder, optimizer, PENDING_STATE, n_told=k + 1)
         pending = {"index": k, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase,
                    "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
+        if problem.oracle_constraints:  # what the measurement must report besides the objective
+            pending["constraints"] = [c.name for c in problem.oracle_constraints]
         write_json_atomic(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
     return pending
 
 
-def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None
-         ) -> tuple[Evaluation, History, Problem]:
+def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,
+         constraints: dict | Sequence[str] | None = None) -> tuple[Evaluation, History, Problem]:
     """Record the measurement of the pending design: ``x`` (d,), {name: value} or "1.2,3.4" must
-    match it; ``y`` the value in the problem's sense, or ``failed`` the reason there is none."""
+    match it; ``y`` the value in the problem's sense, or ``failed`` the reason there is none;
+    ``constraints`` the measured black-box constraint values, {name: value} or ["name=value", ...]
+    (every one, with ``y``; none with ``failed``)."""
     problem = case.build_problem()
     folder = case.output_dir
     names = problem.domain.names
@@ -91,10 +100,12 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed), not both")
     if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
         raise TellError(f"--y: expected a finite number, got {y!r}; a measurement without a value is --failed \"reason\"")
+    measured = measured_constraints(constraints, problem, failed=failed is not None)
     if not (folder / "case.json").exists():
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
-        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False)
+        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
+                               constraints=problem.constraint_names)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is None or pending["index"] > k:
@@ -110,7 +121,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         error = None if failed is None else (failed.strip() or "failed (no reason given)")
         # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
         record = observation(problem, asked, k, case.seed, pending["phase"], float("nan") if y is None else float(y),
-                             error, add_noise=False)
+                             error, add_noise=False, constraints=measured)
         asked_at = pending.get("asked_at")
         timing = {"ask_seconds": pending.get("ask_seconds")}
         if isinstance(asked_at, (int, float)):
@@ -185,8 +196,52 @@ def parse_y(text: str) -> float:
     return value
 
 
+def measured_constraints(given: dict | Sequence[str] | None, problem: Problem, failed: bool = False
+                         ) -> dict[str, float]:
+    """The black-box constraint values of a tell, {name: value} in the problem's order, from
+    {name: value} or ["name=value", ...] (``--constraint``); every black-box constraint is needed
+    with a value, none with a failure, and a known constraint is pinnbo's to compute."""
+    blackbox = [c.name for c in problem.oracle_constraints]
+    known = [c.name for c in problem.constraints if c.known]
+    if given is None or (not isinstance(given, dict) and not given):
+        given = {}
+    elif not isinstance(given, dict):
+        pairs = {}
+        for item in given:
+            name, sep, value = str(item).partition("=")
+            name = name.strip()
+            if not sep or not name:
+                raise TellError(f"--constraint: expected name=value, got {item!r}")
+            if name in pairs:
+                raise TellError(f"--constraint {name}: given twice")
+            try:
+                pairs[name] = float(value)
+            except ValueError:
+                raise TellError(f"--constraint {name}: expected a number, got {value.strip()!r}") from None
+        given = pairs
+    expected = ", ".join(blackbox) if blackbox else "none: the problem has no measured constraints"
+    for name, value in given.items():
+        if name in known:
+            raise TellError(f"--constraint {name}: a known constraint, computed by pinnbo at the design; do not give it")
+        if name not in blackbox:
+            raise TellError(f"--constraint: unknown constraint {name!r}; expected {expected}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise TellError(f"--constraint {name}: expected a finite number, got {value!r}")
+    if failed:
+        if given:
+            raise TellError("--constraint: a failed measurement records no values; give --y with the constraints, "
+                            "or --failed alone")
+        return {}
+    missing = [n for n in blackbox if n not in given]
+    if missing:
+        raise TellError(f"--constraint: no value for {', '.join(missing)}; a measurement gives every measured "
+                        f"constraint ({expected}) as --constraint name=value")
+    return {n: float(given[n]) for n in blackbox}
+
+
 def parse_json(text: str) -> dict:
-    """``--json '{"x": [..] or {name: value}, "y": value}'`` (or ``"failed": "reason"``)."""
+    """``--json '{"x": [..] or {name: value}, "y": value, "constraints": {name: value}}'`` (or
+    ``"failed": "reason"``)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -194,8 +249,10 @@ def parse_json(text: str) -> dict:
     if not isinstance(data, dict):
         raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
     for key in data:
-        if key not in ("x", "y", "failed"):
-            raise TellError(f"--json: unknown key {key!r}; expected x, y, failed")
+        if key not in ("x", "y", "failed", "constraints"):
+            raise TellError(f"--json: unknown key {key!r}; expected x, y, constraints, failed")
+    if data.get("constraints") is not None and not isinstance(data["constraints"], dict):
+        raise TellError(f"--json: \"constraints\" must be an object {{name: value}}, got {data['constraints']!r}")
     if "x" not in data:
         raise TellError("--json: the design \"x\" is missing")
     if data.get("y") is not None and (isinstance(data["y"], bool) or not isinstance(data["y"], (int, float))):

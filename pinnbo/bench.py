@@ -13,6 +13,15 @@ What a bench leaves, one folder per case (default ``bench-results/<case>/``):
   simple_regret (empty where f* is unknown or nothing has succeeded yet).
 - ``table.md``: mean ± standard error of the final best value and of the simple regret, seconds per
   iteration, failures, and the one-sided tests of the reference method against each baseline.
+
+Constrained cases (c_i(x) <= 0 feasible): "best" is the best *feasible* true value, averaged over the
+seeds that found a feasible point (the table says how many found none); the table adds the feasible
+fraction of the evaluations and the cumulative violation Σ_t Σ_i max(c_i(x_t), 0); curves.csv adds
+``n_feasible`` and ``cumulative_violation`` columns. The tests compare final best feasible values with
+a seed that found no feasible point counted as the worst final best-feasible value of any run of the
+case (every method, every seed): leaving such seeds out would reward a method for failing to find
+feasibility on its hard seeds, and a penalty from the case's own runs needs no problem-specific bound.
+The reference method defaults to ``neural-cbo`` and the methods to those that handle constraints.
 - ``convergence.png``: mean best-so-far per method with a shaded ± standard error band.
 - ``summary.json``: every number of the table, the per-seed values, the mean curves and the tests.
 
@@ -56,6 +65,7 @@ from pinnbo.pde import PDEError
 from pinnbo.problem import ProblemError
 
 REFERENCE = "pinn-bo"       # the method tested against every other one
+CONSTRAINED_REFERENCE = "neural-cbo"   # ... on a constrained case
 ALPHA = 0.05                # significance level of the BH-adjusted p-values shown in the table
 
 
@@ -71,13 +81,13 @@ class BenchInterrupted(Exception):
 @dataclass
 class BenchSettings:
     cases: list[Path]
-    methods: list[str]
+    methods: list[str] | None           # None: each case's default (default_methods)
     seeds: int = 10
     budget: int | None = None
     jobs: int = 1
     output: Path = Path("bench-results")
     params: dict[str, dict] = field(default_factory=dict)   # per-method overrides of the defaults
-    reference: str = REFERENCE
+    reference: str | None = None        # None: each case's default (default_reference)
     device: str | None = None
     smoke: bool = False
 
@@ -89,27 +99,39 @@ class BenchSettings:
         """Validate command-line style options; every mistake is a BenchError naming the option."""
         if not cases:
             raise BenchError("cases: give at least one case file")
-        method_list = parse_methods(methods)
+        method_list = None if methods is None else parse_methods(methods)
         if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
             raise BenchError(f"--seeds: expected an integer >= 1, got {seeds!r}")
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise BenchError(f"--jobs: expected an integer >= 1, got {jobs!r}")
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
             raise BenchError(f"--budget: expected an integer >= 2, got {budget!r}")
-        reference = reference or REFERENCE
-        if reference not in METHODS:
+        if reference is not None and reference not in METHODS:
             raise BenchError(f"--reference: unknown method {reference!r}; expected one of {', '.join(sorted(METHODS))}")
         return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget, jobs=jobs,
                    output=Path(output) if output is not None else Path("bench-results"),
-                   params=parse_params(params, method_list), reference=reference, device=device, smoke=smoke)
+                   params=parse_params(params, method_list if method_list is not None else sorted(METHODS)),
+                   reference=reference, device=device, smoke=smoke)
+
+
+def default_reference(constrained: bool) -> str:
+    """The method tested against the others: PINN-BO, or Neural-CBO on a constrained case."""
+    return CONSTRAINED_REFERENCE if constrained else REFERENCE
+
+
+def default_methods(constrained: bool, reference: str | None = None) -> list[str]:
+    """Every registered method (every one that handles constraints, for a constrained case), the
+    reference first."""
+    reference = reference or default_reference(constrained)
+    names = sorted(m for m, cls in METHODS.items() if cls.handles_constraints or not constrained)
+    return ([reference] if reference in names else []) + [m for m in names if m != reference]
 
 
 def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
     """``"pinn-bo,random"`` → ``["pinn-bo", "random"]`` (duplicates dropped); None → every registered
     method, the reference first."""
     if methods is None:
-        names = sorted(METHODS)
-        return ([REFERENCE] if REFERENCE in names else []) + [m for m in names if m != REFERENCE]
+        return default_methods(False)
     items = methods.split(",") if isinstance(methods, str) else list(methods)
     out: list[str] = []
     for item in (str(i).strip() for i in items):
@@ -192,6 +214,13 @@ class CasePlan:
     sense: str
     optimum: float | None
     jobs: list[RunJob]
+    methods: list[str] = field(default_factory=list)
+    reference: str = REFERENCE
+    constraints: tuple[str, ...] = ()     # the problem's constraint names (empty: unconstrained)
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.constraints)
 
     @property
     def budget(self) -> int:
@@ -257,9 +286,19 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
         if any(p.case.name == base.name for p in plans):
             raise BenchError(f"cases: two cases are named {base.name!r}; each case needs its own folder")
         folder = settings.output / base.name
+        constrained = bool(problem.constraints)
+        reference = settings.reference or default_reference(constrained)
+        methods = settings.methods if settings.methods is not None else default_methods(constrained, reference)
+        if constrained:
+            blind = [m for m in methods if not METHODS[m].handles_constraints]
+            if blind:
+                able = ", ".join(sorted(m for m, c in METHODS.items() if c.handles_constraints))
+                raise BenchError(f"--methods: {blind[0]!r} ignores constraints and case {base.name!r} has "
+                                 f"{', '.join(problem.constraint_names)}; use methods among {able} (the default for "
+                                 "a constrained case), and bench unconstrained cases separately")
         jobs = []
         for seed in range(settings.seeds):
-            for method in settings.methods:
+            for method in methods:
                 # The case's own method_params were written for its method: kept for that method
                 # only; --params overrides on top. Every other method runs with its defaults.
                 method_params = dict(base.method_params) if method == base.method else {}
@@ -276,7 +315,8 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                 job.done_before = recorded_evaluations(job.folder)
                 job.complete = run_is_complete(job.folder, job.budget)
                 jobs.append(job)
-        plans.append(CasePlan(Path(source), base, folder, problem.name, problem.sense, problem.optimum, jobs))
+        plans.append(CasePlan(Path(source), base, folder, problem.name, problem.sense, problem.optimum, jobs,
+                              methods, reference, problem.constraint_names))
     return plans
 
 
@@ -578,9 +618,11 @@ def compare_to_reference(finals: dict[str, Sequence[float]], reference: str, sen
 
 
 # -- analysis and outputs -----------------------------------------------------------------------------------
-def _curves(job: RunJob, sense: str, optimum: float | None) -> tuple[np.ndarray, dict]:
-    """Best-so-far curve over the first ``budget`` evaluations and the run's numbers."""
-    history = History(sense, job.folder, optimum)
+def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
+    """Best-so-far curve over the first ``budget`` evaluations (best feasible with constraints),
+    the run's numbers, and its constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
+    optimum = case_plan.optimum
+    history = History(case_plan.sense, job.folder, optimum, case_plan.constraints)
     history.load()
     history.evaluations = history.evaluations[: job.budget]
     history.timings = history.timings[: job.budget]
@@ -588,7 +630,7 @@ def _curves(job: RunJob, sense: str, optimum: float | None) -> tuple[np.ndarray,
     asks = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
             if r.phase == "optimizer" and t.get("ask_seconds") is not None]
     final = float(curve[-1]) if len(curve) and math.isfinite(curve[-1]) else None
-    return curve, {
+    numbers = {
         "seed": job.seed,
         "final_best": final,
         "simple_regret": None if optimum is None or final is None else abs(optimum - final),
@@ -596,14 +638,28 @@ def _curves(job: RunJob, sense: str, optimum: float | None) -> tuple[np.ndarray,
         "failed_evaluations": history.n_failed,
         "initial_x": [r.x for r in history.evaluations[: job.case.initial_points]],
     }
+    extra = {}
+    if history.constrained:
+        violation = history.cumulative_violation()
+        first = next((r.index + 1 for r in history.evaluations if r.feasible), None)
+        numbers.update(n_feasible=history.n_feasible, feasible_fraction=history.feasible_fraction(),
+                       cumulative_violation=violation["total"],
+                       cumulative_violation_per_constraint=violation["per_constraint"],
+                       first_feasible_evaluation=first)
+        extra = {"n_feasible": history.feasible_so_far(), "cumulative_violation": history.cumulative_violation_curve()}
+    return curve, numbers, extra
 
 
-def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str], reference: str) -> tuple[dict, list[list]]:
+def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None = None,
+            reference: str | None = None) -> tuple[dict, list[list]]:
     """The case's summary (every number of the table) and the rows of curves.csv."""
+    methods = list(methods if methods is not None else case_plan.methods)
+    reference = reference or case_plan.reference
     rows: list[list] = []
     results: dict[str, dict] = {}
     finals: dict[str, list[float]] = {}
     optimum = case_plan.optimum
+    constrained = case_plan.constrained
     for method in methods:
         jobs = [j for j in case_plan.jobs if j.method == method]
         curves, runs, failed_runs = [], [], []
@@ -614,14 +670,17 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str], referen
                 continue
             if not run_is_complete(job.folder, job.budget):
                 continue
-            curve, numbers = _curves(job, case_plan.sense, optimum)
+            curve, numbers, extra = _curves(job, case_plan)
             numbers.pop("initial_x")
             curves.append(curve)
             runs.append(numbers)
             for k, value in enumerate(curve, start=1):
                 finite = math.isfinite(value)
-                rows.append([method, job.seed, k, float(value) if finite else None,
-                             abs(optimum - float(value)) if finite and optimum is not None else None])
+                row = [method, job.seed, k, float(value) if finite else None,
+                       abs(optimum - float(value)) if finite and optimum is not None else None]
+                if constrained:
+                    row += [int(extra["n_feasible"][k - 1]), float(extra["cumulative_violation"][k - 1])]
+                rows.append(row)
         stacked = np.array(curves) if curves else np.zeros((0, case_plan.budget))
         mean_curve, se_curve = _mean_se_curve(stacked)
         finals[method] = [r["final_best"] for r in runs]
@@ -639,8 +698,22 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str], referen
             "mean_curve": mean_curve,
             "se_curve": se_curve,
         }
+        if constrained:
+            results[method].update(constraint_results(runs, case_plan.constraints))
     from pinnbo.report import versions
 
+    tests = None
+    if len(methods) > 1:
+        if constrained:
+            penalised, penalty = penalise_infeasible(finals, case_plan.sense)
+            tests = compare_to_reference(penalised, reference, case_plan.sense)
+            if tests is not None:
+                tests["statistic"] = "final best feasible true value"
+                tests["infeasible_seed_value"] = penalty
+                tests["infeasible_seeds"] = ("a seed without a feasible point counts as the worst final best-feasible "
+                                             "value of any run of the case (every method, every seed)")
+        else:
+            tests = compare_to_reference(finals, reference, case_plan.sense)
     summary = {
         "case": case_plan.case.name,
         "source": str(case_plan.source),
@@ -654,10 +727,38 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str], referen
         "smoke": case_plan.case.smoke,
         "device": case_plan.case.device,
         "results": results,
-        "tests": compare_to_reference(finals, reference, case_plan.sense) if len(methods) > 1 else None,
+        "tests": tests,
         "versions": versions(),
     }
+    if constrained:
+        summary["constraints"] = list(case_plan.constraints)
     return summary, rows
+
+
+def constraint_results(runs: list[dict], names: Sequence[str]) -> dict:
+    """A method's constraint numbers over its completed runs (the per-seed values kept)."""
+    fractions = [r["feasible_fraction"] for r in runs]
+    totals = [r["cumulative_violation"] for r in runs]
+    return {
+        "no_feasible_seeds": [r["seed"] for r in runs if not r["n_feasible"]],
+        "feasible_fraction": {**mean_se(fractions), "values": fractions},
+        "cumulative_violation": {**mean_se(totals), "values": totals,
+                                 "per_constraint": {n: mean_se([r["cumulative_violation_per_constraint"][n]
+                                                                for r in runs])["mean"] for n in names}},
+        "first_feasible_evaluation": {**mean_se([r["first_feasible_evaluation"] for r in runs]),
+                                      "values": [r["first_feasible_evaluation"] for r in runs]},
+    }
+
+
+def penalise_infeasible(finals: dict[str, list[float | None]], sense: str
+                        ) -> tuple[dict[str, list[float | None]], float | None]:
+    """Final best-feasible values with each seed that found no feasible point (None) replaced by the
+    worst final value of any run of the case; unchanged (all None) when no run found one."""
+    found = [v for values in finals.values() for v in values if v is not None and math.isfinite(v)]
+    if not found:
+        return finals, None
+    worst = max(found) if sense == "minimize" else min(found)
+    return {m: [worst if v is None else v for v in values] for m, values in finals.items()}, float(worst)
 
 
 def _mean_se_curve(curves: np.ndarray) -> tuple[list, list]:
@@ -670,8 +771,8 @@ def _mean_se_curve(curves: np.ndarray) -> tuple[list, list]:
     return mean, se
 
 
-# Columns of the table: (header, cell(summary, method) -> text). Constrained cases add theirs here
-# (best feasible, feasibility rate) without touching the renderers.
+# Columns of the table: (header, cell(summary, method) -> text); constrained cases add theirs
+# (best feasible, seeds without one, feasible fraction, violation) in table_columns.
 def _pm(stats: dict | None, digits: int = 5) -> str:
     if not stats or stats.get("mean") is None:
         return "—"
@@ -691,6 +792,11 @@ def _test_cell(summary: dict, method: str, key: str) -> str:
     return text
 
 
+def _percent(stats: dict) -> dict:
+    """A fraction's mean ± s.e. in percent."""
+    return {k: (None if stats.get(k) is None else 100.0 * stats[k]) for k in ("mean", "se")}
+
+
 def _runs_cell(result: dict) -> str:
     text = f"{result['completed']}/{result['runs']}"
     return text + (f" ({len(result['failed_runs'])} failed)" if result["failed_runs"] else "")
@@ -699,13 +805,19 @@ def _runs_cell(result: dict) -> str:
 def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]:
     """(header, cell(summary, method) -> text), explained in the notes of :func:`markdown_table`."""
     r = lambda m: summary["results"][m]  # noqa: E731
+    constrained = "constraints" in summary
     columns = [
         ("method", lambda s, m: m),
         ("runs", lambda s, m: _runs_cell(r(m))),
-        ("best", lambda s, m: _pm(r(m)["final_best"])),
+        ("best feasible" if constrained else "best", lambda s, m: _pm(r(m)["final_best"])),
     ]
+    if constrained:
+        columns.append(("no feasible", lambda s, m: f"{len(r(m)['no_feasible_seeds'])}/{r(m)['completed']}"))
     if summary["optimum"] is not None:
         columns.append(("regret", lambda s, m: _pm(r(m)["simple_regret"])))
+    if constrained:
+        columns += [("feasible %", lambda s, m: _pm(_percent(r(m)["feasible_fraction"]), 3)),
+                    ("violation", lambda s, m: _pm(r(m)["cumulative_violation"], 3))]
     columns += [
         ("s/iter", lambda s, m: _pm(r(m)["seconds_per_iteration"], 3)),
         ("failed", lambda s, m: str(r(m)["failed_evaluations"])),
@@ -730,10 +842,19 @@ def _caption(summary: dict) -> str:
 
 
 def table_notes(summary: dict) -> list[str]:
-    notes = [f"best: mean ± standard error over seeds of the best true (noise-free) value after the last "
-             f"evaluation ({summary['sense']})."]
+    constrained = "constraints" in summary
+    if constrained:
+        notes = [f"best feasible: mean ± standard error, over the seeds that found a feasible point, of the best "
+                 f"true (noise-free) value among feasible evaluations (every c_i <= 0 on true values) after the last "
+                 f"evaluation ({summary['sense']}); no feasible: seeds that found none / completed runs.",
+                 "feasible %: percentage of successful evaluations that were feasible; violation: cumulative "
+                 "violation Σ_t Σ_i max(c_i(x_t), 0) over the run (true values); mean ± standard error over seeds."]
+    else:
+        notes = [f"best: mean ± standard error over seeds of the best true (noise-free) value after the last "
+                 f"evaluation ({summary['sense']})."]
     if summary["optimum"] is not None:
-        notes.append(f"regret: simple regret |f* − best| with f* = {_fmt(summary['optimum'])}.")
+        notes.append(f"regret: simple regret |f* − best| with f* = {_fmt(summary['optimum'])}"
+                     + (" (seeds with a feasible point)." if constrained else "."))
     notes += ["s/iter: seconds per iteration, surrogate fit + acquisition (oracle excluded), mean over the "
               "optimizer-phase evaluations of each run, then over runs.",
               "failed: failed evaluations (oracle errors or non-finite values) over all runs; runs: complete/planned."]
@@ -741,8 +862,14 @@ def table_notes(summary: dict) -> list[str]:
     if tests:
         better = "lower" if summary["sense"] == "minimize" else "higher"
         notes.append(f"p: one-sided Welch t-test of {tests['reference']} against the method (H1: "
-                     f"{tests['reference']}'s final best is {better}); p (BH): Benjamini–Hochberg adjusted across "
-                     f"the {len(tests['baselines'])} baseline(s); * significant at {tests['alpha']}.")
+                     f"{tests['reference']}'s final best{' feasible' if constrained else ''} is {better}); p (BH): "
+                     f"Benjamini–Hochberg adjusted across the {len(tests['baselines'])} baseline(s); * significant at "
+                     f"{tests['alpha']}.")
+        if constrained and tests.get("infeasible_seed_value") is not None and \
+                any(summary["results"][m]["no_feasible_seeds"] for m in summary["methods"]):
+            notes.append(f"In the tests (not in the means), a seed without a feasible point counts as "
+                         f"{_fmt(tests['infeasible_seed_value'])}, the worst final best-feasible value of any run of "
+                         "the case.")
     return notes
 
 
@@ -765,13 +892,16 @@ def rich_table(summary: dict) -> Table:
     return table
 
 
-def write_curves_csv(path: Path, rows: list[list]) -> None:
+def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) -> None:
+    """curves.csv; a constrained case adds the feasible count and the cumulative violation so far."""
     tmp = path.with_suffix(".csv.tmp")
     with open(tmp, "w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"])
-        for method, seed, k, best, regret in rows:
-            writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)])
+        writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"]
+                        + (["n_feasible", "cumulative_violation"] if constrained else []))
+        for method, seed, k, best, regret, *more in rows:
+            writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)]
+                            + [repr(v) for v in more])
     os.replace(tmp, path)
 
 
@@ -793,8 +923,10 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
         ax.axhline(summary["optimum"], color="k", ls="--", lw=1, label="f*")
     ax.axvline(summary["initial_points"] + 0.5, color="gray", ls=":", lw=1, label="end of initial design")
     ax.set_xlabel("evaluations")
-    ax.set_ylabel(f"best true value ({summary['sense']})")
-    ax.set_title(f"{summary['case']}: mean best so far ± s.e.")
+    constrained = "constraints" in summary
+    ax.set_ylabel(f"best {'feasible ' if constrained else ''}true value ({summary['sense']})")
+    ax.set_title(f"{summary['case']}: mean best {'feasible ' if constrained else ''}so far ± s.e."
+                 + (" (seeds with a feasible point)" if constrained else ""))
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -803,7 +935,7 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
 
 def write_case_outputs(case_plan: CasePlan, summary: dict, rows: list[list]) -> None:
     case_plan.folder.mkdir(parents=True, exist_ok=True)
-    write_curves_csv(case_plan.folder / "curves.csv", rows)
+    write_curves_csv(case_plan.folder / "curves.csv", rows, case_plan.constrained)
     (case_plan.folder / "table.md").write_text(markdown_table(summary))
     write_json_atomic(case_plan.folder / "summary.json", summary)
     plot_bench_convergence(summary, case_plan.folder / "convergence.png")
@@ -847,7 +979,7 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
             display.stop()
     summaries = []
     for case_plan in plans:
-        summary, rows = analyse(case_plan, outcomes, settings.methods, settings.reference)
+        summary, rows = analyse(case_plan, outcomes)
         write_case_outputs(case_plan, summary, rows)
         summaries.append(summary)
     failed = [{"case": k[0], "method": k[1], "seed": k[2], "error": o["error"]}

@@ -14,8 +14,14 @@ device: cpu                  # or cuda, cuda:1
 noise: 0.0                   # observation noise σ as a fraction of the objective's std over the domain
 timeout: 30                  # seconds per oracle call; a slower call is a failed evaluation
 oracle: {command: "./simulate {x} {y}", parse: float}   # a program replaces the problem's objective
+constraints:                 # known constraints, added to the problem's own (feasible iff all hold)
+  - "x + y <= 1.5"           # an inequality, or an expression e meaning e <= 0
+  - {name: edge, expr: "0.1 - Min(x, y, 1 - x, 1 - y)"}
+constraint_noise: 0.05       # noise σ of each black-box constraint, a fraction of its std over the
+                             # domain (one number for all, or {name: fraction}); default 0
 ```
-Every error names the field (``params.boundary.left``, ``method_params.hidden``) in one line.
+Every error names the field (``params.boundary.left``, ``method_params.hidden``, ``constraints[0]``)
+in one line.
 """
 
 from __future__ import annotations
@@ -30,15 +36,17 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
+import sympy as sp
 import yaml
 
+from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.optimizers.base import sobol_unit
 from pinnbo.pde import PDEError
-from pinnbo.problem import PROBLEM_FACTORIES, Problem, ProblemError
+from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, ProblemError
 
 
 class CaseError(ValueError):
@@ -46,7 +54,7 @@ class CaseError(ValueError):
 
 
 FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
-          "seed", "output", "device", "noise", "timeout", "oracle")
+          "seed", "output", "device", "noise", "timeout", "oracle", "constraints", "constraint_noise")
 ORACLE_FIELDS = ("command", "parse")
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 
@@ -66,6 +74,10 @@ class Case:
     noise: float = 0.0
     timeout: float | None = None    # seconds per oracle call
     oracle: dict | None = None      # {command, parse}: an external program replaces the objective
+    # Known constraints of the case, [{"name": ..., "expr": text}] (an unnamed one is named by its
+    # text); parsed against the problem's variables when the problem is built.
+    constraints: list = field(default_factory=list)
+    constraint_noise: float | dict = 0.0   # fraction of each black-box constraint's std (or per name)
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
 
@@ -76,6 +88,12 @@ class Case:
     def to_dict(self) -> dict:
         data = asdict(self)
         data.pop("source")
+        # Absent unless used: the case.json of an unconstrained case (and so --resume of a folder
+        # written before constraints existed) stays what it was.
+        if not data["constraints"]:
+            data.pop("constraints")
+        if not data["constraint_noise"]:
+            data.pop("constraint_noise")
         return data
 
     # -- building ---------------------------------------------------------------------------------
@@ -108,21 +126,43 @@ class Case:
             raise CaseError(f"problem: {self.problem!r} returned {type(problem).__name__}, expected a pinnbo Problem")
         if self.oracle is not None:
             problem = self._with_command_oracle(problem)
-        if self.noise > 0:
-            problem.noise_std = self.noise * objective_std(problem)
+        if self.constraints:
+            problem = self._with_case_constraints(problem)
+        noise = constraint_noise_fractions(self.constraint_noise, problem)
+        if self.noise > 0 or noise:
+            objective, constraints = output_std(problem)
+            if self.noise > 0:
+                problem.noise_std = self.noise * objective
+            problem.constraints = tuple(replace(c, noise_std=noise[c.name] * constraints[c.name])
+                                        if c.name in noise else c for c in problem.constraints)
         return problem
+
+    def _with_case_constraints(self, problem: Problem) -> Problem:
+        """The problem with the case's known constraints after its own."""
+        names = problem.domain.names
+        own = set(problem.constraint_names)
+        added = []
+        for i, spec in enumerate(self.constraints):
+            field = f"constraints[{i}]"
+            if spec["name"] in own:
+                raise CaseError(f"{field}: name {spec['name']!r} is already a constraint of problem {problem.name!r}; "
+                                "give this one another name ({name: ..., expr: ...})")
+            expr = parse_constraint(spec["expr"], names, field)
+            added.append(Constraint(spec["name"], function=formula_constraint(expr, names)))
+        return replace(problem, constraints=problem.constraints + tuple(added))
 
     def _with_command_oracle(self, problem: Problem) -> Problem:
         """The problem with its objective replaced by the case's external command. Its domain,
         sense and PDE stay; f*, its location and the field map belonged to the replaced objective."""
         from pinnbo.oracles.external import CommandOracle, OracleConfigError
 
-        if self.noise > 0:
-            raise CaseError("noise: synthetic noise needs 512 oracle calls to scale; not available with an "
-                            "external oracle (its measurements carry their own noise)")
+        for key, value in (("noise", self.noise), ("constraint_noise", self.constraint_noise)):
+            if value:
+                raise CaseError(f"{key}: synthetic noise needs 512 oracle calls to scale; not available with an "
+                                "external oracle (its measurements carry their own noise)")
         try:
             oracle = CommandOracle(self.oracle["command"], problem.domain.names, self.oracle.get("parse", "float"),
-                                   cwd=self.base_dir)
+                                   cwd=self.base_dir, constraints=tuple(c.name for c in problem.oracle_constraints))
         except OracleConfigError as exc:
             raise CaseError(str(exc)) from None
         return replace(problem, objective=oracle, optimum=None, optimum_location=None, field_plot=None,
@@ -133,23 +173,127 @@ class Case:
         if self.smoke:
             params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
         return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.pde,
-                              collocation_filter=problem.collocation_filter, device=self.device)
+                              collocation_filter=problem.collocation_filter, device=self.device,
+                              constraints=problem.constraints)
+
+
+def output_std(problem: Problem, n: int = 512) -> tuple[float, dict[str, float]]:
+    """Standard deviations over the domain (Sobol sample, fixed stream) of the true objective and
+    of each black-box constraint {name: std}: the units of ``noise`` and ``constraint_noise``. One
+    sample for all outputs (a coupled oracle returns them together); a failed, malformed or
+    non-finite result is left out."""
+    from pinnbo.run import split_outcome
+
+    points = problem.domain.from_unit(sobol_unit(n, problem.domain.dim, 0, "noise-scale"))
+    names = [c.name for c in problem.oracle_constraints]
+    rows = []
+    for x in points:
+        try:
+            value, constraints, error = split_outcome(problem, problem.objective(x))
+        except Exception:
+            continue
+        row = [value] + [constraints.get(name, math.nan) for name in names]
+        if error is None and all(math.isfinite(v) for v in row):
+            rows.append(row)
+    if len(rows) < 2:
+        raise CaseError("noise: cannot estimate the objective's standard deviation (the oracle failed on the sample)")
+    std = np.std(np.array(rows), axis=0)
+    return float(std[0]), {name: float(s) for name, s in zip(names, std[1:])}
 
 
 def objective_std(problem: Problem, n: int = 512) -> float:
-    """Standard deviation of the true objective over the domain (Sobol sample, fixed stream), the
-    unit of the ``noise`` field. Failed or non-finite evaluations are ignored."""
-    points = problem.domain.from_unit(sobol_unit(n, problem.domain.dim, 0, "noise-scale"))
-    values = []
-    for x in points:
-        try:
-            values.append(float(problem.objective(x)))
-        except Exception:
+    """Standard deviation of the true objective over the domain, the unit of the ``noise`` field."""
+    return output_std(problem, n)[0]
+
+
+def constraint_noise_fractions(spec: float | dict, problem: Problem) -> dict[str, float]:
+    """``constraint_noise`` as {black-box constraint name: fraction > 0}, checked against the problem."""
+    blackbox = [c.name for c in problem.oracle_constraints]
+    known = [c.name for c in problem.constraints if c.known]
+    if isinstance(spec, dict):
+        for name in spec:
+            if name in known:
+                raise CaseError(f"constraint_noise.{name}: a known constraint is computed exactly, without noise; "
+                                f"noise applies to black-box constraints ({', '.join(blackbox) or 'none here'})")
+            if name not in blackbox:
+                raise CaseError(f"constraint_noise.{name}: unknown constraint; expected one of "
+                                f"{', '.join(blackbox) or '(none: the problem has no black-box constraints)'}")
+        return {name: float(v) for name, v in spec.items() if v > 0}
+    if spec > 0 and not blackbox:
+        raise CaseError(f"constraint_noise: problem {problem.name!r} has no black-box constraints (the case's "
+                        "constraints are known exactly)")
+    return {name: float(spec) for name in blackbox} if spec > 0 else {}
+
+
+# -- constraints written in the case ------------------------------------------------------------------
+def parse_constraint(text: str, variables: Sequence[str], field: str) -> sp.Expr:
+    """``"lhs <= rhs"`` → lhs − rhs, ``"lhs >= rhs"`` → rhs − lhs, ``"e"`` → e: the expression g with
+    g(x) <= 0 feasible. ``<`` and ``>`` read as ``<=`` and ``>=`` (with continuous designs the
+    boundary has measure zero). Equalities are refused: a sampled design never satisfies one."""
+    expected = ("expected an inequality such as 'x + y <= 1.5' or an expression e meaning e <= 0, "
+                f"of {', '.join(variables)}")
+    if not isinstance(text, str) or not text.strip():
+        raise CaseError(f"{field}: {expected}; got {text!r}")
+    # parse_expr evaluates Python; attribute access and dunders are the ways out of a namespace.
+    if "__" in text or re.search(r"\.\s*[A-Za-z_]", text):
+        raise CaseError(f"{field}: {text!r} may not use attribute access; {expected}")
+    relations = _top_level_relations(text)
+    if any(op in ("=", "==", "!=") for _, op in relations):
+        raise CaseError(f"{field}: {text!r} is an equality, which no sampled design satisfies; {expected} "
+                        "(or two inequalities with a tolerance)")
+    if len(relations) > 1:
+        raise CaseError(f"{field}: {text!r} has {len(relations)} comparisons; write one inequality per constraint")
+    if not relations:
+        expr = _parse_side(text, text, variables, field)
+    else:
+        at, op = relations[0]
+        lhs = _parse_side(text[:at], text, variables, field)
+        rhs = _parse_side(text[at + len(op):], text, variables, field)
+        expr = lhs - rhs if op in ("<=", "<") else rhs - lhs
+    if not expr.free_symbols:
+        raise CaseError(f"{field}: {text!r} does not depend on the design variables; {expected}")
+    return expr
+
+
+def _parse_side(side: str, text: str, variables: Sequence[str], field: str) -> sp.Expr:
+    if not side.strip():
+        raise CaseError(f"{field}: {text!r} has an empty side; expected an inequality such as 'x + y <= 1.5'")
+    try:
+        return parse_expression(side.strip(), variables, field)
+    except ProblemError as exc:  # name the whole constraint, not the half that was parsed
+        raise CaseError(str(exc).replace(repr(side.strip()), repr(text))) from None
+
+
+def _top_level_relations(text: str) -> list[tuple[int, str]]:
+    """(position, operator) of the comparisons outside brackets: ``Piecewise((x, x < 0.5), ...)``
+    keeps its inner condition."""
+    out, depth, i = [], 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text[i:i + 2] in ("<=", ">=", "==", "!="):
+            out.append((i, text[i:i + 2]))
+            i += 2
             continue
-    values = np.array([v for v in values if math.isfinite(v)])
-    if len(values) < 2:
-        raise CaseError("noise: cannot estimate the objective's standard deviation (the oracle failed on the sample)")
-    return float(np.std(values))
+        elif depth == 0 and ch in "<>=":
+            out.append((i, ch))
+        i += 1
+    return out
+
+
+def formula_constraint(expr: sp.Expr, variables: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """The vectorised known constraint ``g(X) -> (n,)`` over designs X of shape (n, d)."""
+    evaluate = numpy_function(expr, variables)
+
+    def constraint(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64).reshape(-1, len(variables))
+        return evaluate(*X.T).reshape(-1)
+
+    constraint.__doc__ = f"{expr} <= 0"
+    return constraint
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -204,6 +348,8 @@ def case_from_dict(data: Any, source: str | None = None, overrides: dict | None 
         noise=_number(data, "noise", 0.0, minimum=0.0),
         timeout=_timeout(data),
         oracle=_oracle(data),
+        constraints=_constraints(data),
+        constraint_noise=_constraint_noise(data),
         source=source,
         smoke=smoke,
     )
@@ -264,6 +410,56 @@ def _oracle(data: dict) -> dict | None:
     if parse not in ("float", "json"):
         raise CaseError(f"oracle.parse: expected float or json, got {parse!r}")
     return {"command": value["command"], "parse": parse}
+
+
+def _constraints(data: dict) -> list[dict]:
+    """``constraints:`` as [{"name": ..., "expr": text}]; the formulas are parsed against the
+    problem's variables when it is built (:func:`parse_constraint`)."""
+    value = data.get("constraints")
+    if value is None:
+        return []
+    example = "e.g. [\"x + y <= 1.5\", {name: edge, expr: \"0.1 - x\"}]"
+    if not isinstance(value, list):
+        raise CaseError(f"constraints: expected a list of inequalities, {example}; got {type(value).__name__}")
+    out: list[dict] = []
+    for i, item in enumerate(value):
+        field = f"constraints[{i}]"
+        if isinstance(item, dict):
+            for key in item:
+                if key not in ("name", "expr"):
+                    raise CaseError(f"{field}.{key}: unknown field; expected name, expr")
+            if "expr" not in item:
+                raise CaseError(f"{field}.expr: required field is missing (the inequality, e.g. \"x + y <= 1.5\")")
+            name, text = item.get("name", item["expr"]), item["expr"]
+            if not isinstance(name, str) or not name.strip():
+                raise CaseError(f"{field}.name: expected a non-empty string, got {name!r}")
+            where = f"{field}.expr"
+        else:
+            name, text, where = item, item, field
+        if not isinstance(text, str) or not text.strip():
+            raise CaseError(f"{where}: expected an inequality such as 'x + y <= 1.5' or an expression e meaning "
+                            f"e <= 0 (a string), got {text!r}")
+        name = " ".join(name.split())  # an unnamed constraint is named by its text, spaces normalised
+        if any(c["name"] == name for c in out):
+            raise CaseError(f"{field}: the name {name!r} is used twice; give each constraint its own name")
+        out.append({"name": name, "expr": text})
+    return out
+
+
+def _constraint_noise(data: dict) -> float | dict:
+    value = data.get("constraint_noise", 0.0)
+    if isinstance(value, dict):
+        out = {}
+        for name, fraction in value.items():
+            if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction) \
+                    or fraction < 0:
+                raise CaseError(f"constraint_noise.{name}: expected a finite number >= 0, got {fraction!r}")
+            out[str(name)] = float(fraction)
+        return out
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise CaseError(f"constraint_noise: expected a finite number >= 0 (a fraction of each black-box "
+                        f"constraint's std) or a mapping {{name: fraction}}, got {value!r}")
+    return float(value)
 
 
 def _mapping(data: dict, key: str) -> dict:

@@ -88,9 +88,19 @@ def run(
                           soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(130)
     summary = write_report(history, problem, loaded.to_dict())
-    console.print(f"[bold]{loaded.name}[/bold]: best {fmt(summary['best_value'])} at "
-                  f"({', '.join(fmt(v, 6) for v in summary['best']['x'])})" if summary["best"] else
-                  f"[bold]{loaded.name}[/bold]: no successful evaluation")
+    constrained = "n_feasible" in summary
+    if summary["best"]:
+        console.print(f"[bold]{loaded.name}[/bold]: best{' feasible' if constrained else ''} "
+                      f"{fmt(summary['best_value'])} at ({', '.join(fmt(v, 6) for v in summary['best']['x'])})")
+    elif constrained and summary["least_violation"] is not None:
+        closest = summary["least_violation"]
+        console.print(f"[bold]{loaded.name}[/bold]: [yellow]no feasible evaluation[/yellow]; closest to feasible: "
+                      f"({', '.join(fmt(v, 6) for v in closest['x'])}) with violation {fmt(closest['violation'], 4)}")
+    else:
+        console.print(f"[bold]{loaded.name}[/bold]: no successful evaluation")
+    if constrained:
+        console.print(f"{summary['n_feasible']} feasible of {summary['evaluations'] - summary['failed']} successful "
+                      f"evaluations; cumulative violation {fmt(summary['cumulative_violation']['total'], 4)}")
     if summary["optimum"] is not None and summary["simple_regret"] is not None:
         console.print(f"optimum f* = {fmt(summary['optimum'])}, simple regret {fmt(summary['simple_regret'], 4)}")
     if summary["failed"]:
@@ -102,13 +112,15 @@ def run(
 @app.command()
 def bench(
     cases: list[Path] = typer.Argument(..., help="Case files (YAML), e.g. cases/heat_bc1.yaml cases/dropwave.yaml"),
-    methods: Optional[str] = typer.Option(None, help="Comma-separated methods (default: every registered one)."),
+    methods: Optional[str] = typer.Option(None, help="Comma-separated methods (default: every registered one; "
+                                          "for a constrained case, every one that handles constraints)."),
     seeds: int = typer.Option(10, help="Seeds 0..N-1 for every method and case."),
     budget: Optional[int] = typer.Option(None, help="Override the cases' total number of evaluations."),
     jobs: int = typer.Option(1, help="Runs in parallel processes (one torch thread each)."),
     output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),
     params: Optional[str] = typer.Option(None, help='Per-method overrides as JSON, e.g. \'{"pinn-bo": {"pde_weight": 0.5}}\'.'),
-    reference: str = typer.Option("pinn-bo", help="Method tested against every other one."),
+    reference: Optional[str] = typer.Option(None, help="Method tested against every other one (default pinn-bo; "
+                                            "neural-cbo for a constrained case)."),
     device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
     smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
     quiet: bool = typer.Option(False, "--quiet", help="No live display or tables."),
@@ -157,16 +169,30 @@ def problems() -> None:
 @app.command()
 def show(results: Path = typer.Argument(..., help="A results folder, e.g. results/heat_bc1")) -> None:
     """Print the summary of a finished run."""
+    from pinnbo.report import fmt
+
     path = results / "summary.json"
     if not path.exists():
         fail(f"results: {results} has no summary.json (run it first, or --resume it)")
     summary = json.loads(path.read_text())
     table = Table(title=str(results), show_header=False)
+    constrained = "n_feasible" in summary
     for key in ("problem", "sense", "evaluations", "failed", "best_value", "optimum", "simple_regret",
                 "seconds_per_iteration"):
-        table.add_row(key, str(summary.get(key)))
+        label = "best feasible value" if constrained and key == "best_value" else key
+        table.add_row(label, str(summary.get(key)))
     if summary.get("best"):
         table.add_row("best x", str(summary["best"]["x"]))
+    if constrained:
+        successful = summary.get("evaluations", 0) - summary.get("failed", 0)
+        table.add_row("feasible", f"{summary['n_feasible']} of {successful} successful evaluations"
+                      + (f" ({summary['feasible_fraction']:.0%})" if summary.get("feasible_fraction") is not None else ""))
+        violation = summary.get("cumulative_violation") or {}
+        per = ", ".join(f"{name} {fmt(v, 4)}" for name, v in (violation.get("per_constraint") or {}).items())
+        table.add_row("cumulative violation", f"{fmt(violation.get('total'), 4)}" + (f" ({per})" if per else ""))
+        if not summary.get("best") and summary.get("least_violation"):
+            closest = summary["least_violation"]
+            table.add_row("closest to feasible", f"{closest['x']} (violation {fmt(closest['violation'], 4)})")
     console.print(table)
 
 
@@ -196,7 +222,7 @@ def ask(
         pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke))
     except _user_errors() as exc:
         fail(str(exc))
-    typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase")}))
+    typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase", "constraints") if k in pending}))
 
 
 @app.command()
@@ -204,7 +230,10 @@ def tell(
     case: Path = CASE_ARGUMENT,
     x: Optional[str] = typer.Option(None, "--x", help="The design measured, comma-separated, as printed by ask."),
     y: Optional[str] = typer.Option(None, "--y", help="The measured value (the problem's sense)."),
-    json_text: Optional[str] = typer.Option(None, "--json", help='Instead: {"x": [...], "y": value}.'),
+    constraint: Optional[list[str]] = typer.Option(None, "--constraint", help="A measured constraint value, "
+                                                  "name=value (c <= 0 feasible); repeat for each one."),
+    json_text: Optional[str] = typer.Option(None, "--json", help='Instead: {"x": [...], "y": value, '
+                                            '"constraints": {name: value}}.'),
     failed: Optional[str] = typer.Option(None, "--failed", help="The measurement failed: the reason."),
     seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
     budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
@@ -220,23 +249,29 @@ def tell(
     try:
         loaded = _case_for_asktell(case, seed, budget, output, device, smoke)
         if json_text is not None:
-            if x is not None or y is not None:
-                raise TellError("--json: give the design and value either with --json or with --x/--y, not both")
+            if x is not None or y is not None or constraint:
+                raise TellError("--json: give the design and values either with --json or with --x/--y/--constraint, "
+                                "not both")
             data = parse_json(json_text)
             design, value, failed = data["x"], data.get("y"), data.get("failed", failed)
+            measured = data.get("constraints")
         else:
             if x is None:
                 raise TellError("--x: the measured design is missing (as printed by pinnbo ask)")
-            design, value = x, None if y is None else parse_y(y)
-        record, history, problem = tell_value(loaded, design, value, failed)
+            design, value, measured = x, None if y is None else parse_y(y), constraint
+        record, history, problem = tell_value(loaded, design, value, failed, measured)
         summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
     except _user_errors() as exc:
         fail(str(exc))
     state = fmt(record.y) if record.ok else f"failed ({record.error})"
+    if record.feasible is not None:
+        violated = [f"{name} = {fmt(v, 4)} > 0" for name, v in record.constraints_true.items() if v > 0]
+        state += ", feasible" if record.feasible else f", infeasible ({', '.join(violated)})"
     console.print(f"evaluation {record.index}: {state}; {len(history)}/{loaded.budget} recorded",
                   highlight=False, markup=False)
     if summary is not None:
-        console.print(f"budget complete: best {fmt(summary['best_value'])}; results in {loaded.output_dir}/",
+        best = "best feasible" if history.constrained else "best"
+        console.print(f"budget complete: {best} {fmt(summary['best_value'])}; results in {loaded.output_dir}/",
                       highlight=False, markup=False)
 
 

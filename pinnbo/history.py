@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -30,7 +30,15 @@ class HistoryError(ValueError):
 @dataclass
 class Evaluation:
     """One evaluation. ``y`` is the observed value (noisy if the problem is), ``true`` the
-    noise-free value when the oracle knows it; both in the problem's own sense; None if failed."""
+    noise-free value when the oracle knows it; both in the problem's own sense; None if failed.
+
+    Constrained problems (c_i(x) <= 0 feasible) add, for a successful evaluation, ``constraints``
+    the observed (noisy) values {name: c_i} in the order of the problem's constraints,
+    ``constraints_true`` the noise-free ones, and ``feasible``, judged on the true values (the
+    observed ones are what the optimiser sees; what a design *is* is its true value). A failed
+    evaluation has neither values nor a verdict (``feasible`` None). The three keys are left out of
+    the JSON line when empty, so an unconstrained run's log is what it always was.
+    """
 
     index: int
     x: list[float]
@@ -40,15 +48,27 @@ class Evaluation:
     error: str | None = None
     phase: str = "initial"      # "initial", "optimizer", or a method's own role ("exploration")
     constraints: dict[str, float] = field(default_factory=dict)
+    constraints_true: dict[str, float] = field(default_factory=dict)
+    feasible: bool | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
+    def violation(self, names: Sequence[str]) -> np.ndarray:
+        """max(c_i(x), 0) on the true values, shape (K,) in the order of ``names``; zeros for a
+        failed evaluation (nothing was measured, so nothing was violated)."""
+        if not self.ok:
+            return np.zeros(len(names))
+        return np.array([max(float(self.constraints_true[n]), 0.0) for n in names], dtype=np.float64)
+
     def to_json(self) -> str:
         data = asdict(self)
-        if not data["constraints"]:
-            del data["constraints"]
+        for key in ("constraints", "constraints_true"):
+            if not data[key]:
+                del data[key]
+        if data["feasible"] is None:
+            del data["feasible"]
         return json.dumps(data, allow_nan=False)
 
     @classmethod
@@ -76,8 +96,17 @@ class Evaluation:
             raise HistoryError(f"{where}: corrupted record: an 'ok' evaluation needs a value 'y'")
         if not isinstance(record.phase, str) or not (record.error is None or isinstance(record.error, str)):
             raise HistoryError(f"{where}: corrupted record: 'phase' and 'error' must be strings")
-        if not isinstance(record.constraints, dict):
-            raise HistoryError(f"{where}: corrupted record: 'constraints' must be a mapping")
+        for key in ("constraints", "constraints_true"):
+            values = getattr(record, key)
+            if not isinstance(values, dict) or not all(
+                    isinstance(k, str) and number(v) and math.isfinite(v) for k, v in values.items()):
+                raise HistoryError(f"{where}: corrupted record: '{key}' must be a mapping of names to finite numbers")
+        if record.feasible is not None:
+            if not isinstance(record.feasible, bool) or not record.ok or not record.constraints_true:
+                raise HistoryError(f"{where}: corrupted record: 'feasible' must be true or false, on an 'ok' "
+                                   "evaluation with its 'constraints_true'")
+            if record.feasible != all(v <= 0 for v in record.constraints_true.values()):
+                raise HistoryError(f"{where}: corrupted record: 'feasible' contradicts 'constraints_true'")
         return record
 
 
@@ -89,12 +118,20 @@ def _finite_or_none(value: Any) -> float | None:
 
 
 class History:
-    """Evaluations of one run, in memory and (when ``folder`` is set) on disk."""
+    """Evaluations of one run, in memory and (when ``folder`` is set) on disk.
 
-    def __init__(self, sense: str, folder: Path | None = None, optimum: float | None = None) -> None:
+    ``constraints``: the problem's constraint names, in order (empty: unconstrained). With
+    constraints, "best" means best *feasible* (true values): :meth:`best`, :meth:`best_so_far` and
+    :meth:`simple_regret` look at feasible evaluations only, NaN / None until the first one; an
+    infeasible design, however good its objective, is never the answer.
+    """
+
+    def __init__(self, sense: str, folder: Path | None = None, optimum: float | None = None,
+                 constraints: Sequence[str] = ()) -> None:
         self.sense = sense
         self.folder = Path(folder) if folder is not None else None
         self.optimum = optimum
+        self.constraint_names: tuple[str, ...] = tuple(constraints)
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
         self._existing = False   # read(): the folder held files
@@ -103,21 +140,21 @@ class History:
     # -- folders ----------------------------------------------------------------------------------
     @classmethod
     def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
-             resume: bool, overwrite: bool) -> "History":
+             resume: bool, overwrite: bool, constraints: Sequence[str] = ()) -> "History":
         """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
         disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
-        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite)
+        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints)
         history.begin(case)
         return history
 
     @classmethod
     def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
-             resume: bool, overwrite: bool) -> "History":
+             resume: bool, overwrite: bool, constraints: Sequence[str] = ()) -> "History":
         """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
         log are refused) and read its evaluations if ``resume``. Writes nothing, so a command
         refused now or by a later check leaves the folder as it was."""
         folder = Path(folder)
-        history = cls(sense, folder, optimum)
+        history = cls(sense, folder, optimum, constraints)
         history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite)
         history._resumed = resume
         if resume:
@@ -164,12 +201,14 @@ class History:
             if not line.strip():
                 continue
             record = Evaluation.from_json(line, f"{path}:{number}")
+            self._check_constraints(record, f"{path}:{number}")
             if record.index != len(evaluations):
                 raise HistoryError(f"{path}:{number}: corrupted record: index {record.index}, expected {len(evaluations)}")
             evaluations.append(record)
         if tail.strip():
             try:  # only the newline missing: the evaluation happened, keep it (repair adds the newline)
                 record = Evaluation.from_json(tail, str(path))
+                self._check_constraints(record, str(path))
                 if record.index == len(evaluations):
                     evaluations.append(record)
             except HistoryError:
@@ -186,6 +225,21 @@ class History:
                 except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
                     continue
         self.timings = [by_index.get(r.index, {}) for r in evaluations]
+
+    def _check_constraints(self, record: Evaluation, where: str) -> None:
+        """A successful record of a constrained run carries every constraint's value (the optimiser
+        is told all of them) and its verdict; an unconstrained run's records carry none."""
+        names = list(self.constraint_names)
+        if not record.ok:
+            if record.constraints or record.constraints_true or record.feasible is not None:
+                raise HistoryError(f"{where}: corrupted record: a failed evaluation has no constraint values")
+            return
+        if list(record.constraints) != names or list(record.constraints_true) != names or \
+                (names and record.feasible is None):
+            expected = ", ".join(names) if names else "none (the problem is unconstrained)"
+            raise HistoryError(f"{where}: corrupted record {record.index}: constraint values "
+                               f"{list(record.constraints)}, expected {expected} with 'constraints_true' and "
+                               "'feasible'")
 
     def repair(self) -> None:
         """Rewrite evaluations.jsonl and timings.jsonl as loaded (atomically), so that new records
@@ -217,10 +271,21 @@ class History:
     def _better(self, a: float, b: float) -> bool:
         return a > b if self.sense == "maximize" else a < b
 
+    @property
+    def constrained(self) -> bool:
+        return bool(self.constraint_names)
+
+    def counts(self, record: Evaluation) -> bool:
+        """Whether ``record`` can be the answer: successful, and feasible when there are constraints."""
+        return record.ok and (not self.constrained or record.feasible is True)
+
     def best(self, key: str = "true") -> Evaluation | None:
-        """The best successful evaluation by true value (observed value where true is unknown)."""
+        """The best successful (constrained: feasible) evaluation by true value (observed value
+        where true is unknown); ``key="y"`` ranks by the observed value."""
         best = None
         for record in self.evaluations:
+            if not self.counts(record):
+                continue
             value = record.true if key == "true" and record.true is not None else record.y
             if value is None:
                 continue
@@ -229,12 +294,13 @@ class History:
         return None if best is None else best[1]
 
     def best_so_far(self) -> np.ndarray:
-        """Best true value after each evaluation, shape (n,); NaN until the first success."""
+        """Best true value after each evaluation, shape (n,); NaN until the first success (with
+        constraints: the first feasible evaluation)."""
         out = np.full(len(self.evaluations), np.nan)
         current = None
         for i, record in enumerate(self.evaluations):
             value = record.true if record.true is not None else record.y
-            if value is not None and (current is None or self._better(value, current)):
+            if value is not None and self.counts(record) and (current is None or self._better(value, current)):
                 current = value
             out[i] = np.nan if current is None else current
         return out
@@ -243,6 +309,53 @@ class History:
         if self.optimum is None:
             return None
         return np.abs(self.optimum - self.best_so_far())
+
+    # -- constraints ------------------------------------------------------------------------------
+    @property
+    def n_feasible(self) -> int:
+        return sum(r.feasible is True for r in self.evaluations)
+
+    @property
+    def n_ok(self) -> int:
+        return sum(r.ok for r in self.evaluations)
+
+    def feasible_fraction(self) -> float | None:
+        """Feasible evaluations over successful ones (a failed evaluation has no verdict); None
+        without constraints or without a success."""
+        if not self.constrained or not self.n_ok:
+            return None
+        return self.n_feasible / self.n_ok
+
+    def feasible_so_far(self) -> np.ndarray:
+        """Number of feasible evaluations after each evaluation, shape (n,)."""
+        return np.cumsum([r.feasible is True for r in self.evaluations]).astype(int)
+
+    def violations(self) -> np.ndarray:
+        """max(c_i(x_t), 0) on the true values, shape (n, K); rows of failed evaluations are 0."""
+        if not self.evaluations:
+            return np.zeros((0, len(self.constraint_names)))
+        return np.stack([r.violation(self.constraint_names) for r in self.evaluations])
+
+    def cumulative_violation(self) -> dict:
+        """Σ_t Σ_i max(c_i(x_t), 0) over the evaluations (true values): ``{"total": float,
+        "per_constraint": {name: float}}`` (the price paid for infeasible queries)."""
+        per = self.violations().sum(axis=0)
+        return {"total": float(per.sum()),
+                "per_constraint": {n: float(v) for n, v in zip(self.constraint_names, per)}}
+
+    def cumulative_violation_curve(self) -> np.ndarray:
+        """The running total of :meth:`cumulative_violation` after each evaluation, shape (n,)."""
+        return np.cumsum(self.violations().sum(axis=1)) if self.evaluations else np.zeros(0)
+
+    def least_violation(self) -> Evaluation | None:
+        """The successful evaluation closest to feasible (smallest Σ_i max(c_i, 0), true values);
+        what to look at when nothing feasible was found. None without constraints or successes."""
+        if not self.constrained:
+            return None
+        ok = [r for r in self.evaluations if r.ok]
+        if not ok:
+            return None
+        return min(ok, key=lambda r: float(r.violation(self.constraint_names).sum()))
 
     @property
     def n_failed(self) -> int:

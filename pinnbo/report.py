@@ -29,7 +29,8 @@ def fmt(value: float | None, digits: int = 6) -> str:
 
 
 class LiveProgress:
-    """Rich live display: evaluation k/budget, best so far, last value, s/iteration, ETA."""
+    """Rich live display: evaluation k/budget, best so far, last value, s/iteration, ETA; with
+    constraints the best *feasible* value and the number of feasible evaluations."""
 
     def __init__(self, console: Console | None = None, title: str = "") -> None:
         self.console = console or Console(stderr=True)
@@ -76,9 +77,15 @@ class LiveProgress:
         # escape: an oracle's error text is not rich markup ("[/x]" in it would crash the display)
         last = "—" if record is None else (
             fmt(record.y) if record.ok else f"[red]failed[/red] ({escape(record.error or '')})")
-        table.add_row("best so far", fmt(None if best is None else (best.true if best.true is not None else best.y)),
+        if record is not None and record.feasible is False:
+            last += " [yellow](infeasible)[/yellow]"
+        table.add_row("best feasible" if history.constrained else "best so far",
+                      fmt(None if best is None else (best.true if best.true is not None else best.y)),
                       "at", "—" if best is None else "(" + ", ".join(fmt(v, 5) for v in best.x) + ")")
         table.add_row("last value", last, "s/iteration", fmt(per_iteration, 3))
+        if history.constrained:
+            table.add_row("feasible", f"{history.n_feasible}/{history.n_ok}", "violation",
+                          fmt(history.cumulative_violation()["total"], 4))
         regret = history.simple_regret()
         table.add_row("simple regret", fmt(None if regret is None or not len(regret) else float(regret[-1]), 4),
                       "ETA", "—" if eta is None else f"{eta:.0f} s")
@@ -104,7 +111,7 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
            if r.phase == "optimizer" and t.get("ask_seconds") is not None]
     oracle = [t.get("oracle_seconds") for t in history.timings if t.get("oracle_seconds") is not None]
     best_value = None if best is None else (best.true if best.true is not None else best.y)
-    return {
+    summary = {
         "problem": problem.name,
         "sense": problem.sense,
         "evaluations": len(history),
@@ -119,6 +126,29 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "oracle_seconds_per_evaluation": float(np.mean(oracle)) if oracle else None,
         "case": case,
         "versions": versions(),
+    }
+    if history.constrained:
+        summary.update(constraint_summary(history, problem))
+    return summary
+
+
+def constraint_summary(history: History, problem: Problem) -> dict:
+    """The keys a constrained run adds to its summary: ``best``/``best_value`` are then the best
+    feasible evaluation (true values decide feasibility)."""
+    best = history.best()
+    closest = history.least_violation() if best is None else None
+    return {
+        "constraints": [{"name": c.name, "known": c.known, "noise_std": c.noise_std} for c in problem.constraints],
+        "best_feasible": None if best is None else {
+            "index": best.index, "x": best.x, "value": best.true if best.true is not None else best.y,
+            "observed": best.y, "constraints": best.constraints_true},
+        "n_feasible": history.n_feasible,
+        "feasible_fraction": history.feasible_fraction(),
+        "cumulative_violation": history.cumulative_violation(),
+        "least_violation": None if closest is None else {
+            "index": closest.index, "x": closest.x,
+            "violation": float(closest.violation(history.constraint_names).sum()),
+            "constraints": closest.constraints_true},
     }
 
 
@@ -147,9 +177,16 @@ def plot_convergence(history: History, problem: Problem, path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     n = np.arange(1, len(history) + 1)
-    ax.plot(n, history.best_so_far(), lw=2, label="best so far")
-    values = [r.true if r.true is not None else (r.y if r.y is not None else np.nan) for r in history.evaluations]
-    ax.scatter(n, values, s=10, alpha=0.5, color="gray", label="evaluations")
+    ax.plot(n, history.best_so_far(), lw=2, label="best feasible so far" if history.constrained else "best so far")
+    values = np.array([r.true if r.true is not None else (r.y if r.y is not None else np.nan)
+                       for r in history.evaluations], dtype=np.float64)
+    if history.constrained:
+        feasible = np.array([r.feasible is True for r in history.evaluations], dtype=bool)
+        ax.scatter(n[feasible], values[feasible], s=10, alpha=0.6, color="gray", label="feasible evaluations")
+        ax.scatter(n[~feasible], values[~feasible], s=12, alpha=0.6, color="tab:red", marker="x",
+                   label="infeasible evaluations")
+    else:
+        ax.scatter(n, values, s=10, alpha=0.5, color="gray", label="evaluations")
     if problem.optimum is not None:
         ax.axhline(problem.optimum, color="k", ls="--", lw=1, label="f*")
     initial = sum(r.phase == "initial" for r in history.evaluations)
@@ -175,6 +212,9 @@ def plot_field(history: History, problem: Problem, path: Path) -> None:
         phases = np.array([r.phase for r in history.evaluations])
         ax.scatter(X[phases == "initial", 0], X[phases == "initial", 1], c="cyan", s=18, marker="s", label="initial")
         ax.scatter(X[phases != "initial", 0], X[phases != "initial", 1], c="white", edgecolors="k", s=18, label="proposed")
+        if history.constrained:
+            infeasible = np.array([r.feasible is False for r in history.evaluations], dtype=bool)
+            ax.scatter(X[infeasible, 0], X[infeasible, 1], c="tab:red", marker="x", s=22, label="infeasible")
         best = history.best()
         if best is not None:
             ax.scatter([best.x[0]], [best.x[1]], c="lime", marker="*", s=160, edgecolors="k", label="best")

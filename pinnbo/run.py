@@ -3,7 +3,8 @@
 Order of operations per evaluation k (what makes runs lossless and resumable):
 1. the design: initial-design point k (k < n_init) or ``optimizer.ask()``;
 2. the oracle call (under the case's ``timeout``, see :mod:`pinnbo.oracles.external`), any
-   exception, non-finite value or timeout caught and recorded as a failed evaluation;
+   exception, malformed result, non-finite value or timeout caught and recorded as a failed
+   evaluation; the known constraints computed at the design (exact, no oracle);
 3. the record appended to evaluations.jsonl and fsynced — before anything else can go wrong;
 4. ``optimizer.tell``; then the optimiser's state is checkpointed atomically.
 Steps 3–4 hold Ctrl-C until they are done (:func:`pinnbo.interrupts.held_interrupts`), so an
@@ -23,6 +24,7 @@ equals the one saved after the following ``tell``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -67,38 +69,105 @@ def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str,
              timeout: float | None = None) -> tuple[Evaluation, float]:
     """Call the oracle once at ``x`` (d,). Returns the record and the oracle's wall time.
 
-    Observation noise ε_k ~ N(0, noise_std²) comes from the stream (seed, "noise", k), so the
-    same evaluation index always gets the same noise draw, whichever method proposed it.
+    The oracle's result is one number, or ``(f, c)`` for a problem with black-box constraints
+    (:meth:`pinnbo.problem.Problem.split_outcome`). Noise as in :func:`observation`.
     KeyboardInterrupt propagates (the evaluation did not happen); every other way of not
-    producing a finite value is a failed evaluation with its reason.
+    producing finite values is a failed evaluation with its reason.
     """
     start = time.perf_counter()
+    outcome, error = None, None
     try:
-        value = float(call_oracle(problem.objective, np.array(x, dtype=np.float64), timeout))
-        error = None if np.isfinite(value) else f"oracle returned {value}"
+        outcome = call_oracle(problem.objective, np.array(x, dtype=np.float64), timeout)
     except KeyboardInterrupt:
         raise
     except OracleFailure as exc:
-        value, error = float("nan"), str(exc)
+        error = str(exc)
     except SystemExit as exc:  # an oracle wrapping a script must not end the run
-        value, error = float("nan"), f"oracle called sys.exit({exc.code!r})"
+        error = f"oracle called sys.exit({exc.code!r})"
     except Exception as exc:  # any oracle failure is data, not a crash
-        value, error = float("nan"), f"{type(exc).__name__}: {exc}".strip()
+        error = f"{type(exc).__name__}: {exc}".strip()
     seconds = time.perf_counter() - start
-    return observation(problem, x, index, seed, phase, value, error), seconds
+    value, blackbox = float("nan"), {}
+    if error is None:
+        value, blackbox, error = split_outcome(problem, outcome)
+    return observation(problem, x, index, seed, phase, value, error, constraints=blackbox), seconds
+
+
+def split_outcome(problem: Problem, outcome) -> tuple[float, dict[str, float], str | None]:
+    """(objective, black-box constraint values, None) of one oracle result, or (nan, {}, reason)
+    when it does not have the problem's shape (a failed evaluation, not a crash)."""
+    if isinstance(outcome, np.ndarray) and outcome.ndim == 0:
+        outcome = outcome.item()   # a 0-d array is one number, as float() always accepted
+    try:
+        value, blackbox = problem.split_outcome(outcome)
+    except (TypeError, ValueError) as exc:
+        return float("nan"), {}, f"malformed oracle result: {exc}"
+    return value, blackbox, None
 
 
 def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
-                error: str | None, add_noise: bool = True) -> Evaluation:
+                error: str | None, add_noise: bool = True, constraints: dict[str, float] | None = None
+                ) -> Evaluation:
     """The record of evaluation ``index`` at ``x`` (d,): ``value`` the oracle's true value (problem's
-    sense) or ``error`` the reason it failed. Noise as in :func:`evaluate` when ``add_noise``."""
+    sense) and ``constraints`` its black-box constraint values {name: c}, or ``error`` the reason it
+    failed. The known constraints are computed here, exactly.
+
+    Noise (``add_noise``): the objective gets ε ~ N(0, noise_std²) from the stream (seed, "noise", k),
+    each black-box constraint c_i its own ε_i ~ N(0, noise_std_i²) from (seed, "noise", name_i, k),
+    so the same evaluation index always gets the same draws, whichever method proposed it, and
+    adding a constraint shifts neither the objective's noise nor another constraint's.
+    A non-finite objective or constraint value fails the evaluation.
+    """
     x_list = [float(v) for v in x]
+    true_c: dict[str, float] = {}
+    if error is None and not math.isfinite(value):
+        error = f"oracle returned {value}"
+    if error is None and problem.constraints:
+        true_c, error = constraint_values(problem, np.asarray(x, dtype=np.float64), constraints or {})
     if error is not None:
         return Evaluation(index, x_list, None, None, "failed", error[:500], phase)
     observed = value
     if add_noise and problem.noise_std > 0:
         observed = value + problem.noise_std * float(numpy_rng(seed, "noise", index).standard_normal())
-    return Evaluation(index, x_list, observed, value, "ok", None, phase)
+    observed_c = dict(true_c)
+    for c in problem.constraints:
+        if add_noise and not c.known and c.noise_std > 0:
+            observed_c[c.name] += c.noise_std * float(numpy_rng(seed, "noise", c.name, index).standard_normal())
+    feasible = all(v <= 0 for v in true_c.values()) if problem.constraints else None
+    return Evaluation(index, x_list, observed, value, "ok", None, phase, observed_c, true_c, feasible)
+
+
+def constraint_values(problem: Problem, x: np.ndarray, blackbox: dict[str, float]
+                      ) -> tuple[dict[str, float], str | None]:
+    """Every constraint's true value at ``x`` (d,), in the problem's order: the black-box ones
+    from the oracle's ``blackbox``, the known ones computed. ({}, reason) if one is missing,
+    fails or is not finite."""
+    values: dict[str, float] = {}
+    for c in problem.constraints:
+        if c.known:
+            try:
+                v = float(np.asarray(c.function(x.reshape(1, -1)), dtype=np.float64).reshape(-1)[0])
+            except Exception as exc:  # a user's formula or function: its failure is this evaluation's
+                return {}, f"constraint {c.name}: {type(exc).__name__}: {exc}".strip()
+        elif c.name in blackbox:
+            v = float(blackbox[c.name])
+        else:
+            return {}, f"no value for constraint {c.name}"
+        if not math.isfinite(v):
+            return {}, f"constraint {c.name} is {v}"
+        values[c.name] = v
+    extra = [k for k in blackbox if k not in values]
+    if extra:
+        return {}, f"unexpected constraint value(s) {extra}; the problem's constraints are {list(values)}"
+    return values, None
+
+
+def constraint_vector(history: History, record: Evaluation) -> np.ndarray | None:
+    """What the optimiser is told of ``record``'s constraints: the observed values, shape (K,)
+    in the problem's order; None unconstrained or failed."""
+    if not history.constraint_names or not record.ok:
+        return None
+    return np.array([record.constraints[n] for n in history.constraint_names], dtype=np.float64)
 
 
 def checkpoint(folder: Path, optimizer: Optimizer, name: str = "checkpoint.pt", n_told: int | None = None) -> None:
@@ -152,7 +221,15 @@ def restore(history: History, optimizer: Optimizer, n_init: int, checkpoint_path
                 log.warning("evaluation %d does not replay exactly (different machine or version?); "
                             "continuing from the logged design", record.index)
         y = None if record.y is None else history_sign(history) * record.y
+        _tell(optimizer, history, record, y)
+
+
+def _tell(optimizer: Optimizer, history: History, record: Evaluation, y: float | None) -> None:
+    c = constraint_vector(history, record)
+    if c is None:  # the unconstrained call, exactly as before constraints existed
         optimizer.tell(np.array(record.x), y)
+    else:
+        optimizer.tell(np.array(record.x), y, c)
 
 
 def history_sign(history: History) -> float:
@@ -166,7 +243,7 @@ def commit(history: History, optimizer: Optimizer | None, record: Evaluation, ti
     with held_interrupts():
         history.append(record, timing)
         if optimizer is not None:
-            optimizer.tell(np.array(record.x), None if record.y is None else history_sign(history) * record.y)
+            _tell(optimizer, history, record, None if record.y is None else history_sign(history) * record.y)
             if history.folder is not None and len(history) >= n_init:
                 checkpoint(history.folder, optimizer)
 
@@ -178,10 +255,12 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
         raise ProblemError(f"oracle: problem {problem.name!r} is measured outside pinnbo; give the case "
                            "`oracle: {command: ...}` to run it, or use `pinnbo ask` / `pinnbo tell`")
     if settings.output is None:
-        return _loop(problem, optimizer, settings, History(problem.sense, None, problem.optimum), observer)
+        history = History(problem.sense, None, problem.optimum, problem.constraint_names)
+        return _loop(problem, optimizer, settings, history, observer)
     with locked(settings.output):
         history = History.open(settings.output, settings.case or {}, problem.sense, problem.optimum,
-                               resume=settings.resume, overwrite=settings.overwrite)
+                               resume=settings.resume, overwrite=settings.overwrite,
+                               constraints=problem.constraint_names)
         return _loop(problem, optimizer, settings, history, observer)
 
 

@@ -8,7 +8,9 @@ params:
   bounds: {x: [0, 1], y: [0, 2]}          # names become the command's placeholders and the PDE's inputs
   sense: maximize
   pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
-oracle: {command: "./simulate {x} {y}", parse: float}
+  constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
+oracle: {command: "./simulate {x} {y}", parse: float}   # with constraints: parse: json, printing
+                                          # {"objective": f, "constraints": {"stress": ..., "mass": ...}}
 ```
 """
 
@@ -24,25 +26,49 @@ import sympy as sp
 from pinnbo.expressions import FUNCTIONS, parse_closed
 from pinnbo.oracles.external import OracleFailure
 from pinnbo.pde import PDE, PDEError
-from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 UNKNOWN = "u"
 
 
 @register_problem
-def external(bounds: dict, sense: str = "minimize", pde: str | list | None = None) -> Problem:
+def external(bounds: dict, sense: str = "minimize", pde: str | list | None = None,
+             constraints: list | None = None) -> Problem:
     """A box declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
     names, lower, upper = _bounds(bounds)
     if sense not in ("minimize", "maximize"):
         raise ProblemError(f"params.sense: expected minimize or maximize, got {sense!r}")
     equation = None if pde is None else parse_pde(pde, names)
+    outputs = _constraint_names(constraints, names)
 
     def not_measured(x: np.ndarray) -> float:
         raise OracleFailure("problem 'external' has no oracle: give the case `oracle: {command: ...}`, "
                             "or measure with pinnbo ask / pinnbo tell")
 
     return Problem("external", Box(lower, upper, names), not_measured, sense, pde=equation,
+                   constraints=tuple(Constraint(n) for n in outputs),
                    description="declared in the case file", metadata={"oracle": "outside"})
+
+
+def _constraint_names(constraints: Any, variables: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the black-box constraint outputs c_i (feasible iff c_i <= 0) the program or the
+    lab reports with the objective."""
+    if constraints is None:
+        return ()
+    if not isinstance(constraints, list) or not constraints:
+        raise ProblemError("params.constraints: expected a list of names of the measured constraint outputs, "
+                           "e.g. [stress, mass]")
+    seen: list[str] = []
+    for i, name in enumerate(constraints):
+        field = f"params.constraints[{i}]"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise ProblemError(f"{field}: constraint name {name!r} must be letters, digits and '_'")
+        if name in variables:
+            raise ProblemError(f"{field}: {name!r} is a design variable; name the constraint output otherwise")
+        if name in seen:
+            raise ProblemError(f"{field}: {name!r} is declared twice")
+        seen.append(name)
+    return tuple(seen)
 
 
 def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:

@@ -27,9 +27,15 @@ def test_every_case_runs_in_smoke_mode(case, tmp_path):
     lines = (out / "evaluations.jsonl").read_text().splitlines()
     assert len(lines) == 6
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["evaluations"] == 6 and summary["best_value"] is not None
+    assert summary["evaluations"] == 6
+    if "n_feasible" in summary and summary["n_feasible"] == 0:
+        # A constrained case may find nothing feasible in 6 evaluations (speed reducer, welded beam):
+        # then there is no best, and the design closest to feasible is reported instead.
+        assert summary["best_value"] is None and summary["least_violation"]["violation"] > 0
+    else:
+        assert summary["best_value"] is not None
     assert (out / "convergence.png").stat().st_size > 1000
-    if summary["optimum"] is not None:
+    if summary["optimum"] is not None and summary["best_value"] is not None:
         assert summary["simple_regret"] >= 0
 
 

@@ -43,18 +43,20 @@ class OracleConfigError(ValueError):
     """A mistake in an external command's declaration (one-line message naming the field)."""
 
 
-def call_oracle(objective: Callable[..., float], x: np.ndarray, timeout: float | None = None) -> float:
-    """One oracle value at ``x`` (d,). Raises :class:`OracleFailure` on a timeout or a dead worker;
-    anything the objective itself raises propagates (in-process) or becomes an OracleFailure (worker)."""
+def call_oracle(objective: Callable[..., Any], x: np.ndarray, timeout: float | None = None) -> Any:
+    """One oracle result at ``x`` (d,), as the objective returned it: a number, or ``(f, c)`` for a
+    problem with black-box constraints (the runner checks its shape). Raises :class:`OracleFailure`
+    on a timeout or a dead worker; anything the objective itself raises propagates (in-process) or
+    becomes an OracleFailure (worker)."""
     if isinstance(objective, CommandOracle):
         return objective(x, timeout=timeout)
     if timeout is None:
-        return float(objective(x))
+        return objective(x)
     return call_in_worker(objective, x, timeout)
 
 
 # -- a Python objective in a forked worker ---------------------------------------------------------
-def call_in_worker(objective: Callable[[np.ndarray], float], x: np.ndarray, timeout: float) -> float:
+def call_in_worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, timeout: float) -> Any:
     """``objective(x)`` in a forked child; killed (with its process group) after ``timeout`` seconds.
 
     Ctrl-C in the parent kills the child too and propagates as KeyboardInterrupt, so an interrupted
@@ -93,7 +95,7 @@ def call_in_worker(objective: Callable[[np.ndarray], float], x: np.ndarray, time
     return payload
 
 
-def _worker(objective: Callable[[np.ndarray], float], x: np.ndarray, send: Any, parent: int) -> None:
+def _worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, send: Any, parent: int) -> None:
     try:
         os.setpgid(0, 0)  # own group: a timeout kills whatever the oracle started, too
     except OSError:
@@ -102,11 +104,29 @@ def _worker(objective: Callable[[np.ndarray], float], x: np.ndarray, send: Any, 
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     try:
-        send.send(("ok", float(objective(x))))
+        # The result as returned (a number, or (f, c) with constraints): the runner checks its shape.
+        # A result that cannot be pickled fails in send, before any byte is written, and is reported.
+        send.send(("ok", _plain(objective(x))))
     except BaseException as exc:  # noqa: BLE001 -- everything the oracle does is reported, nothing printed
         send.send(("error", _describe(exc)))
     finally:
         send.close()
+
+
+def _plain(value: Any) -> Any:
+    """Numbers, arrays and tensors as Python floats and lists (picklable without torch), containers
+    kept; anything else as it is."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.item() if value.ndim == 0 else value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if "torch" in sys.modules and isinstance(value, sys.modules["torch"].Tensor):
+        return _plain(value.detach().cpu().numpy())
+    return value
 
 
 def _die_with_parent(parent: int) -> None:
@@ -178,19 +198,28 @@ class CommandOracle:
             write ``sh -c '...'`` for pipes), each placeholder is a design variable's name.
         names: the design variables, in the order of ``x``'s (d,) coordinates.
         parse: ``float`` (the last non-empty line of stdout is the value) or ``json`` (stdout, or
-            its last line, is a number or ``{"value": number}``).
+            its last line, is a number, ``{"value": number}`` or ``{"objective": number}``).
         cwd: working directory of the command (the case file's folder).
+        constraints: names of the black-box constraints the program reports (``parse: json``, as
+            ``{"objective": f, "constraints": {name: c, ...}}``); the call then returns
+            ``(f, {name: c})``, the shape :meth:`pinnbo.problem.Problem.split_outcome` reads.
     """
 
     command: str
     names: tuple[str, ...]
     parse: str = "float"
     cwd: Path | None = None
+    constraints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.names = tuple(self.names)
+        self.constraints = tuple(self.constraints)
         if self.parse not in PARSERS:
             raise OracleConfigError(f"oracle.parse: expected one of {', '.join(PARSERS)}, got {self.parse!r}")
+        if self.constraints and self.parse != "json":
+            raise OracleConfigError(
+                f"oracle.parse: the problem has black-box constraints ({', '.join(self.constraints)}) that the "
+                "command must report; use parse: json with {\"objective\": f, \"constraints\": {name: value}}")
         try:
             self._tokens = shlex.split(self.command)
         except ValueError as exc:
@@ -233,7 +262,7 @@ class CommandOracle:
         values = {name: _Value(v) for name, v in zip(self.names, x)}
         return [token.format(**values) for token in self._tokens]
 
-    def __call__(self, x: Sequence[float], timeout: float | None = None) -> float:
+    def __call__(self, x: Sequence[float], timeout: float | None = None) -> float | tuple[float, dict]:
         argv = self.argv(x)
         try:
             # A session of its own: a timeout (or Ctrl-C) kills the simulation's whole process tree;
@@ -264,7 +293,7 @@ class CommandOracle:
             raise OracleFailure(f"command {reason}" + (f": {_tail(stderr)}" if stderr.strip() else ""))
         return self._parse(stdout)
 
-    def _parse(self, stdout: str) -> float:
+    def _parse(self, stdout: str) -> float | tuple[float, dict[str, float]]:
         lines = [line.strip() for line in stdout.splitlines() if line.strip()]
         if not lines:
             raise OracleFailure("command printed nothing on stdout; expected the value")
@@ -274,23 +303,56 @@ class CommandOracle:
             except ValueError:
                 raise OracleFailure(f"unparsable output: expected a number on the last line of stdout, "
                                     f"got {_clip(lines[-1])!r}") from None
+        expected = ("{\"objective\": ..., \"constraints\": {...}}" if self.constraints
+                    else "a number or {\"value\": ...}")
         try:
             data = json.loads(stdout)
         except json.JSONDecodeError:
             try:  # chatter before the result: the last line is the JSON
                 data = json.loads(lines[-1])
             except json.JSONDecodeError:
-                raise OracleFailure(f"unparsable output: expected JSON (a number or {{\"value\": ...}}) as stdout "
+                raise OracleFailure(f"unparsable output: expected JSON ({expected}) as stdout "
                                     f"or its last line, got {_clip(lines[-1])!r}") from None
+        if self.constraints and not isinstance(data, dict):
+            raise OracleFailure(f"unparsable output: expected JSON {expected} (the problem has constraints "
+                                f"{', '.join(self.constraints)}), got {_clip(json.dumps(data))!r}")
+        reported = None
         if isinstance(data, dict):
-            if "value" not in data:
-                raise OracleFailure(f"unparsable output: JSON without a \"value\" key: {_clip(stdout.strip())!r}")
-            data = data["value"]
+            key = next((k for k in ("value", "objective") if k in data), None)
+            if key is None:
+                raise OracleFailure(f"unparsable output: JSON without a \"value\" (or \"objective\") key: "
+                                    f"{_clip(stdout.strip())!r}")
+            reported = data.get("constraints")
+            data = data[key]
         if data is None:
             raise OracleFailure("command reported no value (\"value\": null)")
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             raise OracleFailure(f"unparsable output: \"value\" must be a number, got {_clip(json.dumps(data))!r}")
-        return float(data)
+        if not self.constraints:
+            return float(data)
+        return float(data), self._constraint_values(reported)
+
+    def _constraint_values(self, reported: Any) -> dict[str, float]:
+        """``{"constraints": {name: value}}`` of the JSON output, checked against the declared names."""
+        if not isinstance(reported, dict):
+            shape = ", ".join(f'"{n}": ...' for n in self.constraints)
+            raise OracleFailure(f"unparsable output: expected \"constraints\": {{{shape}}} in the JSON, got "
+                                f"{_clip(json.dumps(reported))!r}")
+        missing = [n for n in self.constraints if n not in reported]
+        unexpected = [str(k) for k in reported if k not in self.constraints]
+        if missing or unexpected:
+            problems = ([f"misses {', '.join(missing)}"] if missing else []) + \
+                       ([f"has unknown {', '.join(unexpected)}"] if unexpected else [])
+            raise OracleFailure(f"unparsable output: \"constraints\" {'; '.join(problems)}; "
+                                f"expected {', '.join(self.constraints)}")
+        values = {}
+        for name in self.constraints:
+            v = reported[name]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise OracleFailure(f"unparsable output: constraint {name} must be a number, got "
+                                    f"{_clip(json.dumps(v))!r}")
+            values[name] = float(v)
+        return values
 
 
 def _clip(text: str, n: int = 120) -> str:
