@@ -17,6 +17,11 @@ edges with different data meet, see REFERENCES §6.1, last paragraph):
 
 With these semantics the supremum over the closed rectangle is the supremum of the boundary data
 (maximum principle; linear interpolation never exceeds its nodes), found by :meth:`HeatPlate.supremum`.
+
+The temperature gradient ∇T (:meth:`HeatPlate.gradient`, second order in the grid) comes from the
+same cached cells; :class:`GradientLimitedPlate` turns the plate into a constrained oracle
+``(T, [|∇T| − G])`` (a thermal-stress limit) with its constrained maximum
+(:meth:`GradientLimitedPlate.supremum`). Neither changes what :meth:`HeatPlate.temperature` returns.
 """
 
 from __future__ import annotations
@@ -139,6 +144,7 @@ class HeatPlate:
         }
         self.cells = self._load_or_solve()
         self._interpolant = self._build_interpolant()
+        self._gradient_interpolant: RegularGridInterpolator | None = None  # built on first use
 
     # ----------------------------------------------------------------------------- boundary data
     def edge_data(self, edge: str, t) -> np.ndarray | float:
@@ -252,7 +258,9 @@ class HeatPlate:
         except OSError as exc:
             warnings.warn(f"heat plate: cannot write the field cache in {self.cache_dir} ({exc})", stacklevel=3)
 
-    def _build_interpolant(self) -> RegularGridInterpolator:
+    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(xs, ys, nodes)``: the cell centres extended by the edges, and the field on them (the
+        solved cells inside, the Dirichlet data on the edges, the corner means at the corners)."""
         (x0, x1), (y0, y1) = self.bounds
         xs = np.concatenate([[x0], self.x_cells, [x1]])
         ys = np.concatenate([[y0], self.y_cells, [y1]])
@@ -264,6 +272,10 @@ class HeatPlate:
         nodes[1:-1, -1] = self.edge_data("top", self.x_cells)
         for (i, j), value in self.corner_values.items():
             nodes[-i, -j] = value  # index 0 -> first node, index 1 -> -1 -> last node
+        return xs, ys, nodes
+
+    def _build_interpolant(self) -> RegularGridInterpolator:
+        xs, ys, nodes = self._nodes()
         # Linear, not cubic (measured at 256², harmonic test field: interior error 1.3e-4 vs 8.5e-5
         # relative, both dominated by the solve's 7.3e-5): a linear interpolant never exceeds its
         # nodes, so the maximum principle survives, while a cubic one overshoots the boundary
@@ -316,6 +328,56 @@ class HeatPlate:
             mask = (on_right if i else on_left) & (on_top if j else on_bottom)
             values[mask] = value
         return values
+
+    def gradient(self, points) -> np.ndarray:
+        """∇T = (∂T/∂x, ∂T/∂y) at ``points`` of shape (N, 2) (or one point (2,)); shape (N, 2).
+
+        Computed from the solved cells alone: second-order centred differences (second-order
+        one-sided at the outermost cells, :func:`numpy.gradient`), extended to the edges and
+        corners by linear extrapolation from the two outermost cells, and interpolated linearly
+        on the same extended grid as T. Not from the edge nodes: the cell-centred solve carries an
+        O(h²) error that is smooth inside but does not vanish at the edge, so a difference over the
+        half cell between the outermost cell and the exact edge data would turn it into an O(h)
+        gradient error (measured on the harmonic field eˣ sin y + xy at 256²: 8e-3 of max |∇T| that
+        way, 7e-4 this way, second order in the grid). Edges and corners get the extrapolated
+        gradient (no special case: where the data are discontinuous, at a corner, the true
+        gradient is unbounded and the value is merely large). Outside the closed rectangle:
+        ValueError, as for :meth:`temperature`.
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim == 1:
+            pts = pts[None, :]
+        if pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"points: expected shape (N, 2), got {np.shape(points)}")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("points: coordinates must be finite")
+        (x0, x1), (y0, y1) = self.bounds
+        tx, ty = self._tolerance
+        x, y = pts[:, 0], pts[:, 1]
+        outside = (x < x0 - tx) | (x > x1 + tx) | (y < y0 - ty) | (y > y1 + ty)
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise ValueError(
+                f"point ({x[k]:.17g}, {y[k]:.17g}) lies outside the plate "
+                f"[{x0:.17g}, {x1:.17g}] x [{y0:.17g}, {y1:.17g}]"
+            )
+        if self._gradient_interpolant is None:
+            self._gradient_interpolant = self._build_gradient_interpolant()
+        clipped = np.column_stack([np.clip(x, x0, x1), np.clip(y, y0, y1)])
+        return self._gradient_interpolant(clipped)
+
+    def gradient_norm(self, points) -> np.ndarray:
+        """|∇T| at ``points`` of shape (N, 2) (or (2,)); shape (N,). See :meth:`gradient`."""
+        g = self.gradient(points)
+        return np.hypot(g[:, 0], g[:, 1])
+
+    def _build_gradient_interpolant(self) -> RegularGridInterpolator:
+        (x0, x1), (y0, y1) = self.bounds
+        xs = np.concatenate([[x0], self.x_cells, [x1]])
+        ys = np.concatenate([[y0], self.y_cells, [y1]])
+        gx, gy = np.gradient(self.cells, self.x_cells, self.y_cells, edge_order=2)
+        values = np.stack([_extend_half_cell(gx), _extend_half_cell(gy)], axis=-1)
+        return RegularGridInterpolator((xs, ys), values, method="linear")
 
     def __call__(self, point) -> float:
         """T at one point of shape (2,), as a float (the oracle a :class:`Problem` calls)."""
@@ -389,6 +451,121 @@ class HeatPlate:
         return f"HeatPlate(boundary={self.boundary!r}, bounds={self.bounds!r}, grid={self.grid})"
 
 
+def check_max_gradient(value) -> float:
+    """``value`` as a float, or ProblemError naming ``params.max_gradient`` (a finite number > 0)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not (math.isfinite(value) and value > 0)):
+        raise ProblemError(f"params.max_gradient: expected a finite number > 0 (a bound on |grad T|), got {value!r}")
+    return float(value)
+
+
+class GradientLimitedPlate:
+    """The heat plate as a constrained oracle: one point p -> ``(T(p), [|∇T(p)| − max_gradient])``.
+
+    A thermal-stress limit: the temperature gradient at the chosen point must not exceed
+    ``max_gradient`` (feasible iff the one constraint value is <= 0). Both outputs come from the
+    same cached solve (:meth:`HeatPlate.temperature`, :meth:`HeatPlate.gradient_norm`), so a
+    query costs what an unconstrained one does.
+    """
+
+    def __init__(self, plate: HeatPlate, max_gradient: float) -> None:
+        self.plate = plate
+        self.max_gradient = check_max_gradient(max_gradient)
+
+    def constraint(self, points) -> np.ndarray:
+        """|∇T| − max_gradient at ``points`` (N, 2); shape (N,)."""
+        return self.plate.gradient_norm(points) - self.max_gradient
+
+    def __call__(self, point) -> tuple[float, list[float]]:
+        point = np.asarray(point, dtype=np.float64)
+        if point.shape != (2,):
+            raise ValueError(f"point: expected shape (2,), got {point.shape}")
+        return float(self.plate.temperature(point[None, :])[0]), [float(self.constraint(point[None, :])[0])]
+
+    def supremum(self, n: int = 1001, candidates: int = 8, window: int = 21, min_step: float = 1e-12,
+                 max_rounds: int = 2000) -> tuple[float, np.ndarray]:
+        """``(f_star, location)``: the largest T over the feasible points of the closed plate.
+
+        A dense n×n grid of the closed plate (edges included, with the oracle's edge and corner
+        semantics), then, from each of the best ``candidates`` feasible grid points at least two
+        grid spacings apart, the best feasible point of a 601×601 grid over ±3 cells of the solve
+        around it, then a pattern search: a ``window``×``window`` grid over a box around
+        the incumbent (first ±2 fine spacings), moving to its best feasible point while that
+        improves (so the search can walk along the constraint's level curve, where the
+        interpolated fields make many shallow local maxima), shrinking the box 4× when it does
+        not, until the box is ``min_step`` of the plate. The location
+        returned is a feasible point that was evaluated, so ``self(location) == (f_star, [c <= 0])``.
+        When the unconstrained supremum's location (:meth:`HeatPlate.supremum`) is feasible, the
+        limit does not bind and that is the answer. ProblemError when no grid point is feasible.
+        """
+        sup_value, sup_point = self.plate.supremum()
+        if self.constraint(sup_point[None, :])[0] <= 0:  # the limit does not bind
+            return float(sup_value), np.asarray(sup_point, dtype=np.float64)
+        (x0, x1), (y0, y1) = self.plate.bounds
+        xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
+        X, Y = np.meshgrid(xs, ys, indexing="ij")
+        points = np.column_stack([X.ravel(), Y.ravel()])
+        values = self.plate.temperature(points)
+        feasible = self.constraint(points) <= 0
+        if not feasible.any():
+            raise ProblemError(f"params.max_gradient: no point of the plate has |grad T| <= {self.max_gradient:g} "
+                               f"(on a {n}x{n} grid); raise the limit")
+        order = np.flatnonzero(feasible)[np.argsort(-values[feasible], kind="stable")]
+        spacing = np.array([(x1 - x0) / (n - 1), (y1 - y0) / (n - 1)])
+        starts: list[np.ndarray] = []
+        for k in order:
+            p = points[k]
+            if all(np.any(np.abs(p - q) > 2 * spacing) for q in starts):
+                starts.append(p)
+                if len(starts) == candidates:
+                    break
+
+        best_value, best_point = -math.inf, None
+        lower, upper = np.array([x0, y0]), np.array([x1, y1])
+        offsets = np.linspace(-1.0, 1.0, window)
+        cell = np.array([(x1 - x0) / self.plate.grid, (y1 - y0) / self.plate.grid])
+        for start in starts:
+            # ±3 solve cells at 1/100 of a cell: resolves the shallow local maxima that the
+            # interpolated fields make along the constraint's level curve, then pattern search
+            fx = np.clip(start[0] + np.linspace(-3, 3, 601) * cell[0], lower[0], upper[0])
+            fy = np.clip(start[1] + np.linspace(-3, 3, 601) * cell[1], lower[1], upper[1])
+            FX, FY = np.meshgrid(fx, fy, indexing="ij")
+            fine = np.column_stack([FX.ravel(), FY.ravel()])
+            fine_values = self.plate.temperature(fine)
+            ok = self.constraint(fine) <= 0
+            point, value = start, float(self.plate.temperature(start[None, :])[0])
+            if ok.any():
+                k = np.flatnonzero(ok)[int(np.argmax(fine_values[ok]))]
+                if fine_values[k] > value:
+                    point, value = fine[k], float(fine_values[k])
+            half = cell / 50.0  # half-width of the local window: one fine spacing each side
+            for _ in range(max_rounds):
+                if np.all(half <= min_step * (upper - lower)):
+                    break
+                gx = np.clip(point[0] + offsets * half[0], lower[0], upper[0])
+                gy = np.clip(point[1] + offsets * half[1], lower[1], upper[1])
+                GX, GY = np.meshgrid(gx, gy, indexing="ij")
+                local = np.column_stack([GX.ravel(), GY.ravel()])
+                local_values = self.plate.temperature(local)
+                ok = self.constraint(local) <= 0
+                moved = False
+                if ok.any():
+                    k = np.flatnonzero(ok)[int(np.argmax(local_values[ok]))]
+                    if local_values[k] > value:
+                        point, value, moved = local[k], float(local_values[k]), True
+                if not moved:
+                    half = half / 4.0  # the incumbent is the best of its window: zoom in
+            if value > best_value:
+                best_value, best_point = value, point
+        return best_value, np.asarray(best_point, dtype=np.float64)
+
+    def __reduce__(self):
+        return (GradientLimitedPlate, (self.plate, self.max_gradient))
+
+    def __repr__(self) -> str:
+        return f"GradientLimitedPlate({self.plate!r}, max_gradient={self.max_gradient!r})"
+
+
 def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
     message = "params.bounds: expected two [lower, upper] pairs (x then y) of finite numbers with lower < upper"
     try:
@@ -422,3 +599,10 @@ def _parse_boundary(boundary) -> tuple[dict[str, str], dict[str, sp.Expr]]:
     texts = {edge: boundary[edge] for edge in EDGES}
     exprs = {edge: parse_expression(texts[edge], ["x", "y"], f"params.boundary.{edge}") for edge in EDGES}
     return {edge: str(texts[edge]) for edge in EDGES}, exprs
+
+
+def _extend_half_cell(a: np.ndarray) -> np.ndarray:
+    """Pad a cell-centred (n, m) array to the (n + 2, m + 2) grid extended by the edges, half a
+    cell out, by linear extrapolation from the two outermost cells (corners: both ways)."""
+    a = np.concatenate([1.5 * a[:1] - 0.5 * a[1:2], a, 1.5 * a[-1:] - 0.5 * a[-2:-1]], axis=0)
+    return np.concatenate([1.5 * a[:, :1] - 0.5 * a[:, 1:2], a, 1.5 * a[:, -1:] - 0.5 * a[:, -2:-1]], axis=1)

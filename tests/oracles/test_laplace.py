@@ -209,3 +209,119 @@ def test_other_bounds(tmp_path):
     np.testing.assert_allclose(location, [3, 0], atol=1e-5)
     with pytest.raises(ValueError):
         plate((0.5, 0.0))
+
+
+# -- the temperature gradient (the heat plate's thermal-stress constraint) -------------------------
+
+
+def analytic_gradient(x, y):
+    return np.column_stack([np.exp(x) * np.sin(y) + y, np.exp(x) * np.cos(y) + x])
+
+
+def gradient_test_points(rng):
+    inside = rng.uniform(0, L, size=(4000, 2))
+    t = rng.uniform(0, L, 400)
+    near = rng.uniform(0, 0.02, 400)  # within a cell of each edge
+    near_edges = np.concatenate([np.column_stack([near, t]), np.column_stack([L - near, t]),
+                                 np.column_stack([t, near]), np.column_stack([t, L - near])])
+    zeros, ends = np.zeros_like(t), np.full_like(t, L)
+    on_edges = np.concatenate([np.column_stack([zeros, t]), np.column_stack([ends, t]),
+                               np.column_stack([t, zeros]), np.column_stack([t, ends])])
+    corners = np.array([[0, 0], [L, 0], [0, L], [L, L]], dtype=float)
+    return {"inside": inside, "near edges": near_edges, "on edges": on_edges, "corners": corners}
+
+
+def test_gradient_matches_the_analytic_gradient(fine, rng):
+    scale = np.max(np.linalg.norm(analytic_gradient(np.full(100, L), np.linspace(0, L, 100)), axis=1))
+    assert scale == pytest.approx(math.exp(L) + L, rel=1e-3)  # ≈ 541.8 at (2π, 0)
+    for where, points in gradient_test_points(rng).items():
+        exact = analytic_gradient(points[:, 0], points[:, 1])
+        error = np.linalg.norm(fine.gradient(points) - exact, axis=1)
+        # measured 7.5e-4 at 256² (the solve's own error dominates), everywhere up to the corners
+        assert error.max() / scale < 1.5e-3, where
+        norm_error = np.abs(fine.gradient_norm(points) - np.linalg.norm(exact, axis=1))
+        assert norm_error.max() / scale < 1.5e-3, where
+
+
+def test_gradient_is_second_order_in_the_grid(coarse, cache_dir, rng):
+    finer = HeatPlate(ANALYTIC, grid=64)
+    points = np.concatenate(list(gradient_test_points(rng).values()))
+    exact = analytic_gradient(points[:, 0], points[:, 1])
+    errors = [np.abs(plate.gradient(points) - exact).max() for plate in (coarse, finer)]
+    assert errors[0] / errors[1] > 3.5  # 4 for second order
+
+
+def test_gradient_queries(step, coarse):
+    g = step.gradient((1.0, 2.0))
+    assert g.shape == (1, 2) and np.all(np.isfinite(g))
+    assert coarse.gradient(np.array([[1.0, 2.0], [3.0, 4.0]])).shape == (2, 2)
+    assert coarse.gradient_norm((1.0, 2.0)).shape == (1,)
+    # within the edge tolerance: on the edge; beyond it: outside
+    np.testing.assert_array_equal(coarse.gradient((-1e-14, 3.0)), coarse.gradient((0.0, 3.0)))
+    for bad in ((-1e-6, 3.0), (3.0, L + 1e-6)):
+        with pytest.raises(ValueError, match="outside"):
+            coarse.gradient(bad)
+    with pytest.raises(ValueError):
+        coarse.gradient((np.nan, 1.0))
+    with pytest.raises(ValueError):
+        coarse.gradient(np.zeros((2, 3)))
+    # a discontinuous corner has a large gradient (the step data jump by 5 + 2π at (2π, 0))
+    assert step.gradient_norm((L, 0.0))[0] > 5 * step.gradient_norm((L / 2, L / 2))[0]
+
+
+def test_gradient_leaves_the_temperature_untouched(coarse, rng):
+    points = rng.uniform(0, L, size=(500, 2))
+    before = coarse.temperature(points)
+    coarse.gradient(points)
+    np.testing.assert_array_equal(coarse.temperature(points), before)
+
+
+def test_gradient_limited_oracle(coarse, rng):
+    oracle = laplace.GradientLimitedPlate(coarse, 100)
+    assert oracle.max_gradient == 100.0
+    for point in rng.uniform(0, L, size=(20, 2)):
+        value, constraints = oracle(point)
+        assert value == coarse(point)  # the same temperature, bit for bit
+        assert constraints == [pytest.approx(coarse.gradient_norm(point)[0] - 100.0, abs=1e-12)]
+        assert isinstance(value, float) and isinstance(constraints[0], float)
+    clone = pickle.loads(pickle.dumps(oracle))
+    assert clone((1.0, 2.0)) == oracle((1.0, 2.0))
+    with pytest.raises(ValueError):
+        oracle(np.zeros(3))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, True, "150", None])
+def test_gradient_limit_must_be_positive(coarse, bad):
+    with pytest.raises(ProblemError, match=r"params\.max_gradient"):
+        laplace.GradientLimitedPlate(coarse, bad)
+
+
+@pytest.mark.parametrize(("limit", "exact_value", "exact_location"), [
+    # max eˣ sin y + xy s.t. |∇T| ≤ G, by SLSQP on the exact functions from 30 starts
+    (100.0, 105.87505285, (4.59133339, 1.6550049)),
+    (200.0, 206.90160906, (5.29112999, 1.61940714)),
+])
+def test_constrained_supremum_matches_the_analytic_field(fine, rng, limit, exact_value, exact_location):
+    oracle = laplace.GradientLimitedPlate(fine, limit)
+    f_star, location = oracle.supremum()
+    assert f_star == pytest.approx(exact_value, rel=1e-4)  # measured 5e-5 at 256²
+    np.testing.assert_allclose(location, exact_location, atol=5e-3)
+    value, (c,) = oracle(location)
+    assert value == f_star and -1e-6 * limit < c <= 0  # feasible, on the constraint
+    # no feasible point of the interpolated fields beats it
+    points = np.concatenate([rng.uniform(0, L, size=(200_000, 2)),
+                             np.clip(location + rng.uniform(-0.1, 0.1, size=(200_000, 2)), 0, L)])
+    feasible = oracle.constraint(points) <= 0
+    assert fine.temperature(points)[feasible].max() <= f_star
+
+
+def test_loose_limit_gives_the_unconstrained_supremum(step):
+    oracle = laplace.GradientLimitedPlate(step, 1e9)
+    (value, location), (expected, expected_location) = oracle.supremum(n=101), step.supremum()
+    assert value == expected
+    np.testing.assert_array_equal(location, expected_location)
+
+
+def test_impossible_limit_is_a_problem_error(step):
+    with pytest.raises(ProblemError, match=r"params\.max_gradient"):
+        laplace.GradientLimitedPlate(step, 1e-9).supremum(n=51)
