@@ -72,7 +72,8 @@ def test_ctrl_c_in_an_oracle_under_timeout_exits_130_and_resumes(tmp_path, refer
     log, out = tmp_path / "calls.log", tmp_path / "out"
     process = start_cli("run", str(case), "--quiet", "--seed", "3", PINNBO_TEST_HANG_AT="5")
     hang = Path(str(log) + ".hang")
-    wait_for(hang.exists, process=process)
+    # the worker creates the file, then writes its pid: wait for the pid, not just the file
+    wait_for(lambda: hang.exists() and hang.read_text().strip().isdigit(), process=process)
     worker = int(hang.read_text())
     assert worker != process.pid  # the oracle runs in a worker process
     os.kill(process.pid, signal.SIGINT)
