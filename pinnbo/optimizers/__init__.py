@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, initial_design
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
+from pinnbo.optimizers.gp_cbo import GPCEI
 from pinnbo.optimizers.neural_bo import NeuralBO
+from pinnbo.optimizers.neural_cbo import NeuralCBO
 from pinnbo.optimizers.neural_greedy import NeuralGreedy
 from pinnbo.optimizers.pinn_bo import PINNBO, PINNBOSettings
 from pinnbo.optimizers.random_search import RandomSearch
@@ -19,6 +21,8 @@ METHODS: dict[str, type[Optimizer]] = {
     GPUCBPlus.name: GPUCBPlus,
     ExploitPlus.name: ExploitPlus,
     Exploit.name: Exploit,
+    NeuralCBO.name: NeuralCBO,
+    GPCEI.name: GPCEI,
 }
 
 

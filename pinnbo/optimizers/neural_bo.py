@@ -106,19 +106,25 @@ class NeuralBOSettings(MethodSettings):
     WIDTHS = ("hidden",)
 
 
-class NeuralBO(Optimizer):
-    """Neural-BO ask/tell optimiser (minimises)."""
+class NTKNetwork:
+    """One Neural-BO network on its own: the NTK-parametrised MLP with h(x; θ0) = 0, θ0, its Adam,
+    the NTK features g and the precision U (module docstring).
 
-    name = "neural-bo"
-    Settings = NeuralBOSettings
-    SMOKE_PARAMS = {"hidden": [16], "initial_steps": 20, "steps_per_iteration": 5, "n_candidates": 128,
-                    "local_candidates": 16}
+    Used by :class:`NeuralBO` and, one per output, by Neural-CBO (:mod:`pinnbo.optimizers.neural_cbo`).
+    ``settings`` supplies ``hidden``, ``regularization``, ``features``, ``inverse``,
+    ``exact_max_parameters``, ``learning_rate``, ``initial_steps``, ``steps_per_iteration``,
+    ``feature_batch`` and optionally ``bias_scale`` (default 0.1, :class:`pinnbo.surrogates.mlp.MLP`)
+    (a :class:`NeuralBOSettings` or any object with those fields); ``generator``
+    draws the initial weights. Inputs are network coordinates z (the caller maps the box there).
+    """
 
-    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
-        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
-        s: NeuralBOSettings = self.settings
-        self.dtype = DTYPES[s.dtype]
-        self.model = MLP(domain.dim, s.hidden, torch_generator(self.seed, "network-init")).to(self.device, self.dtype)
+    def __init__(self, dim: int, settings, generator: torch.Generator, *, dtype: torch.dtype = torch.float64,
+                 device: torch.device | str = "cpu") -> None:
+        s = settings
+        self.settings = s
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.model = MLP(dim, s.hidden, generator, getattr(s, "bias_scale", 0.1)).to(self.device, self.dtype)
         with torch.no_grad():   # paper §4: h(x; θ0) = 0 (module docstring)
             self.model.out.weight.zero_()
             self.model.out.bias.zero_()
@@ -131,36 +137,17 @@ class NeuralBO(Optimizer):
         self.inverse_mode = resolve_inverse_mode(s.inverse, self.n_features, s.exact_max_parameters)
         self.adam = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
         self.fitted = False
-        self._reset_precision()
+        self.reset_precision()
 
-    # -- U over the told designs --------------------------------------------------------------------
-    def _reset_precision(self) -> None:
+    def reset_precision(self) -> None:
+        """U = λ I (no observation absorbed)."""
         self.precision = NTKPrecision(self.n_features, self.settings.regularization, self.inverse_mode,
                                       dtype=self.dtype, device=self.device)
-        self._absorbed = 0   # told entries (failed included) already added to U
-
-    def _unit_to_z(self, u: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return self.settings.input_scale * (2.0 * torch.as_tensor(u, dtype=self.dtype, device=self.device) - 1.0)
-
-    def _update_precision(self, Z: torch.Tensor) -> None:
-        """Bring U up to date with the observed designs ``Z`` (n, d) in network coordinates."""
-        if self.settings.features == "current":
-            # Features move with θ: U is rebuilt from every observation at the trained parameters.
-            self._reset_precision()
-            self.precision.update(self.features(Z))
-            self._absorbed = self.n_told
-            return
-        # θ0 features never change: absorb only the new observations, one at a time, so that
-        # rebuilding after a checkpoint load repeats the same floating-point operations exactly.
-        for i in range(self._absorbed, self.n_told):
-            if self.y[i] is None:
-                continue
-            z = self._unit_to_z(self.domain.to_unit(self.X[i])[None, :])
-            self.precision.update(self.features(z)[0])
-        self._absorbed = self.n_told
 
     # -- training -----------------------------------------------------------------------------------
-    def _fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
+    def fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
+        """Adam on ½ Σ (h(z_i) − ỹ_i)² + ½ λ ‖θ − θ0‖²: ``initial_steps`` the first time, then
+        ``steps_per_iteration`` warm-started steps."""
         s = self.settings
         steps = s.steps_per_iteration if self.fitted else s.initial_steps
         theta0 = [self.theta0[name] for name, _ in self.model.named_parameters()]
@@ -192,18 +179,102 @@ class NeuralBO(Optimizer):
             variances.append(self.precision.variance(G))
         return torch.cat(means), torch.cat(variances)
 
+    # -- checkpoints --------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        # θ0 comes from the seed and U from the told data (rebuilt by the owner).
+        return network_state(self.model, self.adam, fitted=self.fitted)
+
+    def load_state_dict(self, state: dict) -> None:
+        load_network_state(self.model, self.adam, state)
+        self.fitted = state["fitted"]
+        self.reset_precision()
+
+
+def candidate_pool(dim: int, seed: int, n_candidates: int, anchors: np.ndarray, local_candidates: int,
+                   local_scale: float, rng: np.random.Generator) -> np.ndarray:
+    """Neural-BO's candidates in the unit box: ``n_candidates`` scrambled Sobol points (scrambled by
+    ``seed``) followed by ``local_candidates`` Gaussian perturbations (std ``local_scale``, clipped
+    to the box) of the rows of ``anchors`` (k, d), taken in turn; shape (n_candidates + local, d)."""
+    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed)
+    pool = engine.draw(n_candidates, dtype=torch.float64).numpy()
+    if local_candidates > 0 and len(anchors):
+        noise = rng.standard_normal((local_candidates, dim)) * local_scale
+        local = np.clip(anchors[np.arange(local_candidates) % len(anchors)] + noise, 0.0, 1.0)
+        pool = np.concatenate([pool, local])
+    return pool
+
+
+class NeuralBO(Optimizer):
+    """Neural-BO ask/tell optimiser (minimises)."""
+
+    name = "neural-bo"
+    Settings = NeuralBOSettings
+    SMOKE_PARAMS = {"hidden": [16], "initial_steps": 20, "steps_per_iteration": 5, "n_candidates": 128,
+                    "local_candidates": 16}
+
+    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
+        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+        s: NeuralBOSettings = self.settings
+        self.dtype = DTYPES[s.dtype]
+        self.net = NTKNetwork(domain.dim, s, torch_generator(self.seed, "network-init"), dtype=self.dtype,
+                              device=self.device)
+        self._absorbed = 0   # told entries (failed included) already added to U
+
+    # The network's parts (NTKNetwork), under the names this class has always exposed.
+    model = property(lambda self: self.net.model)
+    adam = property(lambda self: self.net.adam)
+    theta0 = property(lambda self: self.net.theta0)
+    n_parameters = property(lambda self: self.net.n_parameters)
+    feature_names = property(lambda self: self.net.feature_names)
+    n_features = property(lambda self: self.net.n_features)
+    inverse_mode = property(lambda self: self.net.inverse_mode)
+    precision = property(lambda self: self.net.precision)
+    fitted = property(lambda self: self.net.fitted)
+
+    # -- U over the told designs --------------------------------------------------------------------
+    def _reset_precision(self) -> None:
+        self.net.reset_precision()
+        self._absorbed = 0   # told entries (failed included) already added to U
+
+    def _unit_to_z(self, u: np.ndarray | torch.Tensor) -> torch.Tensor:
+        return self.settings.input_scale * (2.0 * torch.as_tensor(u, dtype=self.dtype, device=self.device) - 1.0)
+
+    def _update_precision(self, Z: torch.Tensor) -> None:
+        """Bring U up to date with the observed designs ``Z`` (n, d) in network coordinates."""
+        if self.settings.features == "current":
+            # Features move with θ: U is rebuilt from every observation at the trained parameters.
+            self._reset_precision()
+            self.precision.update(self.features(Z))
+            self._absorbed = self.n_told
+            return
+        # θ0 features never change: absorb only the new observations, one at a time, so that
+        # rebuilding after a checkpoint load repeats the same floating-point operations exactly.
+        for i in range(self._absorbed, self.n_told):
+            if self.y[i] is None:
+                continue
+            z = self._unit_to_z(self.domain.to_unit(self.X[i])[None, :])
+            self.precision.update(self.features(z)[0])
+        self._absorbed = self.n_told
+
+    # -- training -----------------------------------------------------------------------------------
+    def _fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
+        self.net.fit(Z, targets)
+
+    # -- scoring ------------------------------------------------------------------------------------
+    def features(self, Z: torch.Tensor) -> torch.Tensor:
+        """g(z) for rows of ``Z`` (N, d) → (N, n_features), at θ0 or at the trained θ."""
+        return self.net.features(Z)
+
+    def mean_and_variance(self, Z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """h(z; θ) and σ²(z) for rows of ``Z`` (N, d) in network coordinates, in batches."""
+        return self.net.mean_and_variance(Z)
+
     def _candidates(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         s = self.settings
-        d = self.domain.dim
         seed = derived_seed(self.seed, self.name, self.n_told, "candidates") % (2**31)
-        engine = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed)
-        pool = engine.draw(s.n_candidates, dtype=torch.float64).numpy()
-        if s.local_candidates > 0:
-            best = self.domain.to_unit(X[np.argsort(y, kind="stable")[:4]])
-            noise = self.rng("local-candidates").standard_normal((s.local_candidates, d)) * s.local_scale
-            local = np.clip(best[np.arange(s.local_candidates) % len(best)] + noise, 0.0, 1.0)
-            pool = np.concatenate([pool, local])
-        return pool
+        best = self.domain.to_unit(X[np.argsort(y, kind="stable")[:4]])
+        return candidate_pool(self.domain.dim, seed, s.n_candidates, best, s.local_candidates, s.local_scale,
+                              self.rng("local-candidates"))
 
     # -- ask ----------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:
@@ -232,9 +303,8 @@ class NeuralBO(Optimizer):
     # -- checkpoints --------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         # θ0 comes from the seed and U from the told data (rebuilt on the next ask).
-        return network_state(self.model, self.adam, fitted=self.fitted)
+        return self.net.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        load_network_state(self.model, self.adam, state)
-        self.fitted = state["fitted"]
+        self.net.load_state_dict(state)
         self._reset_precision()

@@ -87,38 +87,52 @@ class PINNBOSettings(MethodSettings):
     WIDTHS = ("hidden",)
 
 
-class PINNBO(Optimizer):
-    """PINN-BO ask/tell optimiser (minimises). Needs the problem's PDE; without one it is a
-    neural-network Thompson sampler on data alone."""
+class PINNSurrogate:
+    """PINN-BO's surrogate on its own: the network, its Adam, the collocation points, the
+    residual scales s_r and the data-consistency backoff of the PDE weight (module docstring).
 
-    name = "pinn-bo"
-    Settings = PINNBOSettings
-    # Settings for CI's quick runs of every case (`--smoke`): the same code paths, tiny sizes.
-    SMOKE_PARAMS = {"initial_steps": 20, "steps_per_iteration": 5, "collocation_points": 64,
-                    "collocation_batch": 32, "n_pool": 128, "top_k": 2, "refine_iterations": 5}
+    Used by :class:`PINNBO` and as the objective network of Neural-CBO's ``physics: true``
+    (:mod:`pinnbo.optimizers.neural_cbo`). ``init_keys`` name the network's initialisation stream
+    under ``seed``; every other draw comes from streams named here (collocation points, residual
+    scales) or from the ``generator`` passed to :meth:`fit` (collocation batches).
 
-    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
-        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
-        s: PINNBOSettings = self.settings
-        self.dtype = DTYPES[s.dtype]
-        self.model = MLP(domain.dim, s.hidden, torch_generator(self.seed, "network-init")).to(self.device, self.dtype)
-        self.adam = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
-        self.residual = pde.compile() if pde is not None else None
-        self.residual_scale: torch.Tensor | None = None   # (N_r,), see _prior_residual_scale
-        self.pde_weight = self.settings.pde_weight
+    ``residual``: the compiled PDE (``pde.compile()``) or None (data only).
+    """
+
+    def __init__(self, domain, seed: int, *, residual, hidden, collocation_points: int, collocation_batch: int,
+                 initial_steps: int, steps_per_iteration: int, learning_rate: float, pde_weight: float,
+                 misfit_tolerance: float, collocation_filter=None, dtype: torch.dtype = torch.float64,
+                 device: torch.device | str = "cpu", init_keys: tuple = ("network-init",)) -> None:
+        self.domain = domain
+        self.seed = int(seed)
+        self.hidden = tuple(hidden)
+        self.n_collocation = collocation_points
+        self.collocation_batch = collocation_batch
+        self.initial_steps = initial_steps
+        self.steps_per_iteration = steps_per_iteration
+        self.max_pde_weight = pde_weight
+        self.misfit_tolerance = misfit_tolerance
+        self.collocation_filter = collocation_filter
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.model = MLP(domain.dim, self.hidden, torch_generator(self.seed, *init_keys)).to(self.device, self.dtype)
+        self.adam = torch.optim.Adam(self.model.parameters(), lr=learning_rate)
+        self.residual = residual
+        self.residual_scale: torch.Tensor | None = None   # (N_r,), see prior_residual_scale
+        self.pde_weight = pde_weight
         self.fitted = False
         self._lower = torch.as_tensor(domain.lower_array, dtype=self.dtype, device=self.device)
         self._width = torch.as_tensor(domain.widths, dtype=self.dtype, device=self.device)
-        self.collocation = self._collocation_points() if self.residual is not None else None
+        self.collocation = self.collocation_points() if self.residual is not None else None
 
     # -- PDE data -----------------------------------------------------------------------------------
-    def _collocation_points(self) -> torch.Tensor:
+    def collocation_points(self) -> torch.Tensor:
         """N_r points of the box (physical coordinates), drawn once from the seed, shape (N_r, d).
 
         A problem's ``collocation_filter`` removes points where its PDE is singular; we draw
         until N_r points survive.
         """
-        n = self.settings.collocation_points
+        n = self.n_collocation
         draw, kept = n, np.zeros((0, self.domain.dim))
         for attempt in range(20):
             unit = sobol_unit(draw, self.domain.dim, self.seed, "collocation", attempt)
@@ -134,16 +148,16 @@ class PINNBO(Optimizer):
         return torch.as_tensor(kept, dtype=self.dtype, device=self.device)
 
     # -- the surrogate --------------------------------------------------------------------------------
-    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+    def normalise(self, x: torch.Tensor) -> torch.Tensor:
         return 2.0 * (x - self._lower) / self._width - 1.0
 
-    def _physical_model(self, mean: float, std: float):
+    def physical_model(self, mean: float, std: float):
         """f(x) = μ_y + s_y h(z(x)) on physical inputs (N, d) → (N,): what the PDE constrains."""
         def f(x: torch.Tensor) -> torch.Tensor:
-            return mean + std * self.model(self._normalise(x))
+            return mean + std * self.model(self.normalise(x))
         return f
 
-    def _prior_residual_scale(self, mean: float, std: float, draws: int = 4) -> torch.Tensor:
+    def prior_residual_scale(self, mean: float, std: float, draws: int = 4) -> torch.Tensor:
         """s_r(z_j): prior root-mean-square of the standardised residual at each collocation point,
         shape (N_r,), over ``draws`` freshly initialised networks.
 
@@ -154,11 +168,11 @@ class PINNBO(Optimizer):
         """
         scales = torch.zeros(len(self.collocation), dtype=self.dtype, device=self.device)
         for k in range(draws):
-            prior = MLP(self.domain.dim, self.settings.hidden,
+            prior = MLP(self.domain.dim, self.hidden,
                         torch_generator(self.seed, "residual-scale", k)).to(self.device, self.dtype)
 
             def f(x: torch.Tensor, prior=prior) -> torch.Tensor:
-                return mean + std * prior(self._normalise(x))
+                return mean + std * prior(self.normalise(x))
 
             for start in range(0, len(self.collocation), 4096):
                 chunk = self.collocation[start:start + 4096]
@@ -168,26 +182,25 @@ class PINNBO(Optimizer):
         # A floor keeps a point whose prior residual happens to vanish from getting infinite weight.
         return torch.clamp(scales, min=1e-3 * float(scales.median()) + 1e-300)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-        """Train on standardised data (+ PDE residual); returns (μ_y, s_y)."""
-        s = self.settings
+    def fit(self, X: np.ndarray, y: np.ndarray, generator: torch.Generator) -> tuple[float, float]:
+        """Train on standardised data (+ PDE residual); returns (μ_y, s_y). ``generator`` draws the
+        collocation batches (the caller names its stream by step)."""
         mean = float(np.mean(y))
         std = float(np.std(y)) if len(y) > 1 and np.std(y) > 0 else 1.0
-        Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
+        Z = self.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         targets = torch.as_tensor((y - mean) / std, dtype=self.dtype, device=self.device)
-        physical = self._physical_model(mean, std)
+        physical = self.physical_model(mean, std)
         if self.residual is not None and self.residual_scale is None:
-            self.residual_scale = self._prior_residual_scale(mean, std)
-        steps = s.steps_per_iteration if self.fitted else s.initial_steps
-        gen = torch_generator(self.seed, self.name, self.n_told, "collocation-batches")
+            self.residual_scale = self.prior_residual_scale(mean, std)
+        steps = self.steps_per_iteration if self.fitted else self.initial_steps
         n_col = 0 if self.collocation is None else len(self.collocation)
-        batch = min(s.collocation_batch, n_col)
-        use_pde = self.residual is not None and s.pde_weight > 0
+        batch = min(self.collocation_batch, n_col)
+        use_pde = self.residual is not None and self.max_pde_weight > 0
         for _ in range(steps):
             self.adam.zero_grad(set_to_none=True)
             loss = (self.model(Z) - targets).pow(2).mean()
             if use_pde:
-                idx = torch.randperm(n_col, generator=gen)[:batch].to(self.device)
+                idx = torch.randperm(n_col, generator=generator)[:batch].to(self.device)
                 r = self.residual(physical, self.collocation[idx]) / (std * self.residual_scale[idx, None])
                 loss = loss + self.pde_weight * r.pow(2).mean()
             loss.backward()
@@ -198,12 +211,65 @@ class PINNBO(Optimizer):
             # to the few points no smooth surrogate can fit (a discontinuous corner).
             with torch.no_grad():
                 misfit = float((self.model(Z) - targets).abs().median())
-            if misfit > s.misfit_tolerance:
+            if misfit > self.misfit_tolerance:
                 self.pde_weight *= 0.5
-            elif misfit < 0.5 * s.misfit_tolerance:
-                self.pde_weight = min(s.pde_weight, 2.0 * self.pde_weight)
+            elif misfit < 0.5 * self.misfit_tolerance:
+                self.pde_weight = min(self.max_pde_weight, 2.0 * self.pde_weight)
         self.fitted = True
         return mean, std
+
+    # -- checkpoints ------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return network_state(self.model, self.adam, residual_scale=self.residual_scale,
+                             pde_weight=self.pde_weight, fitted=self.fitted)
+
+    def load_state_dict(self, state: dict) -> None:
+        load_network_state(self.model, self.adam, state)
+        self.residual_scale = state["residual_scale"]
+        self.pde_weight = state["pde_weight"]
+        self.fitted = state["fitted"]
+
+
+class PINNBO(Optimizer):
+    """PINN-BO ask/tell optimiser (minimises). Needs the problem's PDE; without one it is a
+    neural-network Thompson sampler on data alone."""
+
+    name = "pinn-bo"
+    Settings = PINNBOSettings
+    # Settings for CI's quick runs of every case (`--smoke`): the same code paths, tiny sizes.
+    SMOKE_PARAMS = {"initial_steps": 20, "steps_per_iteration": 5, "collocation_points": 64,
+                    "collocation_batch": 32, "n_pool": 128, "top_k": 2, "refine_iterations": 5}
+
+    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
+        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+        s: PINNBOSettings = self.settings
+        self.dtype = DTYPES[s.dtype]
+        self.surrogate = PINNSurrogate(
+            domain, self.seed, residual=pde.compile() if pde is not None else None, hidden=s.hidden,
+            collocation_points=s.collocation_points, collocation_batch=s.collocation_batch,
+            initial_steps=s.initial_steps, steps_per_iteration=s.steps_per_iteration,
+            learning_rate=s.learning_rate, pde_weight=s.pde_weight, misfit_tolerance=s.misfit_tolerance,
+            collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
+        )
+
+    # The surrogate's parts (PINNSurrogate), under the names this class has always exposed.
+    model = property(lambda self: self.surrogate.model)
+    adam = property(lambda self: self.surrogate.adam)
+    residual = property(lambda self: self.surrogate.residual)
+    collocation = property(lambda self: self.surrogate.collocation)
+    residual_scale = property(lambda self: self.surrogate.residual_scale)
+    pde_weight = property(lambda self: self.surrogate.pde_weight)
+    fitted = property(lambda self: self.surrogate.fitted)
+
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return self.surrogate.normalise(x)
+
+    def _physical_model(self, mean: float, std: float):
+        return self.surrogate.physical_model(mean, std)
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Train on standardised data (+ PDE residual); returns (μ_y, s_y)."""
+        return self.surrogate.fit(X, y, torch_generator(self.seed, self.name, self.n_told, "collocation-batches"))
 
     def _posterior_sample(self, Z: torch.Tensor) -> torch.Tensor | None:
         """δ ~ N(0, ν² U⁻¹) for the last-layer weights, shape (m,); see module docstring."""
@@ -251,12 +317,8 @@ class PINNBO(Optimizer):
 
     # -- checkpoints ------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return network_state(self.model, self.adam, residual_scale=self.residual_scale,
-                             pde_weight=self.pde_weight, fitted=self.fitted)
+        return self.surrogate.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        load_network_state(self.model, self.adam, state)
-        self.residual_scale = state["residual_scale"]
-        self.pde_weight = state["pde_weight"]
-        self.fitted = state["fitted"]
+        self.surrogate.load_state_dict(state)
 

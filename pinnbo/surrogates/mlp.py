@@ -3,7 +3,9 @@
 h(z; θ) = (1/√m_L) W_L φ(… φ((1/√d) W_1 z + β b_1) …) + β b_L with W, b ~ N(0, 1): the
 1/√fan_in factors keep the network's function scale independent of width, which is the setting
 in which the papers' NTK analysis (and the last-layer posterior of PINN-BO) holds. Biases are
-kept (β = 0.1), a standard practical departure from the bias-free theory.
+kept (β = 0.1 by default, ``bias_scale``), a standard practical departure from the bias-free theory.
+With β = 0.1 and inputs of order 1 the tanh units are nearly odd functions of the input, so
+even shapes (a quadratic bowl, a disc constraint) are hard to fit; Neural-CBO uses β = 1.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ class NTKLinear(nn.Module):
 class MLP(nn.Module):
     """tanh MLP, input (N, d) → output (N,). ``features`` gives the last hidden layer (N, m)/√m."""
 
-    def __init__(self, dim: int, hidden: Sequence[int], generator: torch.Generator) -> None:
+    def __init__(self, dim: int, hidden: Sequence[int], generator: torch.Generator, bias_scale: float = 0.1) -> None:
         super().__init__()
         widths = [dim, *hidden]
-        self.hidden = nn.ModuleList(NTKLinear(a, b, generator) for a, b in zip(widths[:-1], widths[1:]))
-        self.out = NTKLinear(widths[-1], 1, generator)
+        self.hidden = nn.ModuleList(NTKLinear(a, b, generator, bias_scale) for a, b in zip(widths[:-1], widths[1:]))
+        self.out = NTKLinear(widths[-1], 1, generator, bias_scale)
 
     def features(self, z: torch.Tensor) -> torch.Tensor:
         """Last hidden layer scaled by 1/√m, shape (N, m): h = features · w_out + β b_out."""
