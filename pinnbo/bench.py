@@ -120,10 +120,11 @@ def default_reference(constrained: bool) -> str:
 
 
 def default_methods(constrained: bool, reference: str | None = None) -> list[str]:
-    """Every registered method (every one that handles constraints, for a constrained case), the
-    reference first."""
+    """Every registered method for its kind of case (those that handle constraints for a constrained
+    case; the unconstrained ones otherwise), the reference first."""
     reference = reference or default_reference(constrained)
-    names = sorted(m for m, cls in METHODS.items() if cls.handles_constraints or not constrained)
+    names = sorted(m for m, cls in METHODS.items()
+                   if (cls.handles_constraints if constrained else not cls.constrained_method))
     return ([reference] if reference in names else []) + [m for m in names if m != reference]
 
 

@@ -56,6 +56,9 @@ the authors' config width 200, λ = 0.005, Adam, 100 epochs. We use one hidden l
 (129 θ0 features; with ``features: current`` p = 128 d + 257, exact U⁻¹ up to d ≈ 37), 400 Adam
 steps for the first fit and 50 per later step at lr 0.01, and 2048 + 256 candidates: ≈ 0.1 s per
 step at t = 30 in 2-D on one core.
+
+One network with its features, U and training is :class:`NTKNetwork`; Neural-CBO
+(pinnbo.optimizers.neural_cbo) uses one per output, with :func:`candidate_pool`.
 """
 
 from __future__ import annotations

@@ -39,6 +39,9 @@ costs one batched backward per collocation point and is left out for speed.
 
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
+
+The surrogate and its training live in :class:`PINNSurrogate`, which Neural-CBO's ``physics: true``
+reuses as its objective network (pinnbo.optimizers.neural_cbo).
 """
 
 from __future__ import annotations

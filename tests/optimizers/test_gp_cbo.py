@@ -1,0 +1,151 @@
+"""GP-cEI: the pointwise posterior moments against BoTorch's batch mode, a constrained optimum found,
+feasibility found from an all-infeasible start (probability of feasibility first), known
+constraints never violated, unconstrained use, determinism and warm-started checkpoints.
+
+The analytic problem: minimise x + y on [0, 1]² s.t. c = 0.5 − x·y <= 0, so x* = y* = √0.5 and
+f* = √2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from botorch.acquisition.analytic import LogConstrainedExpectedImprovement
+
+from pinnbo.acquisition import is_duplicate
+from pinnbo.optimizers import METHODS, MethodError, make_optimizer
+from pinnbo.optimizers.base import initial_design
+from pinnbo.optimizers.gp_cbo import FastLogCEI, fit_outputs
+from pinnbo.problem import Box, Constraint
+
+UNIT = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+FAST = {"num_restarts": 4, "raw_samples": 128, "maxiter": 50}
+PRODUCT = (Constraint("product"),)
+
+
+def product(p: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(p[0] + p[1]), np.array([0.5 - p[0] * p[1]])
+
+
+DISC_CENTRE, DISC_RADIUS = np.array([0.8, 0.3]), 0.06     # about 1% of the box
+
+
+def disc(p: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(p[0] + p[1]), np.array([np.sum((p - DISC_CENTRE) ** 2) - DISC_RADIUS ** 2])
+
+
+def started(f=product, constraints=PRODUCT, params=FAST, seed=0, n_init=6):
+    opt = make_optimizer("gp-cei", UNIT, seed, params=params, constraints=constraints)
+    for x in initial_design(UNIT, n_init, seed):
+        opt.tell(x, *f(x))
+    return opt
+
+
+def run(opt, f, steps):
+    for _ in range(steps):
+        x = opt.ask()
+        opt.tell(x, *f(x))
+    return opt
+
+
+def test_pointwise_moments_equal_botorch_batch_mode():
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 3))
+    Y = np.column_stack([np.sin(4 * X[:, 0]) + X[:, 1], X.sum(1) - 1.5, X[:, 2] ** 2 - 0.3])
+    model = fit_outputs(X, Y, noise_free=False, noise_floor=1e-5, start=None)
+    kw = dict(best_f=0.2, objective_index=0, constraints={1: (None, 0.0), 2: (None, 0.0)}, maximize=False)
+    test = torch.tensor(rng.random((130, 1, 3)), requires_grad=True)
+    reference = LogConstrainedExpectedImprovement(model, **kw)(test)
+    (g_ref,) = torch.autograd.grad(reference.sum(), test)
+    fast = FastLogCEI(model, **kw)(test)
+    (g_fast,) = torch.autograd.grad(fast.sum(), test)
+    torch.testing.assert_close(fast, reference, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(g_fast, g_ref, rtol=1e-7, atol=1e-9)
+
+
+def test_finds_the_constrained_optimum_without_repeats():
+    opt = run(started(), product, 10)
+    assert opt.last_mode == "cei"
+    X, y, C = opt.observed_constrained()
+    assert y[C[:, 0] <= 0].min() < math.sqrt(2) + 0.02, y[C[:, 0] <= 0].min()
+    unit = opt.evaluated_unit()
+    assert not any(is_duplicate(u, np.delete(unit, i, axis=0), opt.settings.duplicate_tol) for i, u in enumerate(unit))
+
+
+def test_finds_a_feasible_design_when_no_initial_point_is_feasible():
+    opt = started(disc, (Constraint("disc"),), n_init=8)
+    assert np.all(np.stack(opt.C)[:, 0] > 0), "the test needs an all-infeasible initial design"
+    modes = []
+    for _ in range(15):
+        x = opt.ask()
+        modes.append(opt.last_mode)
+        opt.tell(x, *disc(x))
+        if disc(x)[1][0] <= 0:
+            break
+    assert disc(x)[1][0] <= 0, "no feasible design found"
+    assert set(modes) == {"feasibility"}          # log probability of feasibility until one is found
+    x = opt.ask()
+    assert opt.last_mode == "cei"
+
+
+def test_known_constraints_are_never_violated():
+    known = Constraint("left", function=lambda X: X[:, 0] - 0.65)
+
+    def f(p):
+        value, c = product(p)
+        return value, np.array([c[0], p[0] - 0.65])
+
+    opt = run(started(f, (Constraint("product"), known)), f, 6)
+    assert np.all(np.stack(opt.X[6:])[:, 0] <= 0.65)
+    # only known constraints: a single-output GP and EI, still never violated
+    g = lambda p: (float(p[0] + p[1]), np.array([p[0] - 0.65]))  # noqa: E731
+    only = run(started(g, (known,)), g, 3)
+    assert only.last_mode == "ei" and np.all(np.stack(only.X[6:])[:, 0] <= 0.65)
+
+
+def test_works_without_constraints():
+    opt = make_optimizer("gp-cei", UNIT, 0, params=FAST)
+    f = lambda p: float((p[0] - 0.3) ** 2 + (p[1] - 0.6) ** 2)  # noqa: E731
+    for x in initial_design(UNIT, 6, 0):
+        opt.tell(x, f(x))
+    first = min(opt.y)
+    for _ in range(5):
+        x = opt.ask()
+        opt.tell(x, f(x))
+    assert opt.last_mode == "ei" and min(opt.y) < 0.5 * first
+
+
+def test_ask_is_deterministic_and_checkpoints_round_trip():
+    a, b = run(started(), product, 1), run(started(), product, 1)   # a warm start exists from here on
+    xa = a.ask()
+    np.testing.assert_array_equal(xa, b.ask())
+    np.testing.assert_array_equal(xa, a.ask())      # asking again starts from the same hyper-parameters
+    a.tell(xa, *product(xa))
+    restored = run(started(), product, 1)
+    restored.load_state_dict(a.state_dict())
+    restored.tell(xa, *product(xa))
+    np.testing.assert_array_equal(a.ask(), restored.ask())
+    before = torch.random.get_rng_state()
+    started(seed=1).ask()
+    assert torch.equal(before, torch.random.get_rng_state())
+
+
+def test_registered_and_validated():
+    assert METHODS["gp-cei"].handles_constraints
+    with pytest.raises(MethodError, match=r"method_params\.raw_samples"):
+        make_optimizer("gp-cei", UNIT, 0, params={"num_restarts": 8, "raw_samples": 4}, constraints=PRODUCT)
+    with pytest.raises(MethodError, match=r"method_params\.warm_start"):
+        make_optimizer("gp-cei", UNIT, 0, params={"warm_start": 1}, constraints=PRODUCT)
+    opt = run(started(params=METHODS["gp-cei"].SMOKE_PARAMS), product, 1)
+    assert len(opt.X) == 7
+    opt = run(started(params={**METHODS["gp-cei"].SMOKE_PARAMS, "noise_free": True, "warm_start": False}), product, 1)
+    assert len(opt.X) == 7
+
+
+def test_a_resumed_run_replays_identically(tmp_path):
+    from tests.optimizers.test_neural_cbo import resumed_run_is_identical
+
+    resumed_run_is_identical(tmp_path, "gp-cei", FAST)

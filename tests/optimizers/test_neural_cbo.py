@@ -1,0 +1,288 @@
+"""Neural-CBO: EI by hand and its σ = 0 guard, a constrained optimum found, feasibility found from an
+all-infeasible start, known constraints never violated, determinism and checkpoints, the physics
+(PINN) objective, and the refusal of constraint-blind methods.
+
+The analytic problem: minimise x + y on [0, 1]² s.t. c = 0.5 − x·y <= 0, so x* = y* = √0.5 and
+f* = √2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from pinnbo.acquisition import is_duplicate
+from pinnbo.optimizers import METHODS, MethodError, make_optimizer
+from pinnbo.optimizers.base import initial_design
+from pinnbo.optimizers.neural_cbo import (
+    expected_improvement, log_expected_improvement, log_probability_of_feasibility,
+)
+from pinnbo.optimizers.pinn_bo import PINNSurrogate
+from pinnbo.pde import PDE
+from pinnbo.problem import Box, Constraint
+
+UNIT = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+FAST = {"hidden": [32], "initial_steps": 200, "steps_per_iteration": 30, "n_candidates": 512,
+        "local_candidates": 64}
+PRODUCT = (Constraint("product"),)
+
+
+def product(p: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(p[0] + p[1]), np.array([0.5 - p[0] * p[1]])
+
+
+# A disc of radius 0.06 around (0.8, 0.3): about 1% of the box.
+DISC_CENTRE, DISC_RADIUS = np.array([0.8, 0.3]), 0.06
+
+
+def disc(p: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(p[0] + p[1]), np.array([np.sum((p - DISC_CENTRE) ** 2) - DISC_RADIUS ** 2])
+
+
+def started(f=product, constraints=PRODUCT, params=FAST, seed=0, n_init=6, **kw):
+    opt = make_optimizer("neural-cbo", UNIT, seed, params=params, constraints=constraints, **kw)
+    for x in initial_design(UNIT, n_init, seed):
+        opt.tell(x, *f(x))
+    return opt
+
+
+def run(opt, f, steps):
+    for _ in range(steps):
+        x = opt.ask()
+        opt.tell(x, *f(x))
+    return opt
+
+
+# -- the acquisition -----------------------------------------------------------------------------------
+def test_expected_improvement_matches_a_hand_computation():
+    mu, sigma, best = 0.2, 0.5, 0.5
+    z = (best - mu) / sigma                                        # 0.6
+    Phi = 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+    phi = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    hand = sigma * (z * Phi + phi)             # Φ(0.6) = 0.72575, φ(0.6) = 0.33322 (tables)
+    assert expected_improvement(np.array([mu]), np.array([sigma]), best)[0] == pytest.approx(hand, rel=1e-12)
+    assert hand == pytest.approx(0.5 * (0.6 * 0.72575 + 0.33322), abs=1e-5)
+    # below the incumbent EI is small but positive, and its log stays finite where EI underflows
+    z = np.array([-1.5, 0.0, 2.0, -3.0])
+    ei = expected_improvement(-z, np.ones(4), 0.0)
+    np.testing.assert_allclose(np.log(ei), log_expected_improvement(-z, np.ones(4), 0.0), rtol=1e-10)
+    far = log_expected_improvement(np.array([40.0]), np.array([1.0]), 0.0)[0]
+    assert expected_improvement(np.array([40.0]), np.array([1.0]), 0.0)[0] == 0.0
+    # h(z) ≈ φ(z)/z² (1 − 3/z²) for z → −∞
+    assert far == pytest.approx(-0.5 * 1600 - 0.5 * math.log(2 * math.pi) - 2 * math.log(40) + math.log(1 - 3 / 1600),
+                                abs=1e-4)
+
+
+def test_zero_sigma_guard():
+    mu = np.array([0.3, 0.7, 0.5])
+    np.testing.assert_array_equal(expected_improvement(mu, np.zeros(3), 0.5), [0.2, 0.0, 0.0])
+    np.testing.assert_allclose(log_expected_improvement(mu, np.zeros(3), 0.5), [math.log(0.2), -np.inf, -np.inf])
+    # exact constraints: probability of feasibility 1 or 0
+    np.testing.assert_array_equal(log_probability_of_feasibility(np.array([[-1.0], [0.0], [0.1]]), np.zeros((3, 1))),
+                                  [0.0, 0.0, -np.inf])
+
+
+# -- the optimiser -------------------------------------------------------------------------------------
+def test_finds_the_constrained_optimum_without_repeats():
+    opt = run(started(), product, 16)
+    X, y, C = opt.observed_constrained()
+    feasible = C[:, 0] <= 0
+    assert y[feasible].min() < math.sqrt(2) + 0.03, y[feasible].min()
+    unit = opt.evaluated_unit()
+    assert not any(is_duplicate(u, np.delete(unit, i, axis=0), opt.settings.duplicate_tol) for i, u in enumerate(unit))
+
+
+def test_finds_a_feasible_design_when_no_initial_point_is_feasible():
+    opt = started(disc, (Constraint("disc"),), n_init=8)
+    assert np.all(np.stack(opt.C)[:, 0] > 0), "the test needs an all-infeasible initial design"
+    modes = []
+    for _ in range(20):
+        x = opt.ask()
+        modes.append(opt.last_mode)
+        opt.tell(x, *disc(x))
+        if disc(x)[1][0] <= 0:
+            break
+    assert disc(x)[1][0] <= 0, "no feasible design found"
+    assert modes[0] == "feasibility"
+
+
+def test_known_constraints_are_never_violated():
+    # the black-box product constraint plus a known one, x <= 0.65 (the unconstrained optimum of the
+    # black-box problem, x = 0.707, violates it)
+    known = Constraint("left", function=lambda X: X[:, 0] - 0.65)
+    constraints = (Constraint("product"), known)
+
+    def f(p):
+        value, c = product(p)
+        return value, np.array([c[0], p[0] - 0.65])
+
+    opt = run(started(f, constraints), f, 10)
+    asked = np.stack(opt.X[6:])
+    assert np.all(asked[:, 0] <= 0.65), asked[:, 0].max()
+    # only known constraints: no network for them, still never violated
+    only = run(started(f=lambda p: (float(p[0] + p[1]), np.array([p[0] - 0.65])), constraints=(known,)),
+               lambda p: (float(p[0] + p[1]), np.array([p[0] - 0.65])), 4)
+    assert len(only.constraint_nets) == 0
+    assert np.all(np.stack(only.X[6:])[:, 0] <= 0.65)
+
+
+def test_works_without_constraints():
+    def f(p):
+        return float((p[0] - 0.3) ** 2 + (p[1] - 0.6) ** 2), None
+    opt = make_optimizer("neural-cbo", UNIT, 0, params=FAST)
+    for x in initial_design(UNIT, 6, 0):
+        opt.tell(x, f(x)[0])
+    first_best = min(opt.y)
+    for _ in range(8):
+        x = opt.ask()
+        opt.tell(x, f(x)[0])
+    assert opt.last_mode == "ei"
+    assert min(opt.y) < 0.5 * first_best
+
+
+@pytest.mark.parametrize("features", ["current", "initial"])
+def test_ask_is_deterministic_and_checkpoints_round_trip(features):
+    params = {**FAST, "features": features}
+
+    def started(seed=0):
+        opt = make_optimizer("neural-cbo", UNIT, seed, params=params, constraints=PRODUCT)
+        for x in initial_design(UNIT, 6, seed):
+            opt.tell(x, *product(x))
+        return opt
+
+    a, b = started(), started()
+    xa = a.ask()
+    np.testing.assert_array_equal(xa, b.ask())
+    np.testing.assert_array_equal(xa, a.ask())      # asking again without a tell: the same design
+    a.tell(xa, *product(xa))
+    restored = started()
+    restored.load_state_dict(a.state_dict())
+    restored.tell(xa, *product(xa))
+    xa2 = a.ask()
+    np.testing.assert_array_equal(xa2, restored.ask())
+    # a checkpoint taken right after an ask replays that ask
+    again = started()
+    again.tell(xa, *product(xa))
+    again.load_state_dict(a.state_dict())
+    np.testing.assert_array_equal(xa2, again.ask())
+    assert not np.allclose(started(seed=1).ask(), xa)
+
+
+def test_failed_evaluations_are_skipped():
+    opt = started()
+    x = opt.ask()
+    opt.tell(x, None)
+    x2 = opt.ask()
+    assert not np.allclose(x, x2)
+    opt.tell(x2, 1.0, None)     # no constraint values: unusable, recorded as failed
+    assert opt.y[-1] is None
+    opt.ask()
+
+
+# -- physics -------------------------------------------------------------------------------------------
+xs, ys = sp.symbols("x y")
+T = sp.Function("T")(xs, ys)
+LAPLACE = PDE(T.diff(xs, 2) + T.diff(ys, 2), rhs=0)
+BOX = Box((1.0, -2.0), (3.0, 5.0), ("x", "y"))
+PHYSICS = {**FAST, "physics": True, "pinn_hidden": [16, 16], "pinn_initial_steps": 150,
+           "pinn_steps_per_iteration": 10, "collocation_points": 128, "collocation_batch": 64}
+
+
+def harmonic(p: np.ndarray) -> tuple[float, np.ndarray]:
+    """Re (x + i y)³ / 10 (∇² = 0), inside an ellipse."""
+    return (float((p[0] ** 3 - 3 * p[0] * p[1] ** 2) / 10),
+            np.array([(p[0] - 2.0) ** 2 + (p[1] - 1.5) ** 2 / 9.0 - 1.0]))
+
+
+def test_physics_trains_the_pinn_objective_on_the_pde():
+    opt = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+    assert isinstance(opt.objective, PINNSurrogate) and len(opt.constraint_nets) == 1
+    for x in initial_design(BOX, 6, 0):
+        opt.tell(x, *harmonic(x))
+    X, y, _ = opt.observed_constrained()
+    mean, std = float(np.mean(y)), float(np.std(y))
+
+    def pde_residual():
+        r = opt.objective.residual(opt.objective.physical_model(mean, std), opt.objective.collocation)
+        return float((r / std).pow(2).mean())
+
+    before = pde_residual()
+    x = opt.ask()
+    assert pde_residual() < 0.2 * before
+    assert opt.objective.fitted and opt.objective.residual_scale is not None
+    # deterministic and checkpointed like the NTK networks
+    other = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+    for xi in initial_design(BOX, 6, 0):
+        other.tell(xi, *harmonic(xi))
+    np.testing.assert_array_equal(x, other.ask())
+    opt.tell(x, *harmonic(x))
+    other.tell(x, *harmonic(x))
+    restored = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+    for xi in [*initial_design(BOX, 6, 0), x]:
+        restored.tell(xi, *harmonic(xi))
+    restored.load_state_dict(opt.state_dict())
+    np.testing.assert_array_equal(opt.ask(), restored.ask())
+
+
+def test_physics_needs_a_pde():
+    with pytest.raises(MethodError, match=r"method_params\.physics: the problem declares no PDE"):
+        make_optimizer("neural-cbo", BOX, 0, params={"physics": True}, constraints=PRODUCT)
+
+
+# -- registration and validation ---------------------------------------------------------------------
+def test_registered_and_constraint_blind_methods_refused():
+    assert METHODS["neural-cbo"].handles_constraints and METHODS["gp-cei"].handles_constraints
+    for method in ("neural-bo", "pinn-bo", "gp-ei"):
+        with pytest.raises(MethodError, match=r"ignores constraints.*gp-cei.*neural-cbo"):
+            make_optimizer(method, UNIT, 0, constraints=PRODUCT)
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"constraint_beta": -1.0}, "constraint_beta"), ({"features": "final"}, "features"),
+    ({"pinn_hidden": []}, "pinn_hidden"), ({"physics": 1}, "physics"), ({"betta": 1}, "betta"),
+])
+def test_bad_parameters_name_the_field(params, field):
+    with pytest.raises(MethodError, match=rf"method_params\.{field}\b"):
+        make_optimizer("neural-cbo", UNIT, 0, params=params, constraints=PRODUCT)
+
+
+def test_smoke_parameters_are_valid():
+    opt = run(started(params=METHODS["neural-cbo"].SMOKE_PARAMS), product, 2)
+    assert len(opt.X) == 8
+
+
+def resumed_run_is_identical(tmp_path, method, params):
+    """A run stopped after 7 evaluations and resumed writes the log of an uninterrupted run, byte for
+    byte, without repeating an oracle call (checkpoint + deterministic re-asks, pinnbo.run)."""
+    from pinnbo.problem import Problem
+    from pinnbo.run import RunSettings, run as run_case
+
+    calls = []
+
+    def objective(p):
+        calls.append(list(p))
+        return product(p)[0], [product(p)[1][0]]
+
+    def problem():
+        return Problem("product", UNIT, objective, "minimize", optimum=math.sqrt(2), constraints=PRODUCT)
+
+    def settings(folder, budget=11, resume=False):
+        return RunSettings(budget=budget, initial_points=4, seed=3, output=folder, resume=resume,
+                           case={"seed": 3, "method": method})
+
+    def optimizer():
+        return make_optimizer(method, UNIT, 3, params=params, constraints=PRODUCT)
+
+    run_case(problem(), optimizer(), settings(tmp_path / "a"))
+    calls.clear()
+    run_case(problem(), optimizer(), settings(tmp_path / "b", budget=7))
+    run_case(problem(), optimizer(), settings(tmp_path / "b", resume=True))
+    assert len(calls) == 11
+    assert (tmp_path / "a" / "evaluations.jsonl").read_bytes() == (tmp_path / "b" / "evaluations.jsonl").read_bytes()
+
+
+def test_a_resumed_run_replays_identically(tmp_path):
+    resumed_run_is_identical(tmp_path, "neural-cbo", FAST)
