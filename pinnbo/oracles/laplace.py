@@ -283,12 +283,9 @@ class HeatPlate:
         return RegularGridInterpolator((xs, ys), nodes, method="linear")
 
     # ----------------------------------------------------------------------------- queries
-    def temperature(self, points) -> np.ndarray:
-        """T at ``points`` of shape (N, 2) (or one point (2,)) in the closed rectangle; shape (N,).
-
-        Interior: the interpolated field. On an edge: the Dirichlet data. At a corner: the mean
-        of the two edges' data there. Outside (beyond the edge tolerance): ValueError.
-        """
+    def _checked_points(self, points) -> np.ndarray:
+        """``points`` as an (N, 2) float array; ValueError for another shape, a non-finite
+        coordinate or a point outside the closed rectangle (beyond the edge tolerance)."""
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim == 1:
             pts = pts[None, :]
@@ -298,7 +295,7 @@ class HeatPlate:
             raise ValueError("points: coordinates must be finite")
         (x0, x1), (y0, y1) = self.bounds
         tx, ty = self._tolerance
-        x, y = pts[:, 0].copy(), pts[:, 1].copy()
+        x, y = pts[:, 0], pts[:, 1]
         outside = (x < x0 - tx) | (x > x1 + tx) | (y < y0 - ty) | (y > y1 + ty)
         if outside.any():
             k = int(np.argmax(outside))
@@ -306,6 +303,18 @@ class HeatPlate:
                 f"point ({x[k]:.17g}, {y[k]:.17g}) lies outside the plate "
                 f"[{x0:.17g}, {x1:.17g}] x [{y0:.17g}, {y1:.17g}]"
             )
+        return pts
+
+    def temperature(self, points) -> np.ndarray:
+        """T at ``points`` of shape (N, 2) (or one point (2,)) in the closed rectangle; shape (N,).
+
+        Interior: the interpolated field. On an edge: the Dirichlet data. At a corner: the mean
+        of the two edges' data there. Outside (beyond the edge tolerance): ValueError.
+        """
+        pts = self._checked_points(points)
+        (x0, x1), (y0, y1) = self.bounds
+        tx, ty = self._tolerance
+        x, y = pts[:, 0].copy(), pts[:, 1].copy()
         on_left, on_right = np.abs(x - x0) <= tx, np.abs(x - x1) <= tx
         on_bottom, on_top = np.abs(y - y0) <= ty, np.abs(y - y1) <= ty
         x[on_left], x[on_right] = x0, x1
@@ -344,23 +353,9 @@ class HeatPlate:
         gradient is unbounded and the value is merely large). Outside the closed rectangle:
         ValueError, as for :meth:`temperature`.
         """
-        pts = np.asarray(points, dtype=np.float64)
-        if pts.ndim == 1:
-            pts = pts[None, :]
-        if pts.ndim != 2 or pts.shape[1] != 2:
-            raise ValueError(f"points: expected shape (N, 2), got {np.shape(points)}")
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("points: coordinates must be finite")
+        pts = self._checked_points(points)
         (x0, x1), (y0, y1) = self.bounds
-        tx, ty = self._tolerance
         x, y = pts[:, 0], pts[:, 1]
-        outside = (x < x0 - tx) | (x > x1 + tx) | (y < y0 - ty) | (y > y1 + ty)
-        if outside.any():
-            k = int(np.argmax(outside))
-            raise ValueError(
-                f"point ({x[k]:.17g}, {y[k]:.17g}) lies outside the plate "
-                f"[{x0:.17g}, {x1:.17g}] x [{y0:.17g}, {y1:.17g}]"
-            )
         if self._gradient_interpolant is None:
             self._gradient_interpolant = self._build_gradient_interpolant()
         clipped = np.column_stack([np.clip(x, x0, x1), np.clip(y, y0, y1)])
