@@ -31,14 +31,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# REFERENCES §1: hidden layers × width, learning rate, epochs per update (Adam, float64, N_r = 40 000).
-AUTHORS = {
-    "dropwave": ((50, 50, 50), 1e-3, 100),
-    "styblinski_tang": ((500,), 0.02, 500),
-    "rastrigin": ((50, 50, 50), 0.01, 200),
-    "michalewicz": ((50, 50, 50), 0.01, 200),
-    "cosine_mixture": ((50, 50, 50), 0.01, 200),
-}
+from synthetic_timing import AUTHORS  # REFERENCES §1: their network, learning rate, epochs per update
 
 
 def judge(optimizer, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, f_test: np.ndarray, optimum: float) -> dict:

@@ -46,16 +46,24 @@ def smoke_requested(flag: bool) -> bool:
     return flag or os.environ.get("PINNBO_SMOKE", "") not in ("", "0", "false")
 
 
+# Overrides shared by run, bench, ask and tell (one definition, so their help never drifts apart).
+SEED_OPTION = typer.Option(None, help="Override the case's seed.")
+BUDGET_OPTION = typer.Option(None, help="Override the total number of evaluations.")
+OUTPUT_OPTION = typer.Option(None, help="Results folder (default results/<name>).")
+DEVICE_OPTION = typer.Option(None, help="cpu, cuda or cuda:N.")
+SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1).")
+
+
 @app.command()
 def run(
     case: Path = typer.Argument(..., help="Case file (YAML), e.g. cases/heat_bc1.yaml"),
-    seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
-    budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
-    output: Optional[Path] = typer.Option(None, help="Results folder (default results/<name>)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
+    seed: Optional[int] = SEED_OPTION,
+    budget: Optional[int] = BUDGET_OPTION,
+    output: Optional[Path] = OUTPUT_OPTION,
+    device: Optional[str] = DEVICE_OPTION,
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of an earlier run."),
-    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+    smoke: bool = SMOKE_OPTION,
     quiet: bool = typer.Option(False, "--quiet", help="No live display."),
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
@@ -121,8 +129,8 @@ def bench(
     params: Optional[str] = typer.Option(None, help='Per-method overrides as JSON, e.g. \'{"pinn-bo": {"pde_weight": 0.5}}\'.'),
     reference: Optional[str] = typer.Option(None, help="Method tested against every other one (default pinn-bo; "
                                             "neural-cbo for a constrained case)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
-    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+    device: Optional[str] = DEVICE_OPTION,
+    smoke: bool = SMOKE_OPTION,
     quiet: bool = typer.Option(False, "--quiet", help="No live display or tables."),
 ) -> None:
     """Compare methods over seeds on cases: curves, table with tests, figure; restart to continue."""
@@ -209,11 +217,11 @@ def _case_for_asktell(case: Path, seed, budget, output, device, smoke):
 @app.command()
 def ask(
     case: Path = CASE_ARGUMENT,
-    seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
-    budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
-    output: Optional[Path] = typer.Option(None, help="Results folder (default results/<name>)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
-    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+    seed: Optional[int] = SEED_OPTION,
+    budget: Optional[int] = BUDGET_OPTION,
+    output: Optional[Path] = OUTPUT_OPTION,
+    device: Optional[str] = DEVICE_OPTION,
+    smoke: bool = SMOKE_OPTION,
 ) -> None:
     """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
     from pinnbo.asktell import ask as ask_next
@@ -235,11 +243,11 @@ def tell(
     json_text: Optional[str] = typer.Option(None, "--json", help='Instead: {"x": [...], "y": value, '
                                             '"constraints": {name: value}}.'),
     failed: Optional[str] = typer.Option(None, "--failed", help="The measurement failed: the reason."),
-    seed: Optional[int] = typer.Option(None, help="Override the case's seed."),
-    budget: Optional[int] = typer.Option(None, help="Override the total number of evaluations."),
-    output: Optional[Path] = typer.Option(None, help="Results folder (default results/<name>)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda or cuda:N."),
-    smoke: bool = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1)."),
+    seed: Optional[int] = SEED_OPTION,
+    budget: Optional[int] = BUDGET_OPTION,
+    output: Optional[Path] = OUTPUT_OPTION,
+    device: Optional[str] = DEVICE_OPTION,
+    smoke: bool = SMOKE_OPTION,
 ) -> None:
     """Record the measurement of the pending design (from pinnbo ask)."""
     from pinnbo.asktell import TellError, parse_json, parse_y

@@ -109,6 +109,34 @@ class NeuralBOSettings(MethodSettings):
     WIDTHS = ("hidden",)
 
 
+
+def unit_to_z(u: np.ndarray | torch.Tensor, input_scale: float, dtype: torch.dtype, device) -> torch.Tensor:
+    """Network coordinates z = s (2u − 1) of unit-box points ``u`` (n, d)."""
+    return input_scale * (2.0 * torch.as_tensor(u, dtype=dtype, device=device) - 1.0)
+
+
+def update_precisions(optimizer, networks: list, Z: torch.Tensor) -> None:
+    """Bring every network's U up to date with ``optimizer``'s observed designs ``Z`` (n, d).
+
+    ``features: current``: features move with θ, so U is rebuilt from every observation at the
+    trained parameters. ``initial``: θ0 features never change, so only the observations told since
+    the last update (``optimizer._absorbed``) are added, one at a time, so that rebuilding after a
+    checkpoint load repeats the same floating-point operations exactly. Used by Neural-BO and by
+    Neural-CBO's networks.
+    """
+    if optimizer.settings.features == "current":
+        for net in networks:
+            net.reset_precision()
+            net.precision.update(net.features(Z))
+    else:
+        for i in range(optimizer._absorbed, optimizer.n_told):
+            if optimizer.y[i] is None:
+                continue
+            z = optimizer._unit_to_z(optimizer.domain.to_unit(optimizer.X[i])[None, :])
+            for net in networks:
+                net.precision.update(net.features(z)[0])
+    optimizer._absorbed = optimizer.n_told
+
 class NTKNetwork:
     """One Neural-BO network on its own: the NTK-parametrised MLP with h(x; θ0) = 0, θ0, its Adam,
     the NTK features g and the precision U (module docstring).
@@ -240,24 +268,11 @@ class NeuralBO(Optimizer):
         self._absorbed = 0   # told entries (failed included) already added to U
 
     def _unit_to_z(self, u: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return self.settings.input_scale * (2.0 * torch.as_tensor(u, dtype=self.dtype, device=self.device) - 1.0)
+        return unit_to_z(u, self.settings.input_scale, self.dtype, self.device)
 
     def _update_precision(self, Z: torch.Tensor) -> None:
         """Bring U up to date with the observed designs ``Z`` (n, d) in network coordinates."""
-        if self.settings.features == "current":
-            # Features move with θ: U is rebuilt from every observation at the trained parameters.
-            self._reset_precision()
-            self.precision.update(self.features(Z))
-            self._absorbed = self.n_told
-            return
-        # θ0 features never change: absorb only the new observations, one at a time, so that
-        # rebuilding after a checkpoint load repeats the same floating-point operations exactly.
-        for i in range(self._absorbed, self.n_told):
-            if self.y[i] is None:
-                continue
-            z = self._unit_to_z(self.domain.to_unit(self.X[i])[None, :])
-            self.precision.update(self.features(z)[0])
-        self._absorbed = self.n_told
+        update_precisions(self, [self.net], Z)
 
     # -- training -----------------------------------------------------------------------------------
     def _fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:

@@ -129,7 +129,7 @@ from pinnbo.acquisition import is_duplicate
 from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
 )
-from pinnbo.optimizers.neural_bo import FEATURES, NTKNetwork, candidate_pool
+from pinnbo.optimizers.neural_bo import FEATURES, NTKNetwork, candidate_pool, unit_to_z, update_precisions
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.surrogates.ntk import INVERSE_MODES
 
@@ -277,7 +277,7 @@ class NeuralCBO(Optimizer):
 
     # -- coordinates --------------------------------------------------------------------------------------
     def _unit_to_z(self, u: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return self.settings.input_scale * (2.0 * torch.as_tensor(u, dtype=self.dtype, device=self.device) - 1.0)
+        return unit_to_z(u, self.settings.input_scale, self.dtype, self.device)
 
     def _known_values(self, unit: np.ndarray) -> np.ndarray:
         """Known constraints at unit-box points (N, d) → (N, K_known), exact."""
@@ -288,21 +288,7 @@ class NeuralCBO(Optimizer):
     # -- U over the told designs ----------------------------------------------------------------------------
     def _update_precisions(self, Z: torch.Tensor) -> None:
         """Bring every NTK network's U up to date with the observed designs ``Z`` (n, d)."""
-        if self.settings.features == "current":
-            for net in self.ntk_networks:
-                net.reset_precision()
-                net.precision.update(net.features(Z))
-            self._absorbed = self.n_told
-            return
-        # θ0 features never change: absorb the new observations one at a time (as Neural-BO does),
-        # so rebuilding after a checkpoint load repeats the same floating-point operations.
-        for i in range(self._absorbed, self.n_told):
-            if self.y[i] is None:
-                continue
-            z = self._unit_to_z(self.domain.to_unit(self.X[i])[None, :])
-            for net in self.ntk_networks:
-                net.precision.update(net.features(z)[0])
-        self._absorbed = self.n_told
+        update_precisions(self, self.ntk_networks, Z)
 
     # -- the surrogates ---------------------------------------------------------------------------------------
     def _fit(self, X: np.ndarray, y: np.ndarray, C: np.ndarray) -> dict:
