@@ -94,7 +94,7 @@ def run(
         err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
                           f"Continue with: pinnbo run {case} --resume{again}" + (" --smoke" if loaded.smoke else ""),
                           soft_wrap=True, highlight=False, markup=False)
-        raise typer.Exit(130)
+        raise typer.Exit(143 if exc.terminated else 130)
     summary = write_report(history, problem, loaded.to_dict())
     constrained = "n_feasible" in summary
     if summary["best"]:
@@ -284,8 +284,14 @@ def tell(
 
 
 def main() -> None:
+    from pinnbo.interrupts import Terminated, terminate_as_interrupt
+
+    terminate_as_interrupt()
     try:
         app()
+    except Terminated:
+        err_console.print("terminated")
+        sys.exit(143)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)

@@ -1,4 +1,4 @@
-"""Ctrl-C that waits for a critical section: a record and its checkpoint, a worker's cleanup."""
+"""Ctrl-C (and SIGTERM) that waits for a critical section: a record and its checkpoint, a worker's cleanup."""
 
 from __future__ import annotations
 
@@ -8,18 +8,40 @@ import threading
 from typing import Iterator
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C so every path that stops cleanly on Ctrl-C (the run loop, the
+    bench's pool, the timeout worker) stops cleanly on a scheduler's or a container's SIGTERM too."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+def terminate_as_interrupt() -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread (a no-op elsewhere)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 @contextlib.contextmanager
 def held_interrupts() -> Iterator[None]:
-    """Defer SIGINT until the block is done, then deliver it (KeyboardInterrupt with Python's
-    default handler). Outside the main thread, where signal handlers cannot be set, a no-op."""
+    """Defer SIGINT and SIGTERM until the block is done, then deliver them (KeyboardInterrupt with
+    Python's default SIGINT handler). Outside the main thread, where signal handlers cannot be set,
+    a no-op."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if received and callable(previous):
-        previous(signal.SIGINT, None)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    for sig in dict.fromkeys(received):
+        handler = previous[sig]
+        if callable(handler):
+            handler(sig, None)
+        elif handler == signal.SIG_DFL and sig == signal.SIGTERM:
+            signal.raise_signal(sig)

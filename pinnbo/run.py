@@ -62,7 +62,11 @@ class RunObserver(Protocol):
 
 
 class RunInterrupted(Exception):
-    """Ctrl-C during a run: every completed evaluation is on disk."""
+    """Ctrl-C (or SIGTERM: ``terminated``) during a run: every completed evaluation is on disk."""
+
+    def __init__(self, message: str, terminated: bool = False) -> None:
+        super().__init__(message)
+        self.terminated = terminated
 
 
 def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str,
@@ -286,8 +290,12 @@ def _loop(problem: Problem, optimizer: Optimizer, settings: RunSettings, history
             commit(history, optimizer, record, timing, n_init)
             if observer is not None:
                 observer.on_evaluation(record, timing, history)
-    except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted after {len(history)} evaluations") from None
+    except KeyboardInterrupt as exc:
+        from pinnbo.interrupts import Terminated
+
+        terminated = isinstance(exc, Terminated)
+        word = "terminated" if terminated else "interrupted"
+        raise RunInterrupted(f"{word} after {len(history)} evaluations", terminated) from None
     if observer is not None:
         observer.on_finish(history)
     return history

@@ -94,6 +94,49 @@ def test_ctrl_c_in_an_oracle_under_timeout_exits_130_and_resumes(tmp_path, refer
     assert calls(log) == {"start": BUDGET + 1, "done": BUDGET}
 
 
+def test_sigterm_in_an_oracle_under_timeout_exits_143_and_resumes(tmp_path, reference):
+    """SIGTERM (a scheduler's or container's stop) is a clean stop like Ctrl-C: the oracle worker is
+    stopped, the evaluations before it are on disk, exit 143, and the resume completes exactly."""
+    case = write_case(tmp_path, timeout=60)
+    log, out = tmp_path / "calls.log", tmp_path / "out"
+    process = start_cli("run", str(case), "--quiet", PINNBO_TEST_HANG_AT="5")
+    hang = Path(str(log) + ".hang")
+    wait_for(lambda: hang.exists() and hang.read_text().strip().isdigit(), process=process)
+    worker = int(hang.read_text())
+    os.kill(process.pid, signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert "terminated after 5 evaluations" in stderr and "--resume" in stderr
+    deadline = time.monotonic() + 5
+    while pid_alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(worker), "the hung oracle worker outlived the terminated run"
+    assert line_count(out / "evaluations.jsonl") == 5
+    result = cli("run", str(case), "--resume", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert (out / "evaluations.jsonl").read_bytes() == reference
+    assert calls(log) == {"start": BUDGET + 1, "done": BUDGET}
+
+
+def test_sigterm_while_a_record_is_written_waits_for_it():
+    """SIGTERM inside the record/tell/checkpoint section is delivered once the section is done."""
+    from pinnbo.interrupts import Terminated, terminate_as_interrupt
+
+    previous = signal.getsignal(signal.SIGTERM)
+    terminate_as_interrupt()
+    done = []
+    try:
+        with pytest.raises(Terminated):
+            with held_interrupts():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                done.append(True)
+        assert done == [True]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_ctrl_c_in_an_in_process_oracle_is_not_a_failed_evaluation(tmp_path, reference, monkeypatch):
     """Without a timeout the oracle runs in the runner's process and receives the KeyboardInterrupt
     itself: the call is not recorded (failed or otherwise), exit 130, and the resume redoes it."""

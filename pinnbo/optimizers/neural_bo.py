@@ -189,6 +189,22 @@ class NTKNetwork:
             prior = 0.5 * s.regularization * prior
             (data + prior).backward()
             self.adam.step()
+        polish = getattr(s, "polish_iterations", 0)
+        if polish > 0:
+            # Adam at a fixed learning rate stalls at a noise floor of the loss; full-batch L-BFGS
+            # from there converges on the same objective (a few hundred parameters, n <= a few hundred).
+            lbfgs = torch.optim.LBFGS(self.model.parameters(), lr=1.0, max_iter=polish, history_size=20,
+                                      line_search_fn="strong_wolfe", tolerance_grad=1e-10, tolerance_change=1e-14)
+
+            def closure():
+                lbfgs.zero_grad(set_to_none=True)
+                data = 0.5 * (self.model(Z) - targets).pow(2).sum()
+                prior = sum((p - p0).pow(2).sum() for p, p0 in zip(self.model.parameters(), theta0))
+                loss = data + 0.5 * s.regularization * prior
+                loss.backward()
+                return loss
+
+            lbfgs.step(closure)
         self.fitted = True
 
     # -- scoring ------------------------------------------------------------------------------------
