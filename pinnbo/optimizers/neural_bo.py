@@ -178,16 +178,20 @@ class NTKNetwork:
     # -- training -----------------------------------------------------------------------------------
     def fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
         """Adam on ½ Σ (h(z_i) − ỹ_i)² + ½ λ ‖θ − θ0‖²: ``initial_steps`` the first time, then
-        ``steps_per_iteration`` warm-started steps."""
+        ``steps_per_iteration`` warm-started steps; then ``polish_iterations`` of L-BFGS if the
+        settings have them (Neural-CBO)."""
         s = self.settings
         steps = s.steps_per_iteration if self.fitted else s.initial_steps
         theta0 = [self.theta0[name] for name, _ in self.model.named_parameters()]
-        for _ in range(steps):
-            self.adam.zero_grad(set_to_none=True)
+
+        def loss() -> torch.Tensor:
             data = 0.5 * (self.model(Z) - targets).pow(2).sum()
             prior = sum((p - p0).pow(2).sum() for p, p0 in zip(self.model.parameters(), theta0))
-            prior = 0.5 * s.regularization * prior
-            (data + prior).backward()
+            return data + 0.5 * s.regularization * prior
+
+        for _ in range(steps):
+            self.adam.zero_grad(set_to_none=True)
+            loss().backward()
             self.adam.step()
         polish = getattr(s, "polish_iterations", 0)
         if polish > 0:
@@ -196,13 +200,11 @@ class NTKNetwork:
             lbfgs = torch.optim.LBFGS(self.model.parameters(), lr=1.0, max_iter=polish, history_size=20,
                                       line_search_fn="strong_wolfe", tolerance_grad=1e-10, tolerance_change=1e-14)
 
-            def closure():
+            def closure() -> torch.Tensor:
                 lbfgs.zero_grad(set_to_none=True)
-                data = 0.5 * (self.model(Z) - targets).pow(2).sum()
-                prior = sum((p - p0).pow(2).sum() for p, p0 in zip(self.model.parameters(), theta0))
-                loss = data + 0.5 * s.regularization * prior
-                loss.backward()
-                return loss
+                value = loss()
+                value.backward()
+                return value
 
             lbfgs.step(closure)
         self.fitted = True

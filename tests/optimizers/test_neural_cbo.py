@@ -95,6 +95,42 @@ def test_finds_the_constrained_optimum_without_repeats():
     assert not any(is_duplicate(u, np.delete(unit, i, axis=0), opt.settings.duplicate_tol) for i, u in enumerate(unit))
 
 
+def test_the_lbfgs_polish_lowers_the_training_loss():
+    """Adam at a fixed learning rate stalls; the polish converges further on the same loss."""
+    import torch
+
+    from pinnbo.optimizers.base import torch_generator
+    from pinnbo.optimizers.neural_bo import NTKNetwork
+    from pinnbo.optimizers.neural_cbo import NeuralCBOSettings
+
+    Z = torch.as_tensor(np.random.default_rng(0).uniform(-1, 1, (40, 2)))
+    y = torch.sin(3 * Z[:, 0]) * Z[:, 1] + Z[:, 0] ** 2
+    losses = []
+    for polish in (0, 50):
+        s = NeuralCBOSettings(hidden=(32,), initial_steps=200, polish_iterations=polish)
+        net = NTKNetwork(2, s, torch_generator(0, "polish-test"))
+        net.fit(Z, y)
+        with torch.no_grad():
+            prior = sum((p - net.theta0[n]).pow(2).sum() for n, p in net.model.named_parameters())
+            losses.append(float(0.5 * (net.model(Z) - y).pow(2).sum() + 0.5 * s.regularization * prior))
+    assert losses[1] < 0.5 * losses[0], losses
+
+
+def test_the_refinement_keeps_the_lcb_mask_and_never_lowers_ei():
+    opt = started(params={**FAST, "refine_rounds": 6, "refine_candidates": 32})
+    refined = 0
+    for _ in range(6):
+        x = opt.ask()
+        if opt.last_mode == "ei" and opt.last_refinement is not None:
+            r = opt.last_refinement
+            assert r["log_ei"] >= r["pool_log_ei"]
+            refined += r["log_ei"] > r["pool_log_ei"]
+            mu, sigma = opt._constraint_moments(opt.domain.to_unit(x[None]), r["scalings"]["constraints"])
+            assert np.all(mu - opt.settings.constraint_beta * sigma <= 0)
+        opt.tell(x, *product(x))
+    assert refined >= 1, "the refinement never improved on the pool's winner"
+
+
 def test_finds_a_feasible_design_when_no_initial_point_is_feasible():
     opt = started(disc, (Constraint("disc"),), n_init=8)
     assert np.all(np.stack(opt.C)[:, 0] > 0), "the test needs an all-infeasible initial design"
