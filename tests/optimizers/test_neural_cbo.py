@@ -116,6 +116,24 @@ def test_the_lbfgs_polish_lowers_the_training_loss():
     assert losses[1] < 0.5 * losses[0], losses
 
 
+def test_the_power_warp_is_monotone_and_compresses_a_heavy_tail():
+    from pinnbo.optimizers.neural_cbo import _power_warp
+
+    y = np.exp(np.random.default_rng(1).normal(0.0, 1.5, 60))      # log-normal: heavy right tail
+    w = _power_warp(y)
+    order = np.argsort(y)
+    assert np.all(np.diff(w[order]) > 0)                              # minimising w minimises y
+    z = (y - y.mean()) / y.std()
+    skew = lambda v: float(np.mean(((v - v.mean()) / v.std()) ** 3))   # noqa: E731
+    assert abs(skew(w)) < 0.5 * skew(z)
+    # the low end is spread out: the gap between the two smallest values grows relative to the range
+    lo = np.sort(w)
+    zz = np.sort(z)
+    assert (lo[1] - lo[0]) / np.ptp(w) > (zz[1] - zz[0]) / np.ptp(z)
+    opt = started(params={**FAST, "objective_warp": "power"})
+    assert opt.ask().shape == (2,)
+
+
 def test_the_refinement_keeps_the_lcb_mask_and_never_lowers_ei():
     opt = started(params={**FAST, "refine_rounds": 6, "refine_candidates": 32})
     refined = 0
