@@ -33,6 +33,13 @@ def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
     return bool(np.min(np.max(np.abs(evaluated_unit - u), axis=1)) < tol)
 
 
+def farthest_from(points: np.ndarray, evaluated_unit: np.ndarray) -> int:
+    """Index of the row of ``points`` (N, d) whose sup-norm distance to the nearest evaluated design
+    is largest: the fallback when every candidate repeats an evaluated design."""
+    gaps = np.min(np.max(np.abs(points[:, None, :] - evaluated_unit[None, :, :]), axis=2), axis=1)
+    return int(np.argmax(gaps))
+
+
 def _evaluate(fn: SurrogateFn, points: torch.Tensor, batch: int) -> torch.Tensor:
     with torch.no_grad():
         return torch.cat([fn(points[i:i + batch]).reshape(-1) for i in range(0, len(points), batch)])
@@ -81,8 +88,7 @@ def minimize_surrogate(
             return Proposal(candidates[i], float(candidate_values[i]))
     # Every candidate repeats an evaluated design: take the pool point farthest from all of them.
     pool_np = pool.detach().cpu().double().numpy()
-    gaps = np.min(np.max(np.abs(pool_np[:, None, :] - evaluated_unit[None, :, :]), axis=2), axis=1)
-    i = int(np.argmax(gaps))
+    i = farthest_from(pool_np, evaluated_unit)
     return Proposal(pool_np[i], float(values[i]))
 
 

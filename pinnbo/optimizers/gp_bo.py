@@ -44,7 +44,7 @@ from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConf
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 
-from pinnbo.acquisition import _nudged, is_duplicate
+from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit
 from pinnbo.surrogates.gp import fit_gp
 
@@ -187,8 +187,7 @@ class GPBO(Optimizer):
                 choice = _best_new(pool, pool_values.detach().cpu().double().numpy(), evaluated, s.duplicate_tol)
                 if choice is not None:
                     return choice
-        gaps = np.min(np.max(np.abs(pool[:, None, :] - evaluated[None, :, :]), axis=2), axis=1)
-        return pool[int(np.argmax(gaps))]
+        return pool[farthest_from(pool, evaluated)]
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -72,7 +72,7 @@ from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from pinnbo.acquisition import _nudged, is_duplicate
+from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
 from pinnbo.optimizers.base import Optimizer, derived_seed, sobol_unit
 from pinnbo.optimizers.gp_bo import GPSettings
 
@@ -286,5 +286,4 @@ def _best_allowed(points: np.ndarray, values: np.ndarray, violation: np.ndarray,
     for i in np.lexsort((-score, violation)):
         if not is_duplicate(points[i], evaluated, tol):
             return points[i]
-    gaps = np.min(np.max(np.abs(points[:, None, :] - evaluated[None, :, :]), axis=2), axis=1)
-    return points[int(np.argmax(gaps))]
+    return points[farthest_from(points, evaluated)]

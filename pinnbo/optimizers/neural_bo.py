@@ -68,7 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pinnbo.acquisition import is_duplicate
+from pinnbo.acquisition import farthest_from, is_duplicate
 from pinnbo.optimizers.base import (
     DTYPES, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
 )
@@ -109,7 +109,6 @@ class NeuralBOSettings(MethodSettings):
     WIDTHS = ("hidden",)
 
 
-
 def unit_to_z(u: np.ndarray | torch.Tensor, input_scale: float, dtype: torch.dtype, device) -> torch.Tensor:
     """Network coordinates z = s (2u − 1) of unit-box points ``u`` (n, d)."""
     return input_scale * (2.0 * torch.as_tensor(u, dtype=dtype, device=device) - 1.0)
@@ -137,6 +136,7 @@ def update_precisions(optimizer, networks: list, Z: torch.Tensor) -> None:
                 net.precision.update(net.features(z)[0])
     optimizer._absorbed = optimizer.n_told
 
+
 class NTKNetwork:
     """One Neural-BO network on its own: the NTK-parametrised MLP with h(x; θ0) = 0, θ0, its Adam,
     the NTK features g and the precision U (module docstring).
@@ -144,7 +144,8 @@ class NTKNetwork:
     Used by :class:`NeuralBO` and, one per output, by Neural-CBO (:mod:`pinnbo.optimizers.neural_cbo`).
     ``settings`` supplies ``hidden``, ``regularization``, ``features``, ``inverse``,
     ``exact_max_parameters``, ``learning_rate``, ``initial_steps``, ``steps_per_iteration``,
-    ``feature_batch`` and optionally ``bias_scale`` (default 0.1, :class:`pinnbo.surrogates.mlp.MLP`)
+    ``feature_batch`` and optionally ``bias_scale`` (default 0.1, :class:`pinnbo.surrogates.mlp.MLP`) and
+    ``polish_iterations`` (default 0: no L-BFGS after Adam)
     (a :class:`NeuralBOSettings` or any object with those fields); ``generator``
     draws the initial weights. Inputs are network coordinates z (the caller maps the box there).
     """
@@ -333,8 +334,7 @@ class NeuralBO(Optimizer):
         for i in np.argsort(sample, kind="stable"):
             if not is_duplicate(pool[i], evaluated, s.duplicate_tol):
                 return self.domain.from_unit(pool[i])
-        gaps = np.min(np.max(np.abs(pool[:, None, :] - evaluated[None, :, :]), axis=2), axis=1)
-        return self.domain.from_unit(pool[int(np.argmax(gaps))])
+        return self.domain.from_unit(pool[farthest_from(pool, evaluated)])
 
     # -- checkpoints --------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -66,7 +66,8 @@ Decisions (REFERENCES §3 marks them **decide**):
   deviation starting at half the pool's Sobol spacing and halving each round, accepted only if
   LCB-feasible, known-feasible, not a repeat and higher in EI): the pool's spacing (0.02 of the box
   in 2-D, 0.34 in 7-D) otherwise bounds how precisely the optimum is located, and EI under a hard
-  LCB mask has no useful gradient at the mask's edge, where constrained optima sit. Designs within ``duplicate_tol`` (sup norm, unit box) of an evaluated one are skipped
+  LCB mask has no useful gradient at the mask's edge, where constrained optima sit. Designs within
+  ``duplicate_tol`` (sup norm, unit box) of an evaluated one are skipped
   (:func:`pinnbo.acquisition.is_duplicate`, REFERENCES §6.1).
 - K = 0: plain EI with the neural mean and NTK variance (every observation is feasible).
 
@@ -142,7 +143,7 @@ import numpy as np
 import torch
 from scipy.special import erfcx, log_ndtr, ndtr
 
-from pinnbo.acquisition import is_duplicate
+from pinnbo.acquisition import farthest_from, is_duplicate
 from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
 )
@@ -307,6 +308,17 @@ class NeuralCBO(Optimizer):
         cols = [np.asarray(self.constraints[i].function(X), dtype=np.float64).reshape(len(X)) for i in self.known]
         return np.stack(cols, axis=1) if cols else np.zeros((len(X), 0))
 
+    def _known_violation(self, unit: np.ndarray, violation_scale: np.ndarray) -> np.ndarray:
+        """Total violation of the known constraints at unit points (N, d) → (N,), each constraint in
+        units of its observed std (``violation_scale``, one entry per constraint); 0 where satisfied."""
+        if not self.known:
+            return np.zeros(len(unit))
+        return (np.maximum(self._known_values(unit), 0.0) / violation_scale[self.known]).sum(axis=1)
+
+    def _lcb_feasible(self, mu_c: np.ndarray, sigma_c: np.ndarray) -> np.ndarray:
+        """Every black-box constraint's LCB μ − β_c σ <= 0, per row of the (N, K) moments → (N,)."""
+        return np.all(mu_c - self.settings.constraint_beta * sigma_c <= 0.0, axis=1)
+
     # -- U over the told designs ----------------------------------------------------------------------------
     def _update_precisions(self, Z: torch.Tensor) -> None:
         """Bring every NTK network's U up to date with the observed designs ``Z`` (n, d)."""
@@ -403,9 +415,7 @@ class NeuralCBO(Optimizer):
                               self.rng("local-candidates"))
 
         mu_c, sigma_c = self._constraint_moments(pool, scalings["constraints"])
-        known = self._known_values(pool)
-        known_violation = (np.maximum(known, 0.0) / violation_scale[self.known]).sum(axis=1) if self.known \
-            else np.zeros(len(pool))
+        known_violation = self._known_violation(pool, violation_scale)
         known_ok = known_violation == 0.0
         log_pof = log_probability_of_feasibility(mu_c, sigma_c)
         mean_violation = (np.maximum(mu_c, 0.0) / violation_scale[self.blackbox]).sum(axis=1) if self.blackbox \
@@ -425,7 +435,7 @@ class NeuralCBO(Optimizer):
             incumbent = feasible if feasible.any() else np.ones(len(y), dtype=bool)
             f_best = float(mu_obs[incumbent].min())
             log_ei = log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best)
-            lcb_ok = np.all(mu_c - s.constraint_beta * sigma_c <= 0.0, axis=1) & known_ok
+            lcb_ok = self._lcb_feasible(mu_c, sigma_c) & known_ok
             tiers = [(lcb_ok, (-log_ei,)), (known_ok & ~lcb_ok, feasibility), (~known_ok, last_resort)]
         order = np.concatenate([np.flatnonzero(mask)[np.lexsort(tuple(key[mask] for key in keys))]
                                 for mask, keys in tiers])
@@ -438,8 +448,7 @@ class NeuralCBO(Optimizer):
                                             "scalings": scalings}
                     return self.domain.from_unit(refined)
                 return self.domain.from_unit(pool[i])
-        gaps = np.min(np.max(np.abs(pool[:, None, :] - evaluated[None, :, :]), axis=2), axis=1)
-        return self.domain.from_unit(pool[int(np.argmax(gaps))])
+        return self.domain.from_unit(pool[farthest_from(pool, evaluated)])
 
     def _refine(self, start: np.ndarray, start_log_ei: float, scalings: dict, X: np.ndarray, f_best: float,
                 evaluated: np.ndarray, violation_scale: np.ndarray) -> tuple[np.ndarray, float]:
@@ -460,10 +469,8 @@ class NeuralCBO(Optimizer):
         scale = 0.5 * s.n_candidates ** (-1.0 / d)
         for _ in range(s.refine_rounds):
             cand = np.clip(best + scale * rng.standard_normal((s.refine_candidates, d)), 0.0, 1.0)
-            mu_c, sigma_c = self._constraint_moments(cand, scalings["constraints"])
-            ok = np.all(mu_c - s.constraint_beta * sigma_c <= 0.0, axis=1)
-            if self.known:
-                ok &= (np.maximum(self._known_values(cand), 0.0) / violation_scale[self.known]).sum(axis=1) == 0.0
+            ok = self._lcb_feasible(*self._constraint_moments(cand, scalings["constraints"]))
+            ok &= self._known_violation(cand, violation_scale) == 0.0
             mu_f, sigma_f = self._objective_moments(cand, X)
             score = np.where(ok, log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best), -np.inf)
             for j in np.argsort(-score, kind="stable"):

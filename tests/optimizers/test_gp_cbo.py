@@ -19,36 +19,15 @@ from pinnbo.acquisition import is_duplicate
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
 from pinnbo.optimizers.base import initial_design
 from pinnbo.optimizers.gp_cbo import FastLogCEI, fit_outputs
-from pinnbo.problem import Box, Constraint
+from pinnbo.problem import Constraint
+from tests.optimizers.constrained import PRODUCT, UNIT, disc, product, run
+from tests.optimizers.constrained import started as started_with
 
-UNIT = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
 FAST = {"num_restarts": 4, "raw_samples": 128, "maxiter": 50}
-PRODUCT = (Constraint("product"),)
 
 
-def product(p: np.ndarray) -> tuple[float, np.ndarray]:
-    return float(p[0] + p[1]), np.array([0.5 - p[0] * p[1]])
-
-
-DISC_CENTRE, DISC_RADIUS = np.array([0.8, 0.3]), 0.06     # about 1% of the box
-
-
-def disc(p: np.ndarray) -> tuple[float, np.ndarray]:
-    return float(p[0] + p[1]), np.array([np.sum((p - DISC_CENTRE) ** 2) - DISC_RADIUS ** 2])
-
-
-def started(f=product, constraints=PRODUCT, params=FAST, seed=0, n_init=6):
-    opt = make_optimizer("gp-cei", UNIT, seed, params=params, constraints=constraints)
-    for x in initial_design(UNIT, n_init, seed):
-        opt.tell(x, *f(x))
-    return opt
-
-
-def run(opt, f, steps):
-    for _ in range(steps):
-        x = opt.ask()
-        opt.tell(x, *f(x))
-    return opt
+def started(f=product, constraints=PRODUCT, params=FAST, seed=0, n_init=6, **kw):
+    return started_with("gp-cei", f, constraints, params, seed, n_init, **kw)
 
 
 def test_pointwise_moments_equal_botorch_batch_mode():

@@ -23,37 +23,15 @@ from pinnbo.optimizers.neural_cbo import (
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Constraint
+from tests.optimizers.constrained import PRODUCT, UNIT, disc, product, run
+from tests.optimizers.constrained import started as started_with
 
-UNIT = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
 FAST = {"hidden": [32], "initial_steps": 200, "steps_per_iteration": 30, "n_candidates": 512,
         "local_candidates": 64}
-PRODUCT = (Constraint("product"),)
-
-
-def product(p: np.ndarray) -> tuple[float, np.ndarray]:
-    return float(p[0] + p[1]), np.array([0.5 - p[0] * p[1]])
-
-
-# A disc of radius 0.06 around (0.8, 0.3): about 1% of the box.
-DISC_CENTRE, DISC_RADIUS = np.array([0.8, 0.3]), 0.06
-
-
-def disc(p: np.ndarray) -> tuple[float, np.ndarray]:
-    return float(p[0] + p[1]), np.array([np.sum((p - DISC_CENTRE) ** 2) - DISC_RADIUS ** 2])
 
 
 def started(f=product, constraints=PRODUCT, params=FAST, seed=0, n_init=6, **kw):
-    opt = make_optimizer("neural-cbo", UNIT, seed, params=params, constraints=constraints, **kw)
-    for x in initial_design(UNIT, n_init, seed):
-        opt.tell(x, *f(x))
-    return opt
-
-
-def run(opt, f, steps):
-    for _ in range(steps):
-        x = opt.ask()
-        opt.tell(x, *f(x))
-    return opt
+    return started_with("neural-cbo", f, constraints, params, seed, n_init, **kw)
 
 
 # -- the acquisition -----------------------------------------------------------------------------------
