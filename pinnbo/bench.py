@@ -42,6 +42,7 @@ import math
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -74,7 +75,12 @@ class BenchError(CaseError):
 
 
 class BenchInterrupted(Exception):
-    """Ctrl-C during a bench: every completed evaluation of every run is on disk."""
+    """Ctrl-C (or SIGTERM, ``terminated``) during a bench: every completed evaluation of every run
+    is on disk."""
+
+    def __init__(self, message: str, terminated: bool = False) -> None:
+        super().__init__(message)
+        self.terminated = terminated
 
 
 # -- settings -----------------------------------------------------------------------------------------
@@ -369,16 +375,30 @@ _EVENTS: Any = None     # the worker's queue to the parent, set by _init_worker
 
 
 def _init_worker(events) -> None:
-    """Each worker: one torch thread before any work; progress events go to the parent's queue."""
+    """Each worker: one torch thread before any work; progress events go to the parent's queue;
+    interrupts only act inside a job (pinnbo.interrupts.interruptible_job)."""
     import torch
 
+    from pinnbo.interrupts import ignore_interrupts
+
+    ignore_interrupts()
     torch.set_num_threads(1)
     global _EVENTS
     _EVENTS = events
 
 
 def _execute_in_worker(job: RunJob) -> dict:
-    return execute(job, _EVENTS.put if _EVENTS is not None else None)
+    """One job in a pool worker. An interrupt (Ctrl-C from the terminal, or SIGTERM forwarded by
+    the parent) stops the run cleanly and comes back as a result, not an exception: the parent
+    is already stopping the pool and reads no more results."""
+    from pinnbo.interrupts import interruptible_job
+    from pinnbo.run import RunInterrupted
+
+    try:
+        with interruptible_job():
+            return execute(job, _EVENTS.put if _EVENTS is not None else None)
+    except (KeyboardInterrupt, RunInterrupted):
+        return {"key": job.key, "ok": False, "error": "interrupted", "traceback": None, "seconds": None}
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -428,7 +448,7 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
                     display.finished(job.key, result["ok"])
         _drain(events, display)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_pool(pool)
         raise
     finally:
         for name, value in saved.items():
@@ -437,6 +457,30 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
             else:
                 os.environ[name] = value
     pool.shutdown(wait=True)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop the pool on the parent's interrupt: queued runs are cancelled, each running one gets
+    SIGTERM and stops as `pinnbo run` does (its last record finished, its oracle worker stopped),
+    and the parent waits for that. Ctrl-C from a terminal has reached the workers already; a
+    SIGTERM sent to the parent alone (a scheduler, a container stop) has not. A second interrupt
+    while waiting kills the workers outright: every record they finished is on disk."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())   # before shutdown clears it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        for process in processes:
+            process.join()
+    except BaseException:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        raise
 
 
 def _drain(events, display: "BenchProgress | None") -> None:
@@ -971,10 +1015,14 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
             _run_in_process(todo, display, outcomes)
         else:
             _run_in_pool(todo, settings.jobs, display, outcomes)
-    except (KeyboardInterrupt, RunInterrupted):
+    except (KeyboardInterrupt, RunInterrupted) as exc:
+        from pinnbo.interrupts import Terminated
+
+        terminated = isinstance(exc, Terminated) or getattr(exc, "terminated", False)
         complete = sum(run_is_complete(j.folder, j.budget) for j in grid)
-        raise BenchInterrupted(f"bench interrupted: {complete} of {len(grid)} runs complete, every completed "
-                               "evaluation is on disk; run the same command again to continue") from None
+        raise BenchInterrupted(f"bench {'terminated' if terminated else 'interrupted'}: {complete} of {len(grid)} "
+                               "runs complete, every completed evaluation is on disk; run the same command again "
+                               "to continue", terminated) from None
     finally:
         if display is not None:
             display.stop()

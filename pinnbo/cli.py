@@ -145,7 +145,7 @@ def bench(
         fail(str(exc))
     except BenchInterrupted as exc:
         err_console.print(str(exc))
-        raise typer.Exit(130)
+        raise typer.Exit(143 if exc.terminated else 130)
     if result.failed:
         first = result.failed[0]
         err_console.print(f"{len(result.failed)} run(s) failed, e.g. {first['case']} {first['method']} seed "

@@ -23,6 +23,35 @@ def terminate_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+def _stop_once(signum, frame) -> None:
+    # The first SIGINT or SIGTERM stops the job; any later one (Ctrl-C reaches a pool worker both
+    # from the terminal and from the parent, which forwards its own interrupt) is ignored, so it
+    # cannot cut into the clean stop the first one started.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if signum == signal.SIGTERM:
+        raise Terminated
+    raise KeyboardInterrupt
+
+
+def ignore_interrupts() -> None:
+    """A pool worker between jobs: SIGINT and SIGTERM do nothing (the parent stops the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def interruptible_job() -> Iterator[None]:
+    """A pool worker's job: the first SIGINT or SIGTERM raises (KeyboardInterrupt, Terminated) in
+    it, later ones are ignored; between jobs both are ignored again."""
+    signal.signal(signal.SIGINT, _stop_once)
+    signal.signal(signal.SIGTERM, _stop_once)
+    try:
+        yield
+    finally:
+        ignore_interrupts()
+
+
 @contextlib.contextmanager
 def held_interrupts() -> Iterator[None]:
     """Defer SIGINT and SIGTERM until the block is done, then deliver them (KeyboardInterrupt with

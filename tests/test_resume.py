@@ -240,3 +240,63 @@ def test_resume_of_another_case_or_seed_is_refused(tmp_path):
         assert result.exit_code == 2
         assert (needle or "different name") in result.stderr
     assert (tmp_path / "out" / "evaluations.jsonl").read_bytes() == before
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (children, grandchildren, ...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_bench_with_jobs_stops_cleanly_on_a_signal_to_the_parent_alone(tmp_path, signum, code, word):
+    """SIGTERM (or SIGINT) sent to the bench process alone, as a scheduler or `kill` does, while one
+    pool worker's oracle hangs: the parent stops every worker the way `pinnbo run` stops, exits with
+    143 (130) and no traceback, leaves no process behind, and the same command completes the grid
+    to what an uninterrupted bench records, without repeating a recorded oracle call."""
+    case = write_case(tmp_path, timeout=60, method="random", method_params={})
+    log, out = tmp_path / "calls.log", tmp_path / "bench"
+    args = ("bench", str(case), "--methods", "random", "--seeds", "2", "--quiet", "--output", str(out))
+    process = start_cli(*args, "--jobs", "2", PINNBO_TEST_HANG_AT="6")
+    hang = Path(str(log) + ".hang")
+    wait_for(lambda: hang.exists() and hang.read_text().strip().isdigit(), process=process)
+    below = _descendants(process.pid)
+    assert int(hang.read_text()) in below and len(below) >= 3   # two pool workers and the hung oracle's
+    os.kill(process.pid, signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and f"bench {word}" in stderr, stderr
+    deadline = time.monotonic() + 10
+    while any(pid_alive(p) for p in below) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in below if pid_alive(p)], "a worker outlived the stopped bench"
+    started = calls(log)["start"]
+    assert calls(log)["done"] == started - 1                   # only the hung call is unfinished
+
+    result = cli(*args)                                        # the same grid, in this process
+    assert result.exit_code == 0, result.output
+    # What an uninterrupted bench records, run by run (its own trail of calls).
+    (tmp_path / "ref").mkdir()
+    fresh = write_case(tmp_path / "ref", timeout=60, method="random", method_params={})
+    assert cli("bench", str(fresh), *args[2:-1], str(tmp_path / "ref" / "bench")).exit_code == 0
+    for seed in (0, 1):
+        resumed = out / case.stem / "runs" / "random" / f"seed{seed}" / "evaluations.jsonl"
+        uninterrupted = tmp_path / "ref" / "bench" / fresh.stem / "runs" / "random" / f"seed{seed}" / "evaluations.jsonl"
+        assert resumed.read_bytes() == uninterrupted.read_bytes()
+    # Recorded calls are never repeated: beyond the 2 x BUDGET that count, only the calls in flight
+    # when the signal came ran again: the hung one, and at most one of the other worker's (which
+    # may or may not have finished before its worker stopped it).
+    trail = calls(log)
+    assert 2 * BUDGET + 1 <= trail["start"] <= 2 * BUDGET + 2 and 2 * BUDGET <= trail["done"] < trail["start"], trail
