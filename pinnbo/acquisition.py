@@ -59,25 +59,34 @@ def minimize_surrogate(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str = "cpu",
     batch: int = 8192,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
 ) -> Proposal:
-    """Approximate ``argmin_{u in [0,1]^d} fn(u)`` avoiding evaluated designs.
+    """Approximate ``argmin_{u in [lower, upper]} fn(u)`` avoiding evaluated designs.
 
     ``fn`` maps unit-cube points (N, d) to surrogate values (N,) and must be differentiable.
-    ``local_starts`` (M, d) are extra pool points (e.g. perturbed incumbents). Returns the best
-    non-duplicate candidate among the refined starts and the pool.
+    ``lower``, ``upper`` (d,): a sub-box of the unit cube to search (a trust region); the whole
+    cube by default. ``local_starts`` (M, d) are extra pool points (e.g. perturbed incumbents),
+    clipped to the box. Returns the best non-duplicate candidate among the refined starts and
+    the pool.
     """
+    lower = np.zeros(dim) if lower is None else np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
+    upper = np.ones(dim) if upper is None else np.clip(np.asarray(upper, dtype=np.float64), 0.0, 1.0)
+    if lower.shape != (dim,) or upper.shape != (dim,) or np.any(upper < lower):
+        raise ValueError(f"minimize_surrogate: lower/upper must be ({dim},) with lower <= upper")
     engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed % (2**31))
-    pool = engine.draw(n_pool, dtype=torch.float64)
+    pool = torch.as_tensor(lower) + engine.draw(n_pool, dtype=torch.float64) * torch.as_tensor(upper - lower)
     if local_starts is not None and len(local_starts):
-        pool = torch.cat([pool, torch.as_tensor(np.clip(local_starts, 0.0, 1.0), dtype=torch.float64)])
+        pool = torch.cat([pool, torch.as_tensor(np.clip(local_starts, lower, upper), dtype=torch.float64)])
     pool = pool.to(device=device, dtype=dtype)
     values = _evaluate(fn, pool, batch)
     order = torch.argsort(values)
     k = min(top_k, len(pool))
     starts = pool[order[:k]].detach().cpu().double().numpy()
-    refined = _refine(fn, starts, refine_iterations, dtype, device) if refine_iterations > 0 else starts
+    refined = (_refine(fn, starts, refine_iterations, dtype, device, lower, upper)
+               if refine_iterations > 0 else starts)
 
-    refined = np.concatenate([refined, _nudged(refined, evaluated_unit, duplicate_tol)])
+    refined = np.concatenate([refined, np.clip(_nudged(refined, evaluated_unit, duplicate_tol), lower, upper)])
     refined_t = torch.as_tensor(refined, dtype=dtype, device=device)
     refined_values = _evaluate(fn, refined_t, batch).cpu().double().numpy()
     candidates = np.concatenate([refined, pool[order].detach().cpu().double().numpy()])
@@ -111,9 +120,13 @@ def _nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.nd
 
 
 def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.dtype,
-            device: torch.device | str) -> np.ndarray:
-    """Joint bounded L-BFGS-B from k starts, shape (k, d); the sum decouples across starts."""
+            device: torch.device | str, lower: np.ndarray | None = None,
+            upper: np.ndarray | None = None) -> np.ndarray:
+    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] (default the
+    unit cube); the sum decouples across starts."""
     k, d = starts.shape
+    lower = np.zeros(d) if lower is None else lower
+    upper = np.ones(d) if upper is None else upper
 
     def value_and_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:
         u = torch.tensor(flat.reshape(k, d), dtype=dtype, device=device, requires_grad=True)
@@ -123,6 +136,6 @@ def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.d
 
     result = scipy.optimize.minimize(
         value_and_grad, starts.reshape(-1), jac=True, method="L-BFGS-B",
-        bounds=[(0.0, 1.0)] * (k * d), options={"maxiter": iterations},
+        bounds=list(zip(np.tile(lower, k), np.tile(upper, k))), options={"maxiter": iterations},
     )
-    return np.clip(result.x.reshape(k, d), 0.0, 1.0)
+    return np.clip(result.x.reshape(k, d), lower, upper)

@@ -39,3 +39,29 @@ def test_same_seed_same_proposal():
     a = minimize_surrogate(bowl, 2, seed=4, evaluated_unit=np.zeros((0, 2)), n_pool=32, refine_iterations=0)
     b = minimize_surrogate(bowl, 2, seed=4, evaluated_unit=np.zeros((0, 2)), n_pool=32, refine_iterations=0)
     np.testing.assert_array_equal(a.unit_x, b.unit_x)
+
+
+def test_a_sub_box_is_respected_and_its_boundary_minimum_found():
+    # The bowl's minimum (0.3, 0.8) lies outside [0.5, 0.7] x [0.1, 0.6]: the constrained minimum
+    # is the box's nearest corner (0.5, 0.6).
+    lower, upper = np.array([0.5, 0.1]), np.array([0.7, 0.6])
+    p = minimize_surrogate(bowl, 2, seed=0, evaluated_unit=np.zeros((0, 2)), n_pool=64, top_k=3,
+                           local_starts=np.array([[0.3, 0.8], [0.9, 0.0]]), lower=lower, upper=upper)
+    np.testing.assert_allclose(p.unit_x, [0.5, 0.6], atol=1e-9)
+    assert np.all(p.unit_x >= lower) and np.all(p.unit_x <= upper)
+
+
+def test_a_sub_box_keeps_nudged_repeats_inside():
+    lower, upper = np.array([0.5, 0.1]), np.array([0.7, 0.6])
+    evaluated = np.array([[0.5, 0.6]])
+    p = minimize_surrogate(bowl, 2, seed=0, evaluated_unit=evaluated, n_pool=64, lower=lower, upper=upper)
+    assert not is_duplicate(p.unit_x, evaluated, 1e-4)
+    assert np.all(p.unit_x >= lower) and np.all(p.unit_x <= upper)
+    assert np.max(np.abs(p.unit_x - [0.5, 0.6])) < 1e-3
+
+
+def test_the_whole_cube_is_the_default_box():
+    a = minimize_surrogate(bowl, 2, seed=3, evaluated_unit=np.zeros((0, 2)), n_pool=32)
+    b = minimize_surrogate(bowl, 2, seed=3, evaluated_unit=np.zeros((0, 2)), n_pool=32,
+                           lower=np.zeros(2), upper=np.ones(2))
+    np.testing.assert_array_equal(a.unit_x, b.unit_x)

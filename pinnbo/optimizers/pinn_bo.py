@@ -37,6 +37,24 @@ the default is ν = 10 (docs/benchmarks.md). The features are shaped by the PDE 
 enters the variance through φ; adding the collocation Jacobian Ω to U (the full NTK-PINN posterior)
 costs one batched backward per collocation point and is left out for speed.
 
+Trust region (decided; TuRBO, Eriksson et al. 2019, as the rule). The sample is minimised over
+a cube of side L (unit coordinates) centred at the best design observed, clipped to the box, not
+over the whole box. Without it, in 10-D with 50 points the last-layer posterior leaves most
+feature directions at their prior variance ν²/λ, the sample's minimum sits on a face of the box,
+and on Styblinski-Tang no proposal of any seed improved on the initial design (docs/benchmarks.md).
+L follows TuRBO's rule, replayed from the told values at each ask (so resume and ask/tell stay
+exact, and L is checkpointed): L starts at 0.8; 3 successes in a row (a new best by more than
+10⁻³·|best|) double it up to 1.6 (the whole box from any centre); max(4, d) failures in a row halve
+it; below 2⁻⁷ it restarts at 0.8. TuRBO's restart draws a fresh initial design; ours keeps every
+evaluation and only resets L, since our evaluations are the expensive part.
+The region applies from ``trust_region_min_dim`` = 5 design variables up (TuRBO's regime; a smaller
+value or ``trust_region: false`` is a parameter away). Below that, ~100 points cover the
+features, the sample is well behaved over the whole box, and a region centred at the incumbent costs
+the global search the low-dimensional cases need: on the 1-D beam (10 seeds) it left 4 seeds in a
+wrong basin against 2 without, mean best 1.01 against 0.34; on Styblinski-Tang 10-D it lifted the
+mean best from −226.9 to −265.5 (docs/benchmarks.md). Without the region the acquisition is the
+authors' (the whole box).
+
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
 
@@ -76,6 +94,13 @@ class PINNBOSettings(MethodSettings):
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
     prior_precision: float = 1.0           # λ of the last-layer posterior
     noise_variance: float = 1e-2           # σ_n², in standardised units
+    trust_region: bool = True              # minimise the sample within TuRBO's trust region ...
+    trust_region_min_dim: int = 5          # ... when the design has at least this many variables
+    trust_length: float = 0.8              # L at the start and after a restart (unit box side)
+    trust_length_max: float = 1.6
+    trust_length_min: float = 2.0 ** -7
+    trust_successes: int = 3               # successes in a row that double L
+    trust_failures: int = 0                # failures in a row that halve L; 0 = max(4, d)
     n_pool: int = 2048
     top_k: int = 8
     refine_iterations: int = 40
@@ -83,11 +108,55 @@ class PINNBOSettings(MethodSettings):
     dtype: str = "float64"
 
     POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
-                "prior_precision", "noise_variance", "misfit_tolerance")
+                "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
+                "trust_length_min", "trust_successes", "trust_region_min_dim")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
-                    "exploration_scale", "duplicate_tol")
+                    "exploration_scale", "duplicate_tol", "trust_failures")
     CHOICES = {"dtype": tuple(DTYPES)}
     WIDTHS = ("hidden",)
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.trust_length_min <= self.trust_length <= self.trust_length_max:
+            raise MethodError("method_params.trust_length: expected trust_length_min <= trust_length <= "
+                              f"trust_length_max, got {self.trust_length_min} <= {self.trust_length} <= "
+                              f"{self.trust_length_max}")
+
+
+@dataclass
+class TrustRegion:
+    """TuRBO's side-length rule (module docstring, "Trust region"), advanced by :meth:`update`
+    with the values told since the last ask."""
+
+    length: float
+    successes: int = 0
+    failures: int = 0
+    restarts: int = 0
+    seen: int = 0                   # evaluations already counted (index into the told list)
+    best: float = float("inf")      # best minimisation value among them
+
+    def update(self, values: list, settings: "PINNBOSettings", dim: int) -> None:
+        """Count each told value (None = failed evaluation, a failure) in order."""
+        s = settings
+        patience = s.trust_failures or max(4, dim)
+        for v in values:
+            if v is not None and v < self.best - 1e-3 * abs(self.best):
+                self.successes, self.failures = self.successes + 1, 0
+            else:
+                self.successes, self.failures = 0, self.failures + 1
+            if v is not None:
+                self.best = min(self.best, v)
+            if self.successes >= s.trust_successes:
+                self.length, self.successes = min(2.0 * self.length, s.trust_length_max), 0
+            elif self.failures >= patience:
+                self.length, self.failures = self.length / 2.0, 0
+                if self.length < s.trust_length_min:
+                    self.length, self.restarts = s.trust_length, self.restarts + 1
+        self.seen += len(values)
+
+    def bounds(self, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The region in unit coordinates: the cube of side ``length`` at ``centre`` (d,), clipped."""
+        return np.clip(centre - self.length / 2, 0.0, 1.0), np.clip(centre + self.length / 2, 0.0, 1.0)
 
 
 class PINNSurrogate:
@@ -254,6 +323,7 @@ class PINNBO(Optimizer):
             learning_rate=s.learning_rate, pde_weight=s.pde_weight, misfit_tolerance=s.misfit_tolerance,
             collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
         )
+        self.trust: TrustRegion | None = None   # created at the first ask after data exist
 
     # The surrogate's parts (PINNSurrogate), under the names this class has always exposed.
     model = property(lambda self: self.surrogate.model)
@@ -310,18 +380,37 @@ class PINNBO(Optimizer):
         best = np.argsort(y)[:3]
         rng = self.rng("local-starts")
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
+        lower, upper = self._trust_bounds(X[best[0]])
         proposal = minimize_surrogate(
             sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.n_told, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
             refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
+            lower=lower, upper=upper,
         )
         return self.domain.from_unit(proposal.unit_x)
 
+    def _trust_bounds(self, incumbent: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Advance the trust region by the values told since the last ask and return its box in
+        unit coordinates around ``incumbent`` (d,) (physical); (None, None) without a trust region."""
+        s = self.settings
+        if not s.trust_region or self.domain.dim < s.trust_region_min_dim:
+            return None, None
+        if self.trust is None:   # the first proposal: the evaluations so far are its starting data
+            told = [v for v in self.y if v is not None]
+            self.trust = TrustRegion(length=s.trust_length, seen=self.n_told, best=min(told))
+        else:
+            self.trust.update(self.y[self.trust.seen:], s, self.domain.dim)
+        return self.trust.bounds(self.domain.to_unit(incumbent[None, :])[0])
+
     # -- checkpoints ------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return self.surrogate.state_dict()
+        state = self.surrogate.state_dict()
+        state["trust_region"] = None if self.trust is None else dict(vars(self.trust))
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.surrogate.load_state_dict(state)
+        trust = state.get("trust_region")
+        self.trust = None if trust is None else TrustRegion(**trust)
 

@@ -4,6 +4,7 @@ value on few data, determinism and checkpoints."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import sympy as sp
 import torch
 
@@ -102,3 +103,103 @@ def test_collocation_filter_is_honoured():
                          collocation_filter=lambda p: p[:, 0] > 2.0)
     assert len(opt.collocation) == FAST["collocation_points"]
     assert bool((opt.collocation[:, 0] > 2.0).all())
+
+
+# -- trust region (TuRBO's rule) ---------------------------------------------------------------------
+def test_trust_region_follows_turbos_rule():
+    from pinnbo.optimizers.pinn_bo import PINNBOSettings, TrustRegion
+
+    s = PINNBOSettings()
+    tr = TrustRegion(length=0.8, best=10.0)
+    tr.update([9.0, 8.0, 7.0], s, dim=2)           # three clear improvements: doubled
+    assert tr.length == 1.6 and tr.best == 7.0
+    tr.update([6.0, 5.0, 4.0], s, dim=2)           # capped at the maximum
+    assert tr.length == 1.6
+    tr.update([3.999, None, 4.0, 5.0], s, dim=2)   # < 1e-3 |best| better, a failure, no change: 4 failures
+    assert tr.length == 0.8 and tr.failures == 0
+    tr.update([9.0] * 9, s, dim=10)                # patience max(4, d) = 10 in 10-D: not yet
+    assert tr.length == 0.8 and tr.failures == 9
+    tr.update([9.0], s, dim=10)
+    assert tr.length == 0.4
+    for _ in range(6):                             # 0.4 / 2^6 < 2^-7: restart at the initial side
+        tr.update([9.0] * 10, s, dim=10)
+    assert tr.length == 0.8 and tr.restarts == 1
+    assert tr.seen == 3 + 3 + 4 + 9 + 1 + 60
+    lower, upper = TrustRegion(length=0.5).bounds(np.array([0.1, 0.6]))
+    np.testing.assert_allclose(lower, [0.0, 0.35])
+    np.testing.assert_allclose(upper, [0.35, 0.85])
+
+
+def test_proposals_stay_in_the_trust_region_and_it_is_checkpointed():
+    def started():
+        opt = make_optimizer("pinn-bo", BOX, 2, params={**FAST, "trust_length": 0.2, "trust_length_min": 0.01,
+                                                       "trust_region_min_dim": 1},
+                             pde=LAPLACE)
+        for xi in BOX.from_unit(np.random.default_rng(3).random((6, 2))):
+            opt.tell(xi, -float(harmonic(xi)))
+        return opt
+
+    opt = started()
+    X, y = opt.observed()
+    centre = BOX.to_unit(X[np.argmin(y)][None, :])[0]
+    for step in range(4):
+        x = opt.ask()
+        assert np.all(np.abs(BOX.to_unit(x[None, :])[0] - centre) <= opt.trust.length / 2 + 1e-12)
+        opt.tell(x, float(np.max(y)) + 1.0)        # a failure: the centre stays
+    assert opt.trust.failures == 3 and opt.trust.length == 0.2   # the fourth is counted at the next ask
+    restored = started()
+    restored.load_state_dict(opt.state_dict())
+    for xi, yi in zip(opt.X[6:], opt.y[6:]):
+        restored.tell(xi, yi)
+    np.testing.assert_array_equal(opt.ask(), restored.ask())
+    assert restored.trust.length == 0.1             # four failures in 2-D halve it
+
+
+@pytest.mark.parametrize("params", [{"trust_region": False, "trust_region_min_dim": 1}, {}])
+def test_without_a_trust_region_the_whole_box_is_searched(params):
+    # {}: the default applies the region from 5 variables up; BOX has 2.
+    opt = make_optimizer("pinn-bo", BOX, 2, params={**FAST, **params}, pde=LAPLACE)
+    for xi in BOX.from_unit(np.random.default_rng(3).random((6, 2))):
+        opt.tell(xi, -float(harmonic(xi)))
+    opt.ask()
+    assert opt.trust is None
+
+
+def test_the_trust_region_is_on_by_default_in_ten_dimensions():
+    box = Box((-5.0,) * 10, (5.0,) * 10)
+    opt = make_optimizer("pinn-bo", box, 0, params=FAST)
+    X = box.from_unit(np.random.default_rng(0).random((12, 10)))
+    for xi in X:
+        opt.tell(xi, float(np.sum(xi ** 2)))
+    x = opt.ask()
+    centre = box.to_unit(X[np.argmin(np.sum(X ** 2, axis=1))][None, :])[0]
+    assert opt.trust is not None and opt.trust.length == 0.8
+    assert np.all(np.abs(box.to_unit(x[None, :])[0] - centre) <= 0.4 + 1e-12)
+
+
+def test_inconsistent_trust_lengths_are_refused():
+    from pinnbo.optimizers.base import MethodError
+
+    with pytest.raises(MethodError, match="method_params.trust_length"):
+        make_optimizer("pinn-bo", BOX, 0, params={"trust_length": 2.0})
+
+
+@pytest.mark.parametrize("keep_checkpoint", [True, False])
+def test_a_resumed_run_replays_the_trust_region_exactly(tmp_path, keep_checkpoint):
+    """5-D (the region is on): stop after 13 evaluations, resume to 18 from the checkpoint or by
+    replaying the log alone; evaluations.jsonl equals the uninterrupted run's, byte for byte."""
+    from pinnbo import Problem, optimize
+
+    box = Box((-1.0,) * 5, (2.0,) * 5)
+    problem = Problem("sphere5", box, lambda p: float(np.sum((np.asarray(p) - 0.4) ** 2)), "minimize")
+    params = {**FAST, "initial_steps": 50, "trust_failures": 2}   # small patience: L changes within the run
+    optimize(problem, budget=18, initial_points=8, seed=1, method_params=params, output=tmp_path / "whole")
+    optimize(problem, budget=13, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut")
+    if not keep_checkpoint:
+        (tmp_path / "cut" / "checkpoint.pt").unlink()
+    optimize(problem, budget=18, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut",
+             resume=True)
+    whole = (tmp_path / "whole" / "evaluations.jsonl").read_bytes()
+    assert (tmp_path / "cut" / "evaluations.jsonl").read_bytes() == whole
+    state = torch.load(tmp_path / "whole" / "checkpoint.pt", weights_only=False)["state"]["trust_region"]
+    assert state["seen"] == 17 and state["length"] != 0.8   # counted every told value but the last; L moved
