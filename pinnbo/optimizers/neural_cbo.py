@@ -68,7 +68,8 @@ Decisions (REFERENCES §3 marks them **decide**):
   in 2-D, 0.34 in 7-D) otherwise bounds how precisely the optimum is located, and EI under a hard
   LCB mask has no useful gradient at the mask's edge, where constrained optima sit. Each round
   also scores ``bound snaps`` of the current best (``refine_snap``): every coordinate moved alone to
-  its nearer bound, and all coordinates within the round's step of a bound moved together. Engineering
+  its lower and to its upper bound, and all coordinates within the round's step of a bound moved
+  to it together. Engineering
   optima often have active box bounds (five of the speed reducer's seven coordinates, the gas
   compressor's first), which L-BFGS-B on a smooth acquisition reaches by projection (as BoTorch's
   does) and Gaussian steps only by luck. Designs within
@@ -523,12 +524,14 @@ class NeuralCBO(Optimizer):
 
 
 def _bound_snaps(u: np.ndarray, step: float) -> np.ndarray:
-    """``u`` (d,) in the unit box with each coordinate alone moved to its nearer bound, and with
-    every coordinate within ``step`` of a bound moved at once: (d + 1, d), the repeats of ``u``
-    (a coordinate already on its bound) removed."""
+    """``u`` (d,) in the unit box with each coordinate alone moved to its lower and to its upper
+    bound, and with every coordinate within ``step`` of a bound moved to it at once: at most
+    (2d + 1, d) rows, the repeats of ``u`` (a coordinate already on that bound) removed."""
+    d = len(u)
+    single = np.repeat(u[None, :], 2 * d, axis=0)
+    single[np.arange(d), np.arange(d)] = 0.0
+    single[d + np.arange(d), np.arange(d)] = 1.0
     nearer = np.where(u < 0.5, 0.0, 1.0)
-    single = np.repeat(u[None, :], len(u), axis=0)
-    single[np.arange(len(u)), np.arange(len(u))] = nearer
     together = np.where(np.abs(u - nearer) <= step, nearer, u)[None, :]
     snaps = np.concatenate([single, together])
     return snaps[np.any(snaps != u, axis=1)]

@@ -320,29 +320,30 @@ def test_a_resumed_run_replays_identically(tmp_path):
     resumed_run_is_identical(tmp_path, "neural-cbo", FAST)
 
 
-def test_bound_snaps_move_coordinates_to_their_nearer_bound():
+def test_bound_snaps_move_coordinates_to_their_bounds():
     from pinnbo.optimizers.neural_cbo import _bound_snaps
 
     u = np.array([0.03, 0.5, 0.9, 1.0])
     snaps = _bound_snaps(u, step=0.05)
-    expected = [[0.0, 0.5, 0.9, 1.0], [0.03, 1.0, 0.9, 1.0], [0.03, 0.5, 1.0, 1.0],  # one at a time
-                [0.0, 0.5, 0.9, 1.0]]                                             # all within 0.05 together
+    expected = [[0.0, 0.5, 0.9, 1.0], [0.03, 0.0, 0.9, 1.0], [0.03, 0.5, 0.0, 1.0], [0.03, 0.5, 0.9, 0.0],
+                [1.0, 0.5, 0.9, 1.0], [0.03, 1.0, 0.9, 1.0], [0.03, 0.5, 1.0, 1.0],     # one at a time
+                [0.0, 0.5, 0.9, 1.0]]                                                  # all within 0.05
     np.testing.assert_array_equal(snaps, expected)   # the coordinate already on its bound adds no repeat
-    assert len(_bound_snaps(np.array([0.0, 1.0]), 0.1)) == 0
+    np.testing.assert_array_equal(_bound_snaps(np.array([0.0, 1.0]), 0.1), [[0.0, 0.0], [1.0, 1.0]])
 
 
 
 @pytest.mark.parametrize("snap", [True, False])
 def test_the_refinement_scores_bound_snaps(snap, monkeypatch):
     """With an objective that falls towards y = 0 and every candidate feasible, a snap reaches the
-    bound from y = 0.4 in one round; Gaussian steps of the first round's size (0.02) cannot."""
+    bound from y = 0.6 in one round; Gaussian steps of the first round's size (0.02) cannot."""
     opt = started(params={**FAST, "refine_rounds": 1, "refine_candidates": 8, "refine_snap": snap})
     monkeypatch.setattr(opt, "_objective_moments", lambda u, X: (10.0 * u[:, 1], np.full(len(u), 1e-3)))
     monkeypatch.setattr(opt, "_constraint_moments", lambda u, scalings: (-np.ones((len(u), 1)), np.zeros((len(u), 1))))
     X, _, _ = opt.observed_constrained()
-    refined, _ = opt._refine(np.array([0.5, 0.4]), -np.inf, {"constraints": None}, X, 5.0, opt.evaluated_unit(),
+    refined, _ = opt._refine(np.array([0.5, 0.6]), -np.inf, {"constraints": None}, X, 5.0, opt.evaluated_unit(),
                              np.ones(1))
     if snap:
         np.testing.assert_array_equal(refined, [0.5, 0.0])
     else:
-        assert refined[1] > 0.3
+        assert refined[1] > 0.5
