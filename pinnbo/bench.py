@@ -35,6 +35,7 @@ processes with default threads thrash on a small machine (a PINN step went from 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import json
@@ -429,7 +430,11 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
                                initializer=_init_worker, initargs=(events,))
     try:
-        pending = {pool.submit(_execute_in_worker, job): job for job in todo}
+        # The workers start (spawn) inside submit and import for seconds before their initializer
+        # installs the job-aware handlers; started with SIGINT and SIGTERM ignored (inherited
+        # across exec), a Ctrl-C in that time cannot print an import traceback from them.
+        with _signals_ignored():
+            pending = {pool.submit(_execute_in_worker, job): job for job in todo}
         if display is not None:
             for job in todo:
                 display.queued(job)
@@ -459,12 +464,32 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
     pool.shutdown(wait=True)
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+@contextlib.contextmanager
+def _signals_ignored():
+    """SIGINT and SIGTERM ignored for a moment in the main thread (the milliseconds that start the
+    pool's workers; a signal then is lost, and the next one stops the bench)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+STOP_GRACE_SECONDS = 30.0
+
+
+def _stop_pool(pool: ProcessPoolExecutor, grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop the pool on the parent's interrupt: queued runs are cancelled, each running one gets
     SIGTERM and stops as `pinnbo run` does (its last record finished, its oracle worker stopped),
     and the parent waits for that. Ctrl-C from a terminal has reached the workers already; a
-    SIGTERM sent to the parent alone (a scheduler, a container stop) has not. A second interrupt
-    while waiting kills the workers outright: every record they finished is on disk."""
+    SIGTERM sent to the parent alone (a scheduler, a container stop) has not. A worker still alive
+    after ``grace`` seconds (one still importing, an interrupt lost inside a library's cleanup)
+    is killed, as is every worker on a second interrupt while waiting: a record is written whole
+    or dropped whole on resume, so nothing finished is lost either way."""
     processes = list((getattr(pool, "_processes", None) or {}).values())   # before shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
@@ -473,14 +498,24 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
                 os.kill(process.pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
+    deadline = time.monotonic() + grace
     try:
-        for process in processes:
-            process.join()
-    except BaseException:
+        while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
+            for process in processes:
+                process.join(0.5)
+            # Again each round: a worker that was still importing when the first one came, then
+            # took a job already in the pool's call queue, stops now.
+            for process in processes:
+                if process.is_alive():
+                    try:
+                        os.kill(process.pid, signal.SIGTERM)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+    finally:
         for process in processes:
             if process.is_alive():
                 process.kill()
-        raise
+                process.join()
 
 
 def _drain(events, display: "BenchProgress | None") -> None:

@@ -23,33 +23,38 @@ def terminate_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
-def _stop_once(signum, frame) -> None:
-    # The first SIGINT or SIGTERM stops the job; any later one (Ctrl-C reaches a pool worker both
-    # from the terminal and from the parent, which forwards its own interrupt) is ignored, so it
-    # cannot cut into the clean stop the first one started.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if signum == signal.SIGTERM:
-        raise Terminated
-    raise KeyboardInterrupt
+_JOB = {"armed": False}
+
+
+def _worker_signal(signum, frame) -> None:
+    # A pool worker's SIGINT and SIGTERM: the first one inside a job stops it; any other (Ctrl-C
+    # reaches a worker both from the terminal and from the parent, which forwards its own
+    # interrupt; a signal between jobs) is ignored, so it cannot cut into the clean stop the first
+    # one started. A Python handler, never SIG_IGN: switching a handler to SIG_IGN while a signal is
+    # pending makes Python print "Signal ignored due to race condition".
+    if not _JOB["armed"]:
+        return
+    _JOB["armed"] = False
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def ignore_interrupts() -> None:
-    """A pool worker between jobs: SIGINT and SIGTERM do nothing (the parent stops the pool)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    """A pool worker at its start: SIGINT and SIGTERM do nothing outside :func:`interruptible_job`
+    (the parent stops the pool)."""
+    _JOB["armed"] = False
+    signal.signal(signal.SIGINT, _worker_signal)
+    signal.signal(signal.SIGTERM, _worker_signal)
 
 
 @contextlib.contextmanager
 def interruptible_job() -> Iterator[None]:
     """A pool worker's job: the first SIGINT or SIGTERM raises (KeyboardInterrupt, Terminated) in
-    it, later ones are ignored; between jobs both are ignored again."""
-    signal.signal(signal.SIGINT, _stop_once)
-    signal.signal(signal.SIGTERM, _stop_once)
+    it, later ones and those between jobs are ignored (needs :func:`ignore_interrupts` first)."""
+    _JOB["armed"] = True
     try:
         yield
     finally:
-        ignore_interrupts()
+        _JOB["armed"] = False
 
 
 @contextlib.contextmanager

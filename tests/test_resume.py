@@ -260,12 +260,15 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-@pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
-def test_bench_with_jobs_stops_cleanly_on_a_signal_to_the_parent_alone(tmp_path, signum, code, word):
-    """SIGTERM (or SIGINT) sent to the bench process alone, as a scheduler or `kill` does, while one
-    pool worker's oracle hangs: the parent stops every worker the way `pinnbo run` stops, exits with
-    143 (130) and no traceback, leaves no process behind, and the same command completes the grid
-    to what an uninterrupted bench records, without repeating a recorded oracle call."""
+@pytest.mark.parametrize("signum, code, word, group", [(signal.SIGTERM, 143, "terminated", False),
+                                                      (signal.SIGINT, 130, "interrupted", False),
+                                                      (signal.SIGINT, 130, "interrupted", True)])
+def test_bench_with_jobs_stops_cleanly_on_a_signal(tmp_path, signum, code, word, group):
+    """SIGTERM (or SIGINT) sent to the bench process alone, as a scheduler or `kill` does, or
+    SIGINT to its whole process group, as a terminal's Ctrl-C does, while one pool worker's oracle
+    hangs: every worker stops the way `pinnbo run` stops, the bench exits with 143 (130) and no
+    traceback, leaves no process behind, and the same command completes the grid to what an
+    uninterrupted bench records, without repeating a recorded oracle call."""
     case = write_case(tmp_path, timeout=60, method="random", method_params={})
     log, out = tmp_path / "calls.log", tmp_path / "bench"
     args = ("bench", str(case), "--methods", "random", "--seeds", "2", "--quiet", "--output", str(out))
@@ -274,10 +277,12 @@ def test_bench_with_jobs_stops_cleanly_on_a_signal_to_the_parent_alone(tmp_path,
     wait_for(lambda: hang.exists() and hang.read_text().strip().isdigit(), process=process)
     below = _descendants(process.pid)
     assert int(hang.read_text()) in below and len(below) >= 3   # two pool workers and the hung oracle's
-    os.kill(process.pid, signum)
+    started_at = time.monotonic()
+    (os.killpg if group else os.kill)(process.pid, signum)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr and f"bench {word}" in stderr, stderr
+    assert time.monotonic() - started_at < 20, "the workers did not stop on the signal (killed after the grace)"
     deadline = time.monotonic() + 10
     while any(pid_alive(p) for p in below) and time.monotonic() < deadline:
         time.sleep(0.05)
