@@ -492,25 +492,19 @@ def _stop_pool(pool: ProcessPoolExecutor, grace: float = STOP_GRACE_SECONDS) -> 
     or dropped whole on resume, so nothing finished is lost either way."""
     processes = list((getattr(pool, "_processes", None) or {}).values())   # before shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            try:
-                os.kill(process.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
     deadline = time.monotonic() + grace
     try:
         while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
-            for process in processes:
-                process.join(0.5)
-            # Again each round: a worker that was still importing when the first one came, then
-            # took a job already in the pool's call queue, stops now.
+            # Sent again each round: a worker that was still importing at the first one, then
+            # took a job already in the pool's call queue, stops at the next.
             for process in processes:
                 if process.is_alive():
                     try:
                         os.kill(process.pid, signal.SIGTERM)
                     except (ProcessLookupError, PermissionError):
                         pass
+            for process in processes:
+                process.join(0.5)
     finally:
         for process in processes:
             if process.is_alive():

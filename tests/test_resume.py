@@ -287,8 +287,9 @@ def test_bench_with_jobs_stops_cleanly_on_a_signal(tmp_path, signum, code, word,
     while any(pid_alive(p) for p in below) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in below if pid_alive(p)], "a worker outlived the stopped bench"
-    started = calls(log)["start"]
-    assert calls(log)["done"] == started - 1                   # only the hung call is unfinished
+    trail = calls(log)
+    # Unfinished: the hung call, and perhaps the other worker's call in flight when it stopped.
+    assert trail["start"] - 2 <= trail["done"] <= trail["start"] - 1, trail
 
     result = cli(*args)                                        # the same grid, in this process
     assert result.exit_code == 0, result.output
