@@ -120,13 +120,10 @@ def _nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.nd
 
 
 def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.dtype,
-            device: torch.device | str, lower: np.ndarray | None = None,
-            upper: np.ndarray | None = None) -> np.ndarray:
-    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] (default the
-    unit cube); the sum decouples across starts."""
+            device: torch.device | str, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] (d,); the sum
+    decouples across starts."""
     k, d = starts.shape
-    lower = np.zeros(d) if lower is None else lower
-    upper = np.ones(d) if upper is None else upper
 
     def value_and_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:
         u = torch.tensor(flat.reshape(k, d), dtype=dtype, device=device, requires_grad=True)

@@ -35,7 +35,6 @@ processes with default threads thrash on a small machine (a PINN step went from 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import difflib
 import json
@@ -62,6 +61,7 @@ from rich.table import Table
 
 from pinnbo.case import Case, CaseError, load_case
 from pinnbo.history import History, differing_key, read_stored_case, write_json_atomic
+from pinnbo.interrupts import signals_ignored
 from pinnbo.optimizers import METHODS, MethodError
 from pinnbo.pde import PDEError
 from pinnbo.problem import ProblemError
@@ -380,9 +380,9 @@ def _init_worker(events) -> None:
     interrupts only act inside a job (pinnbo.interrupts.interruptible_job)."""
     import torch
 
-    from pinnbo.interrupts import ignore_interrupts
+    from pinnbo.interrupts import worker_interrupts
 
-    ignore_interrupts()
+    worker_interrupts()
     torch.set_num_threads(1)
     global _EVENTS
     _EVENTS = events
@@ -431,9 +431,8 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
                                initializer=_init_worker, initargs=(events,))
     try:
         # The workers start (spawn) inside submit and import for seconds before their initializer
-        # installs the job-aware handlers; started with SIGINT and SIGTERM ignored (inherited
-        # across exec), a Ctrl-C in that time cannot print an import traceback from them.
-        with _signals_ignored():
+        # installs the job-aware handlers (pinnbo.interrupts.signals_ignored).
+        with signals_ignored():
             pending = {pool.submit(_execute_in_worker, job): job for job in todo}
         if display is not None:
             for job in todo:
@@ -462,21 +461,6 @@ def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None",
             else:
                 os.environ[name] = value
     pool.shutdown(wait=True)
-
-
-@contextlib.contextmanager
-def _signals_ignored():
-    """SIGINT and SIGTERM ignored for a moment in the main thread (the milliseconds that start the
-    pool's workers; a signal then is lost, and the next one stops the bench)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 STOP_GRACE_SECONDS = 30.0

@@ -38,7 +38,7 @@ def _worker_signal(signum, frame) -> None:
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
-def ignore_interrupts() -> None:
+def worker_interrupts() -> None:
     """A pool worker at its start: SIGINT and SIGTERM do nothing outside :func:`interruptible_job`
     (the parent stops the pool)."""
     _JOB["armed"] = False
@@ -49,7 +49,7 @@ def ignore_interrupts() -> None:
 @contextlib.contextmanager
 def interruptible_job() -> Iterator[None]:
     """A pool worker's job: the first SIGINT or SIGTERM raises (KeyboardInterrupt, Terminated) in
-    it, later ones and those between jobs are ignored (needs :func:`ignore_interrupts` first)."""
+    it, later ones and those between jobs are ignored (needs :func:`worker_interrupts` first)."""
     _JOB["armed"] = True
     try:
         yield
@@ -58,21 +58,40 @@ def interruptible_job() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _handlers(handler) -> Iterator[bool]:
+    """SIGINT and SIGTERM both handled by ``handler`` for the block, then the previous handlers
+    again. Yields False (and changes nothing) outside the main thread, where handlers cannot be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield True
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored for the block, a signal then lost: for the milliseconds in which
+    the bench spawns its pool workers, which inherit SIG_IGN across exec and so cannot print an
+    import traceback on a Ctrl-C that comes while they start."""
+    with _handlers(signal.SIG_IGN):
+        yield
+
+
+@contextlib.contextmanager
 def held_interrupts() -> Iterator[None]:
     """Defer SIGINT and SIGTERM until the block is done, then deliver them (KeyboardInterrupt with
     Python's default SIGINT handler). Outside the main thread, where signal handlers cannot be set,
     a no-op."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _handlers(lambda signum, frame: received.append(signum)) as active:
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    if not active:
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     for sig in dict.fromkeys(received):
         handler = previous[sig]
         if callable(handler):

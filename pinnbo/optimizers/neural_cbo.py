@@ -69,10 +69,9 @@ Decisions (REFERENCES §3 marks them **decide**):
   LCB mask has no useful gradient at the mask's edge, where constrained optima sit. Each round
   also scores ``bound snaps`` of the current best (``refine_snap``): every coordinate moved alone to
   its lower and to its upper bound, and all coordinates within the round's step of a bound moved
-  to it together. Engineering
-  optima often have active box bounds (five of the speed reducer's seven coordinates, the gas
-  compressor's first), which L-BFGS-B on a smooth acquisition reaches by projection (as BoTorch's
-  does) and Gaussian steps only by luck. Designs within
+  to it together. Engineering optima often have active box bounds (five of the speed reducer's
+  seven coordinates, the gas compressor's first), which L-BFGS-B on a smooth acquisition reaches
+  by projection (as BoTorch's does) and Gaussian steps only by luck. Designs within
   ``duplicate_tol`` (sup norm, unit box) of an evaluated one are skipped
   (:func:`pinnbo.acquisition.is_duplicate`, REFERENCES §6.1).
 - K = 0: plain EI with the neural mean and NTK variance (every observation is feasible).
@@ -232,7 +231,7 @@ class NeuralCBOSettings(MethodSettings):
     objective_warp: str = "none"           # none | power: Yeo-Johnson warp of the objective before training
     refine_rounds: int = 6                 # rounds of local refinement of the EI winner (0: none)
     refine_candidates: int = 64            # perturbations scored per refinement round
-    refine_snap: bool = True               # also score the current best snapped to its nearer bounds
+    refine_snap: bool = True               # also score the current best snapped to the box's bounds
     feature_batch: int = 512               # candidates per batched gradient (bounded memory)
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"

@@ -380,7 +380,7 @@ class PINNBO(Optimizer):
         best = np.argsort(y)[:3]
         rng = self.rng("local-starts")
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
-        lower, upper = self._trust_bounds(X[best[0]])
+        lower, upper = self._trust_bounds(X[best[0]], float(y[best[0]]))
         proposal = minimize_surrogate(
             sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.n_told, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
@@ -390,15 +390,15 @@ class PINNBO(Optimizer):
         )
         return self.domain.from_unit(proposal.unit_x)
 
-    def _trust_bounds(self, incumbent: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _trust_bounds(self, incumbent: np.ndarray, best: float) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Advance the trust region by the values told since the last ask and return its box in
-        unit coordinates around ``incumbent`` (d,) (physical); (None, None) without a trust region."""
+        unit coordinates around ``incumbent`` (d,) (physical), the design of the best observed
+        value ``best``; (None, None) without a trust region."""
         s = self.settings
         if not s.trust_region or self.domain.dim < s.trust_region_min_dim:
             return None, None
         if self.trust is None:   # the first proposal: the evaluations so far are its starting data
-            told = [v for v in self.y if v is not None]
-            self.trust = TrustRegion(length=s.trust_length, seen=self.n_told, best=min(told))
+            self.trust = TrustRegion(length=s.trust_length, seen=self.n_told, best=best)
         else:
             self.trust.update(self.y[self.trust.seen:], s, self.domain.dim)
         return self.trust.bounds(self.domain.to_unit(incumbent[None, :])[0])
