@@ -175,9 +175,10 @@ def test_works_without_constraints():
     assert min(opt.y) < 0.5 * first_best
 
 
-@pytest.mark.parametrize("features", ["current", "initial"])
-def test_ask_is_deterministic_and_checkpoints_round_trip(features):
-    params = {**FAST, "features": features}
+@pytest.mark.parametrize("features, residual_gp", [("current", "none"), ("initial", "none"), ("current", "mean"),
+                                                        ("current", "full")])
+def test_ask_is_deterministic_and_checkpoints_round_trip(features, residual_gp):
+    params = {**FAST, "features": features, "residual_gp": residual_gp}
 
     def started(seed=0):
         opt = make_optimizer("neural-cbo", UNIT, seed, params=params, constraints=PRODUCT)
@@ -316,8 +317,9 @@ def resumed_run_is_identical(tmp_path, method, params):
     assert (tmp_path / "a" / "evaluations.jsonl").read_bytes() == (tmp_path / "b" / "evaluations.jsonl").read_bytes()
 
 
-def test_a_resumed_run_replays_identically(tmp_path):
-    resumed_run_is_identical(tmp_path, "neural-cbo", FAST)
+@pytest.mark.parametrize("residual_gp", ["none", "full"])
+def test_a_resumed_run_replays_identically(tmp_path, residual_gp):
+    resumed_run_is_identical(tmp_path, "neural-cbo", {**FAST, "residual_gp": residual_gp})
 
 
 def test_bound_snaps_move_coordinates_to_their_bounds():
@@ -347,3 +349,50 @@ def test_the_refinement_scores_bound_snaps(snap, monkeypatch):
         np.testing.assert_array_equal(refined, [0.5, 0.0])
     else:
         assert refined[1] > 0.5
+
+
+def test_the_residual_gp_makes_every_mean_interpolate_the_observations():
+    """With ``residual_gp`` the networks' means plus the GP of their residuals reproduce the
+    observed objective and constraint values (noise-free data: the GP's noise is fitted near
+    zero); without it the networks alone miss them by more. ``mean`` keeps the networks' σ;
+    ``full`` takes the GP's, which nearly vanishes at the observations."""
+    errors, sigmas = {}, {}
+    for mode in ("none", "mean", "full"):
+        opt = started(params={**FAST, "residual_gp": mode}, n_init=10)
+        opt.ask()
+        X, y, C = opt.observed_constrained()
+        unit = opt.domain.to_unit(X)
+        scalings = opt._fit(X, y, C)
+        mean, std = scalings["objective"]
+        mu_f, sigma_f = opt._objective_moments(unit, X)
+        mu_c, sigma_c = opt._constraint_moments(unit, scalings["constraints"])
+        errors[mode] = (np.abs(mean + std * mu_f - y).max(), np.abs(mu_c[:, 0] - C[:, 0]).max())
+        sigmas[mode] = (sigma_f.max(), sigma_c[:, 0].max() / np.std(C[:, 0]))
+    for mode in ("mean", "full"):
+        assert errors[mode][0] < 1e-2 * np.std(y) and errors[mode][1] < 1e-2 * np.std(C[:, 0]), errors
+        assert errors[mode][0] < 0.2 * errors["none"][0] and errors[mode][1] < 0.2 * errors["none"][1], errors
+    assert sigmas["mean"] == pytest.approx(sigmas["none"], rel=1e-6)   # the same networks, the same σ
+    assert max(sigmas["full"]) < 0.1 * min(sigmas["none"]), sigmas
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_the_residual_predictor_equals_the_botorch_posterior(outputs):
+    import torch
+
+    from pinnbo.optimizers.gp_cbo import fit_outputs
+    from pinnbo.optimizers.neural_cbo import GPPredictor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(30, 2))
+    Y = np.column_stack([np.sin(3 * X[:, 0]), 5 * X[:, 1] ** 2, X.sum(axis=1) + 1.0])[:, :outputs]
+    model = fit_outputs(X, Y, noise_free=False, noise_floor=0.0, start=None)
+    q = torch.as_tensor(rng.uniform(size=(50, 2)))
+    mean, std, remaining = GPPredictor(model)(q)
+    post = model.posterior(q)
+    assert mean.shape == std.shape == remaining.shape == (50, outputs)
+    np.testing.assert_allclose(mean, post.mean.detach().numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std, post.variance.detach().sqrt().numpy(), rtol=0, atol=1e-10)
+    # the prior variance: the Standardize scale² times the kernel's k(x, x) (Matérn: 1)
+    prior = model.outcome_transform.stdvs.reshape(-1).detach().numpy() ** 2
+    np.testing.assert_allclose(remaining, std ** 2 / prior, rtol=1e-10)
+    assert np.all((remaining >= 0) & (remaining <= 1))
