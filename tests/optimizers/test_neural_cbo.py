@@ -230,8 +230,10 @@ def harmonic(p: np.ndarray) -> tuple[float, np.ndarray]:
             np.array([(p[0] - 2.0) ** 2 + (p[1] - 1.5) ** 2 / 9.0 - 1.0]))
 
 
-def test_physics_trains_the_pinn_objective_on_the_pde():
-    opt = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+@pytest.mark.parametrize("residual_gp", ["none", "full"])
+def test_physics_trains_the_pinn_objective_on_the_pde(residual_gp):
+    params = {**PHYSICS, "residual_gp": residual_gp}
+    opt = make_optimizer("neural-cbo", BOX, 0, params=params, pde=LAPLACE, constraints=(Constraint("ellipse"),))
     assert isinstance(opt.objective, PINNSurrogate) and len(opt.constraint_nets) == 1
     for x in initial_design(BOX, 6, 0):
         opt.tell(x, *harmonic(x))
@@ -246,14 +248,17 @@ def test_physics_trains_the_pinn_objective_on_the_pde():
     x = opt.ask()
     assert pde_residual() < 0.2 * before
     assert opt.objective.fitted and opt.objective.residual_scale is not None
+    if residual_gp == "full":    # the PINN's mean + the residual GP's interpolates the observations
+        mu, _ = opt._objective_moments(opt.domain.to_unit(X), X)
+        assert np.abs(mean + std * mu - y).max() < 1e-2 * std
     # deterministic and checkpointed like the NTK networks
-    other = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+    other = make_optimizer("neural-cbo", BOX, 0, params=params, pde=LAPLACE, constraints=(Constraint("ellipse"),))
     for xi in initial_design(BOX, 6, 0):
         other.tell(xi, *harmonic(xi))
     np.testing.assert_array_equal(x, other.ask())
     opt.tell(x, *harmonic(x))
     other.tell(x, *harmonic(x))
-    restored = make_optimizer("neural-cbo", BOX, 0, params=PHYSICS, pde=LAPLACE, constraints=(Constraint("ellipse"),))
+    restored = make_optimizer("neural-cbo", BOX, 0, params=params, pde=LAPLACE, constraints=(Constraint("ellipse"),))
     for xi in [*initial_design(BOX, 6, 0), x]:
         restored.tell(xi, *harmonic(xi))
     restored.load_state_dict(opt.state_dict())
