@@ -162,6 +162,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from linear_operator.utils.cholesky import psd_safe_cholesky
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from pinnbo.acquisition import farthest_from, is_duplicate
@@ -389,7 +390,7 @@ class NeuralCBO(Optimizer):
         columns = [(target - mean) / std - mu_f]
         if self.constraint_nets:
             mu_c, _ = self._constraint_moments(unit, scalings["constraints"])
-            for k, (i, (c_mean, c_std)) in enumerate(zip(self.blackbox, scalings["constraints"])):
+            for k, (i, (_, c_std)) in enumerate(zip(self.blackbox, scalings["constraints"])):
                 columns.append((C[:, i] - mu_c[:, k]) / c_std)
         R = np.column_stack(columns)
         devices = [self.device] if self.device.type == "cuda" else []
@@ -621,12 +622,12 @@ class GPPredictor:
             noise = model.likelihood.noise.reshape(-1, 1)                             # (M, 1) or (1, 1)
             K = self.kernel(X).to_dense().reshape(self.X.shape[0], X.shape[-2], X.shape[-2])
             K = K + torch.diag_embed(noise.expand(self.X.shape[0], X.shape[-2]))
-            self.L = torch.linalg.cholesky(K)
+            self.L = psd_safe_cholesky(K)          # as GPyTorch's own posterior: jitter if needed
             self.alpha = torch.cholesky_solve((targets - self.constant).unsqueeze(-1), self.L)   # (M, n, 1)
             self.means = model.outcome_transform.means.reshape(-1)                   # (M,)
             self.stdvs = model.outcome_transform.stdvs.reshape(-1)
 
-    def __call__(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with torch.no_grad():
             xb = x.expand(self.X.shape[0], *x.shape) if self.batched else x
             Kx = self.kernel(xb, self.X if self.batched else self.X[0]).to_dense().reshape(self.X.shape[0], len(x), -1)
