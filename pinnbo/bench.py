@@ -60,7 +60,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from pinnbo.case import Case, CaseError, load_case
-from pinnbo.history import History, differing_key, read_stored_case, write_json_atomic
+from pinnbo.history import History, differing_key, holds_anything, read_stored_case, write_json_atomic
 from pinnbo.interrupts import signals_ignored
 from pinnbo.optimizers import METHODS, MethodError
 from pinnbo.pde import PDEError
@@ -260,7 +260,7 @@ def _check_resumable(folder: Path, case: dict) -> None:
     """Refuse, before anything runs, a run folder that holds a different run (the run loop would too,
     but only once a worker reached it)."""
     folder = Path(folder)
-    if not folder.exists() or not any(folder.iterdir()):
+    if not holds_anything(folder):
         return
     stored_file = folder / "case.json"
     if not stored_file.exists():

@@ -397,7 +397,7 @@ def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) ->
     if folder.exists() and not folder.is_dir():
         raise HistoryError(f"output: {folder} is a file, not a results folder")
     case_file = folder / "case.json"
-    existing = folder.exists() and any(folder.iterdir())
+    existing = holds_anything(folder)
     if resume:
         if not case_file.exists():
             if existing:
@@ -465,11 +465,27 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced
+    (and, if it can, no ``.tmp`` beside them)."""
+    tmp = path.with_suffix(path.suffix + TMP_SUFFIX)
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+TMP_SUFFIX = ".tmp"
+
+
+def holds_anything(folder: Path) -> bool:
+    """Whether ``folder`` exists and holds anything but the ``.tmp`` leftovers of atomic writes: a
+    run stopped while writing its first case.json (a signal to a starting bench worker) leaves only
+    ``case.json.tmp``, and that folder holds no run to protect or resume."""
+    folder = Path(folder)
+    return folder.is_dir() and any(not p.name.endswith(TMP_SUFFIX) for p in folder.iterdir())
 

@@ -306,3 +306,38 @@ def test_bench_with_jobs_stops_cleanly_on_a_signal(tmp_path, signum, code, word,
     # may or may not have finished before its worker stopped it).
     trail = calls(log)
     assert 2 * BUDGET + 1 <= trail["start"] <= 2 * BUDGET + 2 and 2 * BUDGET <= trail["done"] < trail["start"], trail
+
+
+def test_a_run_folder_holding_only_an_interrupted_case_write_is_started_afresh(tmp_path):
+    """A bench worker stopped while writing its first case.json leaves only case.json.tmp; the bench
+    (and `run --resume`) must treat that folder as a run not yet started, not refuse it."""
+    case = write_case(tmp_path, method="random", method_params={})
+    out = tmp_path / "bench"
+    seed1 = out / case.stem / "runs" / "random" / "seed1"
+    seed1.mkdir(parents=True)
+    (seed1 / "case.json.tmp").write_text('{"half": ')
+    result = cli("bench", str(case), "--methods", "random", "--seeds", "2", "--quiet", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert line_count(seed1 / "evaluations.jsonl") == BUDGET and not (seed1 / "case.json.tmp").exists()
+    # a folder with anything else in it is still protected
+    other = tmp_path / "foreign"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    result = cli("run", str(case), "--output", str(other), "--resume")
+    assert result.exit_code != 0 and "no case.json" in result.output
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "case.json.tmp").write_text("")
+    assert cli("run", str(case), "--output", str(single), "--resume", "--quiet").exit_code == 0
+    assert line_count(single / "evaluations.jsonl") == BUDGET
+
+
+def test_an_interrupted_atomic_write_leaves_no_tmp(tmp_path, monkeypatch):
+    from pinnbo import history
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(history.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        history.write_json_atomic(tmp_path / "case.json", {"a": 1})
+    assert list(tmp_path.iterdir()) == []
