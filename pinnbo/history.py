@@ -464,6 +464,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
     _write_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+TMP_SUFFIX = ".tmp"
+
+
 def _write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced
     (and, if it can, no ``.tmp`` beside them)."""
@@ -477,9 +480,6 @@ def _write_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-TMP_SUFFIX = ".tmp"
 
 
 def holds_anything(folder: Path) -> bool:

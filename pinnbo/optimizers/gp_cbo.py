@@ -159,6 +159,20 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
     return model
 
 
+def earlier_fit(fits: list[tuple[int, dict]], step: int) -> dict | None:
+    """The hyper-parameters of the latest fit made before ``step`` (None if none): a step's fit
+    starts from them, so asking twice before a tell starts from the same values."""
+    earlier = [params for fit_step, params in fits if fit_step < step]
+    return earlier[-1] if earlier else None
+
+
+def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[int, dict]]:
+    """``fits`` with ``step``'s fit of ``model`` recorded: the latest earlier fit and this one,
+    (step, named parameters) each (checkpointed by the optimisers that warm-start)."""
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return [f for f in fits if f[0] < step][-1:] + [(step, params)]
+
+
 class GPCEI(Optimizer):
     """GP constrained expected improvement (BoTorch) ask/tell optimiser (minimises)."""
 
@@ -207,13 +221,10 @@ class GPCEI(Optimizer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            start = None
-            if s.warm_start:
-                earlier = [params for step, params in self._fits if step < self.n_told]
-                start = earlier[-1] if earlier else None
+            start = earlier_fit(self._fits, self.n_told) if s.warm_start else None
             self.model = fit_outputs(self.domain.to_unit(X), Y, noise_free=s.noise_free, noise_floor=s.noise_floor,
                                      start=start, tolerance=s.fit_tolerance, dtype=dtype, device=self.device)
-            self._remember_fit()
+            self._fits = remember_fit(self._fits, self.n_told, self.model)
             bounds = {i + 1: (None, 0.0) for i in range(len(self.blackbox))}
             if not self.blackbox:
                 self.last_mode = "ei"
@@ -264,10 +275,6 @@ class GPCEI(Optimizer):
         values = np.concatenate([values, pool_values])
         violation = np.concatenate([self._known_violation(candidates[:len(candidates) - len(pool)]), pool_violation])
         return _best_allowed(candidates, values, violation, evaluated, s.duplicate_tol)
-
-    def _remember_fit(self) -> None:
-        params = {name: p.detach().clone() for name, p in self.model.named_parameters()}
-        self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told, params)]
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

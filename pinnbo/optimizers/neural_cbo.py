@@ -169,7 +169,7 @@ from pinnbo.acquisition import farthest_from, is_duplicate
 from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
 )
-from pinnbo.optimizers.gp_cbo import fit_outputs
+from pinnbo.optimizers.gp_cbo import earlier_fit, fit_outputs, remember_fit
 from pinnbo.optimizers.neural_bo import FEATURES, NTKNetwork, candidate_pool, unit_to_z, update_precisions
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.surrogates.ntk import INVERSE_MODES
@@ -316,6 +316,7 @@ class NeuralCBO(Optimizer):
         self.last_mode = ""            # "ei" | "feasibility" | "start": what chose the last proposal
         self.last_refinement: dict | None = None   # log EI of the pool winner and of the refined design
         self._residual = None          # this step's GP of the networks' residuals (``residual_gp``)
+        self._residual_cache = None    # (unit points, their residual moments): the last evaluation
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters), as gp-cei
         # keeps them: a step starts from an earlier step's fit, so asking twice gives the same design.
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
@@ -360,7 +361,7 @@ class NeuralCBO(Optimizer):
         unit = self.domain.to_unit(X)
         Z = self._unit_to_z(unit)
         scalings = {}
-        self._residual = None
+        self._residual = self._residual_cache = None
         if self.settings.physics:
             gen = torch_generator(self.seed, self.name, self.n_told, "collocation-batches")
             target = y
@@ -394,14 +395,14 @@ class NeuralCBO(Optimizer):
                 columns.append((C[:, i] - mu_c[:, k]) / c_std)
         R = np.column_stack(columns)
         devices = [self.device] if self.device.type == "cuda" else []
-        earlier = [params for step, params in self._residual_fits if step < self.n_told]
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-gp"))
-            model = fit_outputs(unit, R, noise_free=False, noise_floor=0.0, start=earlier[-1] if earlier else None,
+            model = fit_outputs(unit, R, noise_free=False, noise_floor=0.0,
+                                start=earlier_fit(self._residual_fits, self.n_told),
                                 tolerance=self.settings.residual_fit_tolerance, device=self.device)
-        params = {name: p.detach().clone() for name, p in model.named_parameters()}
-        self._residual_fits = [f for f in self._residual_fits if f[0] < self.n_told][-1:] + [(self.n_told, params)]
+        self._residual_fits = remember_fit(self._residual_fits, self.n_told, model)
         self._residual = GPPredictor(model)
+        self._residual_cache = None
 
     def _residual_moments(self, unit: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """The residual GP's posterior mean, standard deviation and remaining fraction of its prior
@@ -409,9 +410,16 @@ class NeuralCBO(Optimizer):
         (:class:`GPPredictor`); None when there is no residual GP this step."""
         if self._residual is None:
             return None
+        # Every candidate set is scored by the constraints and then by the objective: one
+        # evaluation of all the GP's outputs serves both.
+        cached = self._residual_cache
+        if cached is not None and cached[0].shape == unit.shape and np.array_equal(cached[0], unit):
+            return cached[1]
         x = torch.as_tensor(unit, dtype=torch.float64, device=self.device)
         parts = zip(*(self._residual(x[i:i + 1024]) for i in range(0, len(x), 1024)))
-        return tuple(np.concatenate(p) for p in parts)
+        moments = tuple(np.concatenate(p) for p in parts)
+        self._residual_cache = (np.array(unit, copy=True), moments)
+        return moments
 
     def _corrected(self, mu: torch.Tensor, var: torch.Tensor, residual, column: int) -> tuple[np.ndarray, np.ndarray]:
         """A network's (μ, σ²) at N points → (μ, σ) as numpy, standardised units, with the residual
