@@ -70,6 +70,7 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
+from gpytorch.constraints import GreaterThan
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
@@ -125,11 +126,13 @@ class FastLogEI(_PointwiseMoments, LogExpectedImprovement):
 
 def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_floor: float,
                 start: dict[str, torch.Tensor] | None, tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
-                device: torch.device | str = "cpu") -> SingleTaskGP:
+                device: torch.device | str = "cpu", lengthscale_floor: float | None = None) -> SingleTaskGP:
     """A batched GP of the columns of ``Y`` (n, M) on ``unit_X`` (n, d), hyper-parameters fitted by
     marginal likelihood from ``start`` (named parameters of an earlier fit with the same outputs;
     those whose shapes still match are copied) or from BoTorch's defaults. ``tolerance``: L-BFGS-B's
-    ftol (scipy's default, ≈ 2e-9, costs hundreds of iterations for no visible change in the fit)."""
+    ftol (scipy's default, ≈ 2e-9, costs hundreds of iterations for no visible change in the fit).
+    ``lengthscale_floor``: a lower bound on every lengthscale (unit-box units) above BoTorch's 0.025;
+    a warm start below it starts at it."""
     train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
     train_Y = torch.as_tensor(Y, dtype=dtype, device=device).reshape(len(unit_X), -1)
     m = train_Y.shape[1]
@@ -141,6 +144,12 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
     covar = get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1],
                                                    batch_shape=torch.Size([m]) if m > 1 else None,
                                                    use_rbf_kernel=False)
+    floor = None
+    if lengthscale_floor is not None and lengthscale_floor > covar.raw_lengthscale_constraint.lower_bound.item():
+        floor = float(lengthscale_floor)
+        prior_mode = covar.lengthscale_prior.mode.item()
+        covar.register_constraint("raw_lengthscale", GreaterThan(floor, transform=None,
+                                                                 initial_value=max(prior_mode, floor)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
         model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, outcome_transform=Standardize(m=m))
@@ -149,6 +158,8 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
             for name, p in model.named_parameters():
                 if name in start and start[name].shape == p.shape:
                     p.copy_(start[name].to(p))
+            if floor is not None:
+                model.covar_module.raw_lengthscale.clamp_(min=floor)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OptimizationWarning)

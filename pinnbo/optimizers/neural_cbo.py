@@ -91,6 +91,13 @@ Decisions (REFERENCES §3 marks them **decide**):
   the GP's σ alone, whose prior variance is the in-sample residual variance, trapped a Branin seed
   at the disc's edge next to an infeasible minimum). The same correction applies to the
   constraints' μ and σ, hence to the LCB test, and to the PINN objective with ``physics: true``.
+  ``residual_lengthscale_floor`` c (default 0: off) bounds that GP's lengthscales below by
+  c n^(−1/d) (unit box, n observations, d dimensions; never below BoTorch's 0.025). A trained
+  network leaves residuals that look like white noise at the data's spacing, and maximum
+  likelihood explains white noise by lengthscales at the 0.025 bound (on Hartmann-6 seed 5 at
+  t = 100, three of six; on the gas compressor three of four, with ρ = 1 on a whole Sobol pool).
+  The floor was meant to stop that; measured with c = 0.25 at 10 seeds it did not help (Hartmann-6
+  seed 5 stayed at −1.34, gas 3.25e6 against 3.22e6 without; docs/benchmarks.md), so it is off.
 
 ``physics: true``: the objective network is PINN-BO's PINN (:class:`pinnbo.optimizers.pinn_bo.
 PINNSurrogate`: data + PDE-residual loss on collocation points, per-point residual scales, the
@@ -252,6 +259,7 @@ class NeuralCBOSettings(MethodSettings):
     refine_snap: bool = True               # also score the current best snapped to the box's bounds
     residual_gp: str = "full"              # none | mean: + a GP of each network's residuals | full: its σ too
     residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
+    residual_lengthscale_floor: float = 0.0    # c: that GP's lengthscales >= c n^(-1/d) (unit box; 0: BoTorch's 0.025)
     feature_batch: int = 512               # candidates per batched gradient (bounded memory)
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
@@ -272,6 +280,7 @@ class NeuralCBOSettings(MethodSettings):
                 "exact_max_parameters", "collocation_points", "collocation_batch", "pinn_learning_rate",
                 "misfit_tolerance", "prior_precision", "noise_variance", "residual_fit_tolerance")
     NON_NEGATIVE = ("constraint_beta", "exploration_scale", "local_scale", "duplicate_tol", "initial_steps",
+                    "residual_lengthscale_floor",
                     "steps_per_iteration", "polish_iterations", "local_candidates", "refine_rounds", "refine_candidates",
                     "pinn_initial_steps", "pinn_steps_per_iteration", "pde_weight")
     CHOICES = {"objective_warp": ("none", "power"), "residual_gp": ("none", "mean", "full"), "features": tuple(FEATURES), "inverse": tuple(INVERSE_MODES), "dtype": tuple(DTYPES)}
@@ -399,10 +408,17 @@ class NeuralCBO(Optimizer):
             torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-gp"))
             model = fit_outputs(unit, R, noise_free=False, noise_floor=0.0,
                                 start=earlier_fit(self._residual_fits, self.n_told),
-                                tolerance=self.settings.residual_fit_tolerance, device=self.device)
+                                tolerance=self.settings.residual_fit_tolerance, device=self.device,
+                                lengthscale_floor=self._residual_lengthscale_floor(len(unit)))
         self._residual_fits = remember_fit(self._residual_fits, self.n_told, model)
         self._residual = GPPredictor(model)
         self._residual_cache = None
+
+    def _residual_lengthscale_floor(self, n: int) -> float:
+        """The residual GP's lower bound on its lengthscales with n observations, c n^(-1/d) (unit
+        box; see the module docstring): n points resolve no residual structure finer than a
+        fraction of their typical spacing."""
+        return self.settings.residual_lengthscale_floor * n ** (-1.0 / self.domain.dim)
 
     def _residual_moments(self, unit: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """The residual GP's posterior mean, standard deviation and remaining fraction of its prior

@@ -401,3 +401,38 @@ def test_the_residual_predictor_equals_the_botorch_posterior(outputs):
     prior = model.outcome_transform.stdvs.reshape(-1).detach().numpy() ** 2
     np.testing.assert_allclose(remaining, std ** 2 / prior, rtol=1e-10)
     assert np.all((remaining >= 0) & (remaining <= 1))
+
+
+def test_the_lengthscale_floor_binds_where_maximum_likelihood_would_go_below_it():
+    """White-noise outputs: the unbounded fit explains them with lengthscales near BoTorch's 0.025
+    (a spike at each observation); with a floor every lengthscale stays at or above it, and a warm
+    start from the collapsed fit starts at the floor (the bound is not a suggestion)."""
+    from pinnbo.optimizers.gp_cbo import fit_outputs
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.uniform(size=(30, 3)), rng.standard_normal((30, 2))
+    free = fit_outputs(X, Y, noise_free=False, noise_floor=0.0, start=None)
+    assert free.covar_module.lengthscale.min().item() < 0.1
+    floored = fit_outputs(X, Y, noise_free=False, noise_floor=0.0, start=None, lengthscale_floor=0.3)
+    assert floored.covar_module.lengthscale.min().item() >= 0.3 - 1e-12
+    start = {name: p.detach().clone() for name, p in free.named_parameters()}
+    warm = fit_outputs(X, Y, noise_free=False, noise_floor=0.0, start=start, lengthscale_floor=0.3)
+    assert warm.covar_module.lengthscale.min().item() >= 0.3 - 1e-12
+    # below BoTorch's own bound the floor changes nothing
+    same = fit_outputs(X, Y, noise_free=False, noise_floor=0.0, start=None, lengthscale_floor=0.01)
+    np.testing.assert_array_equal(same.covar_module.lengthscale.detach().numpy(),
+                                  free.covar_module.lengthscale.detach().numpy())
+
+
+@pytest.mark.parametrize("c", [0.0, 2.0])
+def test_the_residual_gp_lengthscales_respect_c_n_to_the_minus_one_over_d(c):
+    opt = started(params={**FAST, "residual_lengthscale_floor": c}, n_init=12)
+    opt.ask()
+    n, d = len(opt.X), opt.domain.dim
+    assert opt._residual_lengthscale_floor(n) == pytest.approx(c * n ** (-1 / d))
+    lengthscales = opt._residual.kernel.lengthscale.detach().numpy()
+    assert lengthscales.min() >= max(0.025, c * n ** (-1 / d)) * (1 - 1e-6)   # the bound is stored in float32
+    bound = opt._residual.kernel.raw_lengthscale_constraint.lower_bound.item()
+    assert bound == pytest.approx(max(0.025, c * n ** (-1 / d)))
+    if c:
+        assert np.isclose(lengthscales, bound).any()   # 0.58: it binds on this problem
