@@ -325,7 +325,7 @@ class NeuralCBO(Optimizer):
         self.last_mode = ""            # "ei" | "feasibility" | "start": what chose the last proposal
         self.last_refinement: dict | None = None   # log EI of the pool winner and of the refined design
         self._residual = None          # this step's GP of the networks' residuals (``residual_gp``)
-        self._residual_cache = None    # (unit points, their residual moments): the last evaluation
+        self._residual_cache = None    # (predictor, unit points, their moments): the last evaluation
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters), as gp-cei
         # keeps them: a step starts from an earlier step's fit, so asking twice gives the same design.
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
@@ -370,7 +370,7 @@ class NeuralCBO(Optimizer):
         unit = self.domain.to_unit(X)
         Z = self._unit_to_z(unit)
         scalings = {}
-        self._residual = self._residual_cache = None
+        self._residual = None
         if self.settings.physics:
             gen = torch_generator(self.seed, self.name, self.n_told, "collocation-batches")
             target = y
@@ -412,7 +412,6 @@ class NeuralCBO(Optimizer):
                                 lengthscale_floor=self._residual_lengthscale_floor(len(unit)))
         self._residual_fits = remember_fit(self._residual_fits, self.n_told, model)
         self._residual = GPPredictor(model)
-        self._residual_cache = None
 
     def _residual_lengthscale_floor(self, n: int) -> float:
         """The residual GP's lower bound on its lengthscales with n observations, c n^(-1/d) (unit
@@ -427,14 +426,16 @@ class NeuralCBO(Optimizer):
         if self._residual is None:
             return None
         # Every candidate set is scored by the constraints and then by the objective: one
-        # evaluation of all the GP's outputs serves both.
+        # evaluation of all the GP's outputs serves both. Keyed on the predictor, so a refit
+        # invalidates it without a reset.
         cached = self._residual_cache
-        if cached is not None and cached[0].shape == unit.shape and np.array_equal(cached[0], unit):
-            return cached[1]
+        if cached is not None and cached[0] is self._residual and cached[1].shape == unit.shape \
+                and np.array_equal(cached[1], unit):
+            return cached[2]
         x = torch.as_tensor(unit, dtype=torch.float64, device=self.device)
         parts = zip(*(self._residual(x[i:i + 1024]) for i in range(0, len(x), 1024)))
         moments = tuple(np.concatenate(p) for p in parts)
-        self._residual_cache = (np.array(unit, copy=True), moments)
+        self._residual_cache = (self._residual, np.array(unit, copy=True), moments)
         return moments
 
     def _corrected(self, mu: torch.Tensor, var: torch.Tensor, residual, column: int) -> tuple[np.ndarray, np.ndarray]:
