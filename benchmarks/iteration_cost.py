@@ -10,11 +10,13 @@ proposal with a uniformly random point, so with an even ``--asks`` their figure 
 half a GP step.
 
     python benchmarks/iteration_cost.py --case cases/dropwave.yaml --t 50 200 --asks 4
+    python benchmarks/iteration_cost.py --methods pinn-bo --params '{"pinn-bo": {"residual_gp": "none"}}'
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import time
@@ -33,6 +35,8 @@ def main() -> None:
     parser.add_argument("--t", nargs="+", type=int, default=[50, 200])
     parser.add_argument("--asks", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--params", type=json.loads, default={},
+                        help='method_params per method as JSON, e.g. \'{"pinn-bo": {"residual_gp": "none"}}\'')
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from pinnbo.case import load_case
@@ -53,7 +57,7 @@ def main() -> None:
         for t in args.t:
             X = initial_design(problem.domain, t + args.asks + 1, case.seed)[:t]
             case.method = method
-            case.method_params = {}
+            case.method_params = dict(args.params.get(method, {}))
             optimizer = case.build_optimizer(problem)
             for x in X:
                 optimizer.tell(x, sign * problem.objective(x))

@@ -72,6 +72,7 @@ from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 from gpytorch.constraints import GreaterThan
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from linear_operator.utils.cholesky import psd_safe_cholesky
 
 from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
 from pinnbo.optimizers.base import Optimizer, derived_seed, sobol_unit
@@ -182,6 +183,53 @@ def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[i
     (step, named parameters) each (checkpointed by the optimisers that warm-start)."""
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
     return [f for f in fits if f[0] < step][-1:] + [(step, params)]
+
+
+class GPPredictor:
+    """The latent posterior mean and standard deviation of a fitted (batched) BoTorch ``SingleTaskGP``
+    with a ``Standardize`` outcome transform, from one Cholesky factor per output computed once.
+
+    ``model.posterior`` rebuilds its prediction strategy and checks its inputs on every call
+    (≈ 45 ms per call for 2 outputs at n = 100, against 1 ms for the algebra); the refinement asks
+    for moments a dozen times per step. Equal to the posterior to rounding (tested). Shapes: the
+    model's train inputs (M, n, d) (or (n, d) for M = 1); a call maps (N, d) → (mean, std, the
+    fraction of the prior variance that remains), each (N, M).
+    """
+
+    def __init__(self, model) -> None:
+        with torch.no_grad():
+            X = model.train_inputs[0]
+            self.batched = X.dim() == 3
+            self.X = X if self.batched else X[None]                                   # (M, n, d)
+            targets = model.train_targets if self.batched else model.train_targets[None]   # (M, n), transformed
+            self.kernel = model.covar_module
+            self.constant = model.mean_module.constant.reshape(-1, 1)                 # (M, 1)
+            noise = model.likelihood.noise.reshape(-1, 1)                             # (M, 1) or (1, 1)
+            K = self.kernel(X).to_dense().reshape(self.X.shape[0], X.shape[-2], X.shape[-2])
+            K = K + torch.diag_embed(noise.expand(self.X.shape[0], X.shape[-2]))
+            self.L = psd_safe_cholesky(K)          # as GPyTorch's own posterior: jitter if needed
+            self.alpha = torch.cholesky_solve((targets - self.constant).unsqueeze(-1), self.L)   # (M, n, 1)
+            self.means = model.outcome_transform.means.reshape(-1)                   # (M,)
+            self.stdvs = model.outcome_transform.stdvs.reshape(-1)
+
+    def __call__(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        with torch.no_grad():
+            mean, std, remaining = self.moments(x)
+        return mean.T.cpu().numpy(), std.T.cpu().numpy(), remaining.T.cpu().numpy()
+
+    def moments(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The same three moments as torch tensors of shape (M, N), differentiable in ``x`` (N, d)
+        (PINN-BO minimises a sample built from them by gradients)."""
+        xb = x.expand(self.X.shape[0], *x.shape) if self.batched else x
+        Kx = self.kernel(xb, self.X if self.batched else self.X[0]).to_dense().reshape(self.X.shape[0], len(x), -1)
+        prior = self.kernel(xb, xb, diag=True).reshape(self.X.shape[0], len(x))
+        mean = self.constant + (Kx @ self.alpha).squeeze(-1)                          # (M, N)
+        v = torch.linalg.solve_triangular(self.L, Kx.transpose(-1, -2), upper=False)
+        var = (prior - v.pow(2).sum(dim=-2)).clamp_min(0.0)
+        mean = self.means[:, None] + self.stdvs[:, None] * mean
+        std = self.stdvs[:, None] * var.clamp_min(torch.finfo(var.dtype).tiny).sqrt() * (var > 0)
+        remaining = var / prior.clamp_min(torch.finfo(prior.dtype).tiny)
+        return mean, std, remaining
 
 
 class GPCEI(Optimizer):

@@ -55,6 +55,22 @@ wrong basin against 2 without, mean best 1.01 against 0.34; on Styblinski-Tang 1
 mean best from −226.9 to −265.5 (docs/benchmarks.md). Without the region the acquisition is the
 authors' (the whole box).
 
+Residual GP (``residual_gp``: none | mean | full; decided, as Neural-CBO's). The PINN is a global
+shape, not an interpolant: a 2 × 64 tanh network fitted by a few hundred Adam steps does not
+follow the beam's ~30 oscillations, and no Thompson sample of its last layer makes up for a mean
+that is wrong between the data. A GP (:func:`pinnbo.optimizers.gp_cbo.fit_outputs`: Matérn-5/2
+ARD on the unit box, ``Standardize``, learned noise, hyper-parameters by marginal likelihood
+warm-started from the previous step's and checkpointed) is fitted to the PINN's residuals at the
+observed designs, r_i = ỹ_i − h(x_i) (standardised units). ``mean`` adds its posterior mean to the
+sample; ``full`` adds one posterior sample path g̃ of it (Matheron's rule on 1024 random Fourier
+features, BoTorch's ``draw_matheron_paths``, so the sample stays a differentiable function) and
+discounts the network's exploration by ρ(x), the fraction of the GP's prior variance left at x:
+    f̃(x) = h(x) + g̃(x) + ν √ρ(x) φ(x)ᵀ δ.
+At the data g̃ interpolates the residuals and ρ → 0, so the sample honours the measurements; far
+from the data g̃ reverts to its prior, whose scale is the residuals' (large where the network
+cannot represent the function: the GP then explores as GP-based Thompson sampling would; small
+where it can: the network's sample rules). The PDE still shapes h and φ.
+
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
 
@@ -66,14 +82,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import copy
+
 import numpy as np
 import torch
+from botorch.sampling.pathwise import draw_matheron_paths
 
 from pinnbo.acquisition import minimize_surrogate
 from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, sobol_unit,
     torch_generator,
 )
+from pinnbo.optimizers.gp_cbo import GPPredictor, earlier_fit, fit_outputs, remember_fit
 from pinnbo.surrogates.mlp import MLP
 
 
@@ -105,14 +125,16 @@ class PINNBOSettings(MethodSettings):
     top_k: int = 8
     refine_iterations: int = 40
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
+    residual_gp: str = "none"              # none | mean: + a GP of the PINN's residuals | full: its sample too
+    residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
     dtype: str = "float64"
 
     POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
                 "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
-                "trust_length_min", "trust_successes", "trust_region_min_dim")
+                "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
                     "exploration_scale", "duplicate_tol", "trust_failures")
-    CHOICES = {"dtype": tuple(DTYPES)}
+    CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "full")}
     WIDTHS = ("hidden",)
 
     def validate(self) -> None:
@@ -324,6 +346,9 @@ class PINNBO(Optimizer):
             collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
         )
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
+        # Hyper-parameters of the residual GP's two latest fits, (step, named parameters), as gp-cei's.
+        self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
+        self.residual_model = None              # this step's GP of the PINN's residuals (``residual_gp``)
 
     # The surrogate's parts (PINNSurrogate), under the names this class has always exposed.
     model = property(lambda self: self.surrogate.model)
@@ -364,19 +389,8 @@ class PINNBO(Optimizer):
         X, y = self.observed()
         if len(y) == 0:
             return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
-        self._fit(X, y)
         s = self.settings
-        Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
-        delta = self._posterior_sample(Z)
-        model = self.model
-
-        def sample(u: torch.Tensor) -> torch.Tensor:
-            z = 2.0 * u - 1.0
-            value = model(z)
-            if delta is not None:
-                value = value + model.features(z) @ delta
-            return value
-
+        sample = self.acquisition_sample(X, y)
         best = np.argsort(y)[:3]
         rng = self.rng("local-starts")
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
@@ -389,6 +403,71 @@ class PINNBO(Optimizer):
             lower=lower, upper=upper,
         )
         return self.domain.from_unit(proposal.unit_x)
+
+    def acquisition_sample(self, X: np.ndarray, y: np.ndarray):
+        """Fit the surrogate to the observations (X (n, d) physical, y (n,)) and return the function
+        this step minimises: unit points (N, d) → (N,) standardised values, differentiable; the
+        trained PINN plus ν times its last-layer Thompson sample (module docstring, "Exploration"),
+        with the residual GP's correction (``residual_gp``)."""
+        mean, std = self._fit(X, y)
+        Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
+        delta = self._posterior_sample(Z)
+        model = self.model
+        residual = self._residual_sample(X, (y - mean) / std, Z)
+
+        def sample(u: torch.Tensor) -> torch.Tensor:
+            z = 2.0 * u - 1.0
+            value = model(z)
+            explore = None if delta is None else model.features(z) @ delta
+            if residual is not None:
+                correction, remaining = residual(u)
+                value = value + correction
+                if explore is not None and remaining is not None:
+                    # ρ → 0 at the data, where the GP's own sample carries the uncertainty.
+                    explore = remaining.clamp_min(1e-12).sqrt() * explore
+            return value if explore is None else value + explore
+
+        return sample
+
+    def _residual_sample(self, X: np.ndarray, targets: np.ndarray, Z: torch.Tensor):
+        """The residual GP's part of the sample (module docstring, "Residual GP"), or None.
+
+        Fits a GP (:func:`pinnbo.optimizers.gp_cbo.fit_outputs`) to r_i = ỹ_i − h(x_i) at the
+        observed designs (standardised units) and returns a differentiable map of unit points
+        (N, d) → (correction (N,), ρ (N,) or None): ``mean`` the GP's posterior mean and no ρ;
+        ``full`` one posterior sample path of the GP (Matheron's rule on random Fourier features,
+        BoTorch's ``draw_matheron_paths``) and ρ, the fraction of its prior variance left at x.
+        """
+        s = self.settings
+        self.residual_model = None
+        if s.residual_gp == "none" or len(targets) < 2:
+            return None
+        with torch.no_grad():
+            r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.model(Z)).double()
+        unit = self.domain.to_unit(X)
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-gp"))
+            gp = fit_outputs(unit, r.cpu().numpy()[:, None], noise_free=False, noise_floor=0.0,
+                             start=earlier_fit(self._residual_fits, self.n_told), tolerance=s.residual_fit_tolerance,
+                             device=self.device)
+            self._residual_fits = remember_fit(self._residual_fits, self.n_told, gp)
+            self.residual_model = gp
+            predictor = GPPredictor(gp)
+            path = None
+            if s.residual_gp == "full":
+                torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-path"))
+                path = draw_matheron_paths(gp, sample_shape=torch.Size([1]))
+        dtype = self.dtype
+
+        def residual(u: torch.Tensor):
+            u64 = u.to(torch.float64)
+            if path is None:
+                return predictor.moments(u64)[0][0].to(dtype), None
+            _, _, remaining = predictor.moments(u64)
+            return path(u64).reshape(-1).to(dtype), remaining[0].to(dtype)
+
+        return residual
 
     def _trust_bounds(self, incumbent: np.ndarray, best: float) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Advance the trust region by the values told since the last ask and return its box in
@@ -407,10 +486,12 @@ class PINNBO(Optimizer):
     def state_dict(self) -> dict:
         state = self.surrogate.state_dict()
         state["trust_region"] = None if self.trust is None else dict(vars(self.trust))
+        state["residual_fits"] = copy.deepcopy(self._residual_fits)
         return state
 
     def load_state_dict(self, state: dict) -> None:
         self.surrogate.load_state_dict(state)
         trust = state.get("trust_region")
         self.trust = None if trust is None else TrustRegion(**trust)
+        self._residual_fits = copy.deepcopy(state.get("residual_fits", []))   # absent before residual_gp
 
