@@ -55,21 +55,29 @@ wrong basin against 2 without, mean best 1.01 against 0.34; on Styblinski-Tang 1
 mean best from −226.9 to −265.5 (docs/benchmarks.md). Without the region the acquisition is the
 authors' (the whole box).
 
-Residual GP (``residual_gp``: none | mean | full; decided, as Neural-CBO's). The PINN is a global
-shape, not an interpolant: a 2 × 64 tanh network fitted by a few hundred Adam steps does not
-follow the beam's ~30 oscillations, and no Thompson sample of its last layer makes up for a mean
-that is wrong between the data. A GP (:func:`pinnbo.optimizers.gp_cbo.fit_outputs`: Matérn-5/2
-ARD on the unit box, ``Standardize``, learned noise, hyper-parameters by marginal likelihood
-warm-started from the previous step's and checkpointed) is fitted to the PINN's residuals at the
-observed designs, r_i = ỹ_i − h(x_i) (standardised units). ``mean`` adds its posterior mean to the
-sample; ``full`` adds one posterior sample path g̃ of it (Matheron's rule on 1024 random Fourier
-features, BoTorch's ``draw_matheron_paths``, so the sample stays a differentiable function) and
-discounts the network's exploration by ρ(x), the fraction of the GP's prior variance left at x:
-    f̃(x) = h(x) + g̃(x) + ν √ρ(x) φ(x)ᵀ δ.
-At the data g̃ interpolates the residuals and ρ → 0, so the sample honours the measurements; far
-from the data g̃ reverts to its prior, whose scale is the residuals' (large where the network
-cannot represent the function: the GP then explores as GP-based Thompson sampling would; small
-where it can: the network's sample rules). The PDE still shapes h and φ.
+Residual GP (``residual_gp``: none | mean | path | full; measured, off by default). The PINN is a
+global shape, not an interpolant: a 2 × 64 tanh network fitted by a few hundred Adam steps does
+not follow the beam's ~30 oscillations, and two of ten beam seeds ended in a wrong basin. A GP
+(:func:`pinnbo.optimizers.gp_cbo.fit_outputs`: Matérn-5/2 ARD on the unit box, ``Standardize``,
+learned noise, hyper-parameters by marginal likelihood warm-started from the previous step's and
+checkpointed) is fitted to the PINN's residuals at the observed designs, r_i = ỹ_i − h(x_i)
+(standardised units), and enters the sample:
+    mean:  f̃(x) = h(x) + m_r(x) + ν φ(x)ᵀ δ
+    path:  f̃(x) = h(x) + g̃(x) + ν φ(x)ᵀ δ
+    full:  f̃(x) = h(x) + g̃(x) + ν √ρ(x) φ(x)ᵀ δ
+with m_r the GP's posterior mean, g̃ one posterior sample path of it (Matheron's rule on 1024
+random Fourier features, BoTorch's ``draw_matheron_paths``, so the sample stays differentiable)
+and ρ(x) the fraction of the GP's prior variance left at x (the network's exploration vanishes at
+the data, as Neural-CBO's ``full`` does with σ). Measured at 10 seeds (docs/benchmarks.md): ``full``
+put every beam seed at x* (mean best 0.057616, better than every baseline's), ``path`` nine of
+ten, while ``mean`` left 4 of 8 in a wrong basin: the GP's sample, not its mean, finds the
+basin. But the sample costs the heat plates: at the discontinuous corner the evaluated corner
+point itself is cold (443.7 on BC2 against 880.0 at its admissible neighbour 1e-4 away), the
+residual GP interpolates that spike (lengthscales at BoTorch's bound 0.025, noise 1e-4), the
+sample near the corner is pulled down with it, and the search crawls along the edge instead of
+stepping beside the corner (heat_bc2 848.9 ± 6.9 with ``full``, 855.9 ± 5.4 with ``path``, against
+879.99 on every seed without). The network alone cannot represent a one-point spike and keeps
+pointing at the corner. Hence ``none`` stays the default.
 
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
@@ -80,9 +88,8 @@ reuses as its objective network (pinnbo.optimizers.neural_cbo).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import copy
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -125,7 +132,7 @@ class PINNBOSettings(MethodSettings):
     top_k: int = 8
     refine_iterations: int = 40
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
-    residual_gp: str = "none"              # none | mean: + a GP of the PINN's residuals | full: its sample too
+    residual_gp: str = "none"              # none | mean: + a GP of the PINN's residuals | path | full (docstring)
     residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
     dtype: str = "float64"
 
@@ -134,7 +141,7 @@ class PINNBOSettings(MethodSettings):
                 "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
                     "exploration_scale", "duplicate_tol", "trust_failures")
-    CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "full")}
+    CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "path", "full")}
     WIDTHS = ("hidden",)
 
     def validate(self) -> None:
@@ -435,8 +442,9 @@ class PINNBO(Optimizer):
         Fits a GP (:func:`pinnbo.optimizers.gp_cbo.fit_outputs`) to r_i = ỹ_i − h(x_i) at the
         observed designs (standardised units) and returns a differentiable map of unit points
         (N, d) → (correction (N,), ρ (N,) or None): ``mean`` the GP's posterior mean and no ρ;
-        ``full`` one posterior sample path of the GP (Matheron's rule on random Fourier features,
-        BoTorch's ``draw_matheron_paths``) and ρ, the fraction of its prior variance left at x.
+        ``path`` one posterior sample path of the GP (Matheron's rule on random Fourier features,
+        BoTorch's ``draw_matheron_paths``) and no ρ; ``full`` that path and ρ, the fraction of the
+        GP's prior variance left at x.
         """
         s = self.settings
         self.residual_model = None
@@ -455,7 +463,7 @@ class PINNBO(Optimizer):
             self.residual_model = gp
             predictor = GPPredictor(gp)
             path = None
-            if s.residual_gp == "full":
+            if s.residual_gp in ("path", "full"):
                 torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-path"))
                 path = draw_matheron_paths(gp, sample_shape=torch.Size([1]))
         dtype = self.dtype
@@ -464,6 +472,8 @@ class PINNBO(Optimizer):
             u64 = u.to(torch.float64)
             if path is None:
                 return predictor.moments(u64)[0][0].to(dtype), None
+            if s.residual_gp == "path":
+                return path(u64).reshape(-1).to(dtype), None
             _, _, remaining = predictor.moments(u64)
             return path(u64).reshape(-1).to(dtype), remaining[0].to(dtype)
 

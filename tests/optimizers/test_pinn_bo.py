@@ -227,7 +227,7 @@ def standardised(y: np.ndarray) -> np.ndarray:
     return (y - y.mean()) / y.std()
 
 
-@pytest.mark.parametrize("mode", ["mean", "full"])
+@pytest.mark.parametrize("mode", ["mean", "path", "full"])
 def test_the_residual_gp_makes_the_sample_honour_the_data(mode):
     """Without it the PINN misses the observations (it cannot follow five oscillations in 30
     steps); the GP of the residuals closes the gap at the observed designs: its mean interpolates
