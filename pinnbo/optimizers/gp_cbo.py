@@ -185,6 +185,20 @@ def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[i
     return [f for f in fits if f[0] < step][-1:] + [(step, params)]
 
 
+def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dict]], step: int, seed: int, *,
+                    tolerance: float, device: torch.device, lengthscale_floor: float | None = None):
+    """A network's residual GP: :func:`fit_outputs` of ``R`` (n, M) on ``unit_X`` (n, d) with learned
+    noise, warm-started from the latest fit before ``step`` in ``fits``, any global-RNG draw of the fit
+    seeded by ``seed``. Returns (the model, ``fits`` with this step's recorded) (Neural-CBO's and
+    PINN-BO's ``residual_gp``)."""
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        model = fit_outputs(unit_X, R, noise_free=False, noise_floor=0.0, start=earlier_fit(fits, step),
+                            tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor)
+    return model, remember_fit(fits, step, model)
+
+
 class GPPredictor:
     """The latent posterior mean and standard deviation of a fitted (batched) BoTorch ``SingleTaskGP``
     with a ``Standardize`` outcome transform, from one Cholesky factor per output computed once.

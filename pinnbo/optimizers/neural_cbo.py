@@ -175,7 +175,7 @@ from pinnbo.acquisition import farthest_from, is_duplicate
 from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit, torch_generator,
 )
-from pinnbo.optimizers.gp_cbo import GPPredictor, earlier_fit, fit_outputs, remember_fit
+from pinnbo.optimizers.gp_cbo import GPPredictor, fit_residual_gp
 from pinnbo.optimizers.neural_bo import FEATURES, NTKNetwork, candidate_pool, unit_to_z, update_precisions
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.surrogates.ntk import INVERSE_MODES
@@ -401,15 +401,11 @@ class NeuralCBO(Optimizer):
             mu_c, _ = self._constraint_moments(unit, scalings["constraints"])
             for k, (i, (_, c_std)) in enumerate(zip(self.blackbox, scalings["constraints"])):
                 columns.append((C[:, i] - mu_c[:, k]) / c_std)
-        R = np.column_stack(columns)
-        devices = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-gp"))
-            model = fit_outputs(unit, R, noise_free=False, noise_floor=0.0,
-                                start=earlier_fit(self._residual_fits, self.n_told),
-                                tolerance=self.settings.residual_fit_tolerance, device=self.device,
-                                lengthscale_floor=self._residual_lengthscale_floor(len(unit)))
-        self._residual_fits = remember_fit(self._residual_fits, self.n_told, model)
+        model, self._residual_fits = fit_residual_gp(
+            unit, np.column_stack(columns), self._residual_fits, self.n_told,
+            derived_seed(self.seed, self.name, self.n_told, "residual-gp"),
+            tolerance=self.settings.residual_fit_tolerance, device=self.device,
+            lengthscale_floor=self._residual_lengthscale_floor(len(unit)))
         self._residual = GPPredictor(model)
 
     def _residual_lengthscale_floor(self, n: int) -> float:

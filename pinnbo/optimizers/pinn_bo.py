@@ -100,7 +100,7 @@ from pinnbo.optimizers.base import (
     DTYPES, MethodError, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, sobol_unit,
     torch_generator,
 )
-from pinnbo.optimizers.gp_cbo import GPPredictor, earlier_fit, fit_outputs, remember_fit
+from pinnbo.optimizers.gp_cbo import GPPredictor, fit_residual_gp
 from pinnbo.surrogates.mlp import MLP
 
 
@@ -355,7 +355,6 @@ class PINNBO(Optimizer):
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters), as gp-cei's.
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
-        self.residual_model = None              # this step's GP of the PINN's residuals (``residual_gp``)
 
     # The surrogate's parts (PINNSurrogate), under the names this class has always exposed.
     model = property(lambda self: self.surrogate.model)
@@ -447,23 +446,19 @@ class PINNBO(Optimizer):
         GP's prior variance left at x.
         """
         s = self.settings
-        self.residual_model = None
         if s.residual_gp == "none" or len(targets) < 2:
             return None
         with torch.no_grad():
             r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.model(Z)).double()
-        unit = self.domain.to_unit(X)
-        devices = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-gp"))
-            gp = fit_outputs(unit, r.cpu().numpy()[:, None], noise_free=False, noise_floor=0.0,
-                             start=earlier_fit(self._residual_fits, self.n_told), tolerance=s.residual_fit_tolerance,
-                             device=self.device)
-            self._residual_fits = remember_fit(self._residual_fits, self.n_told, gp)
-            self.residual_model = gp
-            predictor = GPPredictor(gp)
-            path = None
-            if s.residual_gp in ("path", "full"):
+        gp, self._residual_fits = fit_residual_gp(
+            self.domain.to_unit(X), r.cpu().numpy()[:, None], self._residual_fits, self.n_told,
+            derived_seed(self.seed, self.name, self.n_told, "residual-gp"),
+            tolerance=s.residual_fit_tolerance, device=self.device)
+        predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
+        path = None
+        if s.residual_gp in ("path", "full"):
+            devices = [self.device] if self.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices):
                 torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-path"))
                 path = draw_matheron_paths(gp, sample_shape=torch.Size([1]))
         dtype = self.dtype
