@@ -78,6 +78,10 @@ sample near the corner is pulled down with it, and the search crawls along the e
 stepping beside the corner (heat_bc2 848.9 ± 6.9 with ``full``, 855.9 ± 5.4 with ``path``, against
 879.99 on every seed without). The network alone cannot represent a one-point spike and keeps
 pointing at the corner. Hence ``none`` stays the default.
+``residual_lengthscale_floor`` c > 0 bounds that GP's lengthscales below by c n^(−1/d) (unit box,
+as Neural-CBO's). With c = 1 it absorbed the corner point as noise but spread a cold point of the
+neighbouring edge over the corner instead (heat_bc2: 9/10 seeds at the corner, one crawling up the
+edge) and left one beam seed in a wrong basin while it still bound early on; off by default.
 
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
@@ -134,13 +138,14 @@ class PINNBOSettings(MethodSettings):
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     residual_gp: str = "none"              # none | mean: + a GP of the PINN's residuals | path | full (docstring)
     residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
+    residual_lengthscale_floor: float = 0.0    # c: that GP's lengthscales >= c n^(-1/d) (unit box; 0: BoTorch's 0.025)
     dtype: str = "float64"
 
     POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
                 "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
                 "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
-                    "exploration_scale", "duplicate_tol", "trust_failures")
+                    "exploration_scale", "duplicate_tol", "trust_failures", "residual_lengthscale_floor")
     CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "path", "full")}
     WIDTHS = ("hidden",)
 
@@ -453,7 +458,8 @@ class PINNBO(Optimizer):
         gp, self._residual_fits = fit_residual_gp(
             self.domain.to_unit(X), r.cpu().numpy()[:, None], self._residual_fits, self.n_told,
             derived_seed(self.seed, self.name, self.n_told, "residual-gp"),
-            tolerance=s.residual_fit_tolerance, device=self.device)
+            tolerance=s.residual_fit_tolerance, device=self.device,
+            lengthscale_floor=s.residual_lengthscale_floor * len(X) ** (-1.0 / self.domain.dim))
         predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
         path = None
         if s.residual_gp in ("path", "full"):

@@ -265,6 +265,21 @@ def test_the_full_residual_sample_is_a_fresh_draw_far_from_data_and_differentiab
     assert torch.all(torch.isfinite(u.grad)) and torch.any(u.grad != 0)
 
 
+@pytest.mark.parametrize("c", [0.0, 8.0])
+def test_the_residual_gp_lengthscale_floor_is_c_n_to_the_minus_one_over_d(c):
+    """Five oscillations on [0, 1]: maximum likelihood resolves them with a lengthscale below 0.1;
+    ``residual_lengthscale_floor`` c = 8 with n = 80 in 1-D bounds it at 8 / 80 = 0.1, and it binds."""
+    opt, X = told_on_the_line("full", n=80)
+    opt.settings.residual_lengthscale_floor = c
+    opt.acquisition_sample(*opt.observed())
+    (_, params), = opt._residual_fits
+    lengthscale = next(v for k, v in params.items() if k.endswith("raw_lengthscale")).min().item()
+    if c:
+        assert lengthscale == pytest.approx(c / len(X), rel=1e-6)
+    else:
+        assert 0.025 <= lengthscale < 0.1
+
+
 def test_a_residual_gp_ask_is_deterministic_and_checkpointed():
     a, _ = told_on_the_line("full")
     b, _ = told_on_the_line("full")
