@@ -356,14 +356,18 @@ def test_the_refinement_scores_bound_snaps(snap, monkeypatch):
         assert refined[1] > 0.5
 
 
-def test_the_residual_gp_makes_every_mean_interpolate_the_observations():
+@pytest.mark.parametrize("warp", ["none", "power"])
+def test_the_residual_gp_makes_every_mean_interpolate_the_observations(warp):
     """With ``residual_gp`` the networks' means plus the GP of their residuals reproduce the
-    observed objective and constraint values (noise-free data: the GP's noise is fitted near
-    zero); without it the networks alone miss them by more. ``mean`` keeps the networks' σ;
-    ``full`` takes the GP's, which nearly vanishes at the observations."""
+    observed objective (in the units it is trained in: warped with ``objective_warp: power``) and
+    constraint values (noise-free data: the GP's noise is fitted near zero); without it the
+    networks alone miss them by more. ``mean`` keeps the networks' σ; ``full`` takes the GP's,
+    which nearly vanishes at the observations."""
+    from pinnbo.optimizers.neural_cbo import _power_warp
+
     errors, sigmas = {}, {}
     for mode in ("none", "mean", "full"):
-        opt = started(params={**FAST, "residual_gp": mode}, n_init=10)
+        opt = started(params={**FAST, "residual_gp": mode, "objective_warp": warp}, n_init=10)
         opt.ask()
         X, y, C = opt.observed_constrained()
         unit = opt.domain.to_unit(X)
@@ -371,10 +375,11 @@ def test_the_residual_gp_makes_every_mean_interpolate_the_observations():
         mean, std = scalings["objective"]
         mu_f, sigma_f = opt._objective_moments(unit, X)
         mu_c, sigma_c = opt._constraint_moments(unit, scalings["constraints"])
-        errors[mode] = (np.abs(mean + std * mu_f - y).max(), np.abs(mu_c[:, 0] - C[:, 0]).max())
+        target = _power_warp(y) if warp == "power" else y
+        errors[mode] = (np.abs(mean + std * mu_f - target).max(), np.abs(mu_c[:, 0] - C[:, 0]).max())
         sigmas[mode] = (sigma_f.max(), sigma_c[:, 0].max() / np.std(C[:, 0]))
     for mode in ("mean", "full"):
-        assert errors[mode][0] < 1e-2 * np.std(y) and errors[mode][1] < 1e-2 * np.std(C[:, 0]), errors
+        assert errors[mode][0] < 1e-2 * np.std(target) and errors[mode][1] < 1e-2 * np.std(C[:, 0]), errors
         assert errors[mode][0] < 0.2 * errors["none"][0] and errors[mode][1] < 0.2 * errors["none"][1], errors
     assert sigmas["mean"] == pytest.approx(sigmas["none"], rel=1e-6)   # the same networks, the same σ
     assert max(sigmas["full"]) < 0.1 * min(sigmas["none"]), sigmas
