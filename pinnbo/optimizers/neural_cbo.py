@@ -142,11 +142,17 @@ initial points and budget 60; mean gap of the best feasible value to f*, lower i
   the full-gradient features keep σ meaningful longer (table: Branin 3.6 → 0.17).
 - ν = 3 on top (σ_f is still optimistic); ν = 2 or 5 were no better (ν = 1 with the polish below:
   Branin 0.57 over 3 seeds, it locks onto the boundary near an infeasible minimum).
-- ``objective_warp``: ``none`` (default) or ``power``, a Yeo-Johnson warp of the objective (λ by
-  maximum likelihood, as HEBO's output transform) before the network is trained, for objectives
-  with a heavy right tail (gas, the speed reducer). It moved Branin's search to the disc's edge
-  next to an infeasible minimum (4 seeds: 0.472 against 0.427 without), so it is not the default.
-  Not available with ``physics: true`` (the PDE constrains the unwarped output).
+- ``objective_warp``: ``power`` (default) or ``none``: a monotone Yeo-Johnson warp of the
+  standardised objective (λ by maximum likelihood, HEBO's output transform) before the network
+  and its residual GP are trained; EI is taken in the warped units (the warp is monotone, so the
+  incumbent is the same design). Objectives with a heavy right tail (gas: 3e6 at the optimum, over 3e7 at some of
+  the box's corners) leave the designs that matter a few percent of one standard deviation apart; the warp
+  spreads the low end. Measured against ``none`` at 10 seeds with ``residual_gp: full``
+  (docs/benchmarks.md): better mean best feasible on Hartmann-6 (−3.306 against −2.910; the seed
+  trapped at −1.34 reaches −3.322), Ackley-5 (0.21 against 0.27) and gas (3.160e6 against 3.216e6),
+  equal on Simionescu, worse on Branin (one seed of ten trapped at the disc's edge next to the
+  infeasible minimum, 0.467); the speed reducer in docs/benchmarks.md.
+  Ignored with ``physics: true`` (the PDE constrains the unwarped output).
 - ``polish_iterations`` = 50 full-batch L-BFGS iterations (strong Wolfe) after each fit's Adam
   steps. Adam at lr 0.01 stops at a noise floor of the loss, and the network's error near the
   optimum, not the acquisition, limited the final precision: on Branin, seeds 0–3, 46 of 100
@@ -252,7 +258,7 @@ class NeuralCBOSettings(MethodSettings):
     n_candidates: int = 2048               # scrambled Sobol candidates per step
     local_candidates: int = 256            # Gaussian perturbations of the 4 best designs
     local_scale: float = 0.02              # their standard deviation, unit-box coordinates
-    objective_warp: str = "none"           # none | power: Yeo-Johnson warp of the objective before training
+    objective_warp: str = "power"          # power: Yeo-Johnson warp of the objective before training | none
     refine_rounds: int = 6                 # rounds of local refinement of the EI winner (0: none)
     refine_candidates: int = 64            # perturbations scored per refinement round
     refine_snap: bool = True               # also score the current best snapped to the box's bounds
