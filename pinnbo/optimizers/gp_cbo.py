@@ -185,17 +185,72 @@ def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[i
     return [f for f in fits if f[0] < step][-1:] + [(step, params)]
 
 
+def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, start: dict[str, torch.Tensor] | None,
+                       tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
+                       device: torch.device | str = "cpu") -> SingleTaskGP:
+    """A GP of ``y`` (n,) or (n, 1) on ``unit_X`` (n, d) whose likelihood gives each observation its own
+    extra noise ρ_i ≥ 0 on a sparse support: Ament et al.'s relevance pursuit (NeurIPS 2024, BoTorch's
+    ``RobustRelevancePursuitSingleTaskGP``), forward, over 0..``max_outliers`` outliers, the support
+    size chosen by Bayesian model comparison (its prior mean 0.2 n, BoTorch's default).
+
+    Returned as a plain ``SingleTaskGP`` with the fitted per-point noise σ² + ρ_i as fixed noise and
+    the same kernel and mean, so that its posterior, :class:`GPPredictor` and Matheron sample paths
+    all see the outliers' noise (BoTorch's path sampler does not pass the training inputs to the
+    sparse likelihood and would interpolate an outlier as data). Kernel as :func:`fit_outputs`."""
+    from botorch.models.relevance_pursuit import forward_relevance_pursuit
+    from botorch.models.robust_relevance_pursuit_model import RobustRelevancePursuitSingleTaskGP
+
+    train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
+    train_Y = torch.as_tensor(y, dtype=dtype, device=device).reshape(len(unit_X), 1)
+    covar = get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1], use_rbf_kernel=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputDataWarning)
+        robust = RobustRelevancePursuitSingleTaskGP(train_X, train_Y, covar_module=covar,
+                                                    outcome_transform=Standardize(m=1))
+    if start:
+        with torch.no_grad():
+            for name, p in robust.named_parameters():
+                if name in start and start[name].shape == p.shape:
+                    p.copy_(start[name].to(p))
+    mll = ExactMarginalLogLikelihood(robust.likelihood, robust)
+    with warnings.catch_warnings():
+        # "expansion ... unsuccessful": the pursuit stops early at a stationary point, as intended.
+        warnings.simplefilter("ignore")
+        fit_gpytorch_mll(mll, numbers_of_outliers=list(range(max_outliers + 1)),
+                         relevance_pursuit_optimizer=forward_relevance_pursuit,
+                         optimizer_kwargs={"options": {"ftol": tolerance}})
+    robust.eval()
+    with torch.no_grad():
+        transformed_X = robust.train_inputs[0]
+        noise = robust.likelihood.noise_covar(transformed_X).diagonal().reshape(-1, 1)    # standardised units
+        stdv = robust.outcome_transform.stdvs.reshape(1, 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InputDataWarning)
+            model = SingleTaskGP(train_X, train_Y, (noise * stdv.square()).clone(), covar_module=copy.deepcopy(robust.covar_module),
+                                 mean_module=copy.deepcopy(robust.mean_module), outcome_transform=Standardize(m=1))
+    model.eval()
+    flagged = noise.reshape(-1) > robust.likelihood.noise_covar.base_noise.noise.reshape(-1)[0] * (1 + 1e-6)
+    model.outlier_indices = torch.nonzero(flagged).reshape(-1).tolist()
+    model.outliers = len(model.outlier_indices)
+    return model
+
+
 def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dict]], step: int, seed: int, *,
-                    tolerance: float, device: torch.device, lengthscale_floor: float | None = None):
+                    tolerance: float, device: torch.device, lengthscale_floor: float | None = None,
+                    max_outliers: int = 0):
     """A network's residual GP: :func:`fit_outputs` of ``R`` (n, M) on ``unit_X`` (n, d) with learned
     noise, warm-started from the latest fit before ``step`` in ``fits``, any global-RNG draw of the fit
-    seeded by ``seed``. Returns (the model, ``fits`` with this step's recorded) (Neural-CBO's and
-    PINN-BO's ``residual_gp``)."""
+    seeded by ``seed``; with ``max_outliers`` > 0 (M = 1 only) :func:`fit_outlier_robust` instead.
+    Returns (the model, ``fits`` with this step's recorded) (Neural-CBO's and PINN-BO's ``residual_gp``)."""
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
-        model = fit_outputs(unit_X, R, noise_free=False, noise_floor=0.0, start=earlier_fit(fits, step),
-                            tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor)
+        if max_outliers > 0:
+            model = fit_outlier_robust(unit_X, R, max_outliers=max_outliers, start=earlier_fit(fits, step),
+                                       tolerance=tolerance, device=device)
+        else:
+            model = fit_outputs(unit_X, R, noise_free=False, noise_floor=0.0, start=earlier_fit(fits, step),
+                                tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor)
     return model, remember_fit(fits, step, model)
 
 
@@ -218,9 +273,12 @@ class GPPredictor:
             targets = model.train_targets if self.batched else model.train_targets[None]   # (M, n), transformed
             self.kernel = model.covar_module
             self.constant = model.mean_module.constant.reshape(-1, 1)                 # (M, 1)
-            noise = model.likelihood.noise.reshape(-1, 1)                             # (M, 1) or (1, 1)
-            K = self.kernel(X).to_dense().reshape(self.X.shape[0], X.shape[-2], X.shape[-2])
-            K = K + torch.diag_embed(noise.expand(self.X.shape[0], X.shape[-2]))
+            n = X.shape[-2]
+            noise = model.likelihood.noise                 # learned: (M, 1) or (1,); fixed: (M, n) or (n,)
+            noise = noise.reshape(self.X.shape[0], n) if noise.numel() == self.X.shape[0] * n and noise.numel() > 1 \
+                else noise.reshape(-1, 1).expand(self.X.shape[0], n)
+            K = self.kernel(X).to_dense().reshape(self.X.shape[0], n, n)
+            K = K + torch.diag_embed(noise)
             self.L = psd_safe_cholesky(K)          # as GPyTorch's own posterior: jitter if needed
             self.alpha = torch.cholesky_solve((targets - self.constant).unsqueeze(-1), self.L)   # (M, n, 1)
             self.means = model.outcome_transform.means.reshape(-1)                   # (M,)

@@ -307,3 +307,64 @@ def test_the_residual_moments_have_the_gradient_of_their_finite_differences():
         fd = [(predictor.moments(x.detach() + h * e)[k] - predictor.moments(x.detach() - h * e)[k]).item() / (2 * h)
               for e in torch.eye(2, dtype=torch.float64)]
         np.testing.assert_allclose(g[0].numpy(), fd, rtol=1e-5, atol=1e-8)
+
+
+def test_the_outlier_robust_residual_gp_treats_a_one_point_spike_as_noise():
+    """A smooth function sampled at 60 points, one of them (the corner) replaced by a spike 6 below:
+    the relevance-pursuit GP marks that one point as an outlier and predicts the smooth function
+    there (to 0.02), where the Gaussian GP is pulled far down; on the clean data it marks none. Its
+    fixed per-point noise is what the closed-form predictor and the posterior both use (they agree),
+    and so does the Matheron path (near the smooth value, not the spike)."""
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from pinnbo.optimizers.gp_cbo import GPPredictor, fit_outlier_robust, fit_outputs
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    X[0] = (1.0, 1.0)
+    smooth = np.sin(6 * X[:, 0]) + X[:, 1]
+    spiked = smooth.copy()
+    spiked[0] -= 6.0
+    corner = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    robust = fit_outlier_robust(X, spiked, max_outliers=3, start=None)
+    assert robust.outliers == 1
+    gaussian = fit_outputs(X, spiked[:, None], noise_free=False, noise_floor=0.0, start=None)
+    with torch.no_grad():
+        assert robust.posterior(corner).mean.item() == pytest.approx(smooth[0], abs=0.02)
+        assert gaussian.posterior(corner).mean.item() < smooth[0] - 1.0
+        mean, std, _ = GPPredictor(robust)(corner)
+        posterior = robust.posterior(corner)
+        assert mean.item() == pytest.approx(posterior.mean.item(), abs=1e-10)
+        assert std.item() == pytest.approx(posterior.variance.sqrt().item(), rel=1e-6)
+        torch.manual_seed(0)
+        assert draw_matheron_paths(robust, sample_shape=torch.Size([1]))(corner).item() == pytest.approx(smooth[0], abs=0.2)
+    assert fit_outlier_robust(X, smooth, max_outliers=3, start=None).outliers == 0
+
+
+def test_pinn_bo_with_the_outlier_robust_residual_gp_does_not_follow_a_spike():
+    """The heat plate's failure in small: one observation 8 below its neighbours. With
+    ``residual_outlier_fraction`` the residual GP takes it as noise (one outlier of 41), the sample
+    stays near the function there (the data's standardised value, not the spike's −5.7), and asks
+    go on."""
+    spike_x = np.array([0.55])
+    opt, X = told_on_the_line("full", n=40)
+    opt.settings.residual_outlier_fraction = 0.05
+    opt.settings.thompson = False
+    opt.tell(spike_x, float(wiggly(spike_x)) - 8.0)
+    Xo, yo = opt.observed()
+    sample = opt.acquisition_sample(Xo, yo)
+    assert opt.residual_outliers == 1
+    with torch.no_grad():
+        value = sample(torch.as_tensor(LINE.to_unit(spike_x[None]))).item()
+    assert (yo[-1] - yo.mean()) / yo.std() < -5
+    assert abs(value - (float(wiggly(spike_x)) - yo.mean()) / yo.std()) < 1.0, value
+    assert np.all(np.isfinite(opt.ask()))
+
+
+def test_the_outlier_robust_residual_gp_rejects_a_floor_with_it_and_a_fraction_above_one():
+    from pinnbo.optimizers.base import MethodError
+
+    with pytest.raises(MethodError, match="residual_outlier_fraction"):
+        make_optimizer("pinn-bo", LINE, 0, params={"residual_outlier_fraction": 0.05, "residual_lengthscale_floor": 1.0})
+    with pytest.raises(MethodError, match="residual_outlier_fraction"):
+        make_optimizer("pinn-bo", LINE, 0, params={"residual_outlier_fraction": 1.5})
