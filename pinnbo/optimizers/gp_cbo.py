@@ -127,13 +127,15 @@ class FastLogEI(_PointwiseMoments, LogExpectedImprovement):
 
 def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_floor: float,
                 start: dict[str, torch.Tensor] | None, tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
-                device: torch.device | str = "cpu", lengthscale_floor: float | None = None) -> SingleTaskGP:
+                device: torch.device | str = "cpu", lengthscale_floor: float | None = None,
+                min_stdv: float = 1e-8) -> SingleTaskGP:
     """A batched GP of the columns of ``Y`` (n, M) on ``unit_X`` (n, d), hyper-parameters fitted by
     marginal likelihood from ``start`` (named parameters of an earlier fit with the same outputs;
     those whose shapes still match are copied) or from BoTorch's defaults. ``tolerance``: L-BFGS-B's
     ftol (scipy's default, ≈ 2e-9, costs hundreds of iterations for no visible change in the fit).
     ``lengthscale_floor``: a lower bound on every lengthscale (unit-box units) above BoTorch's 0.025;
-    a warm start below it starts at it."""
+    a warm start below it starts at it. ``min_stdv``: a column whose standard deviation is below it is
+    not rescaled (``Standardize``'s rule), so the GP's prior variance is then 1 in ``Y``'s units."""
     train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
     train_Y = torch.as_tensor(Y, dtype=dtype, device=device).reshape(len(unit_X), -1)
     m = train_Y.shape[1]
@@ -153,7 +155,8 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
                                                                  initial_value=max(prior_mode, floor)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
-        model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, outcome_transform=Standardize(m=m))
+        model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar,
+                             outcome_transform=Standardize(m=m, min_stdv=min_stdv))
     if start:
         with torch.no_grad():
             for name, p in model.named_parameters():
@@ -187,7 +190,7 @@ def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[i
 
 def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, start: dict[str, torch.Tensor] | None,
                        tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
-                       device: torch.device | str = "cpu") -> SingleTaskGP:
+                       device: torch.device | str = "cpu", min_stdv: float = 1e-8) -> SingleTaskGP:
     """A GP of ``y`` (n,) or (n, 1) on ``unit_X`` (n, d) whose likelihood gives each observation its own
     extra noise ρ_i ≥ 0 on a sparse support: Ament et al.'s relevance pursuit (NeurIPS 2024, BoTorch's
     ``RobustRelevancePursuitSingleTaskGP``), forward, over 0..``max_outliers`` outliers, the support
@@ -196,7 +199,8 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
     Returned as a plain ``SingleTaskGP`` with the fitted per-point noise σ² + ρ_i as fixed noise and
     the same kernel and mean, so that its posterior, :class:`GPPredictor` and Matheron sample paths
     all see the outliers' noise (BoTorch's path sampler does not pass the training inputs to the
-    sparse likelihood and would interpolate an outlier as data). Kernel as :func:`fit_outputs`."""
+    sparse likelihood and would interpolate an outlier as data). Kernel and ``min_stdv`` as
+    :func:`fit_outputs`."""
     from botorch.models.relevance_pursuit import forward_relevance_pursuit
     from botorch.models.robust_relevance_pursuit_model import RobustRelevancePursuitSingleTaskGP
 
@@ -206,7 +210,7 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
         robust = RobustRelevancePursuitSingleTaskGP(train_X, train_Y, covar_module=covar,
-                                                    outcome_transform=Standardize(m=1))
+                                                    outcome_transform=Standardize(m=1, min_stdv=min_stdv))
     if start:
         with torch.no_grad():
             for name, p in robust.named_parameters():
@@ -227,7 +231,8 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InputDataWarning)
             model = SingleTaskGP(train_X, train_Y, (noise * stdv.square()).clone(), covar_module=copy.deepcopy(robust.covar_module),
-                                 mean_module=copy.deepcopy(robust.mean_module), outcome_transform=Standardize(m=1))
+                                 mean_module=copy.deepcopy(robust.mean_module),
+                                 outcome_transform=Standardize(m=1, min_stdv=min_stdv))
     model.eval()
     flagged = noise.reshape(-1) > robust.likelihood.noise_covar.base_noise.noise.reshape(-1)[0] * (1 + 1e-6)
     model.outlier_indices = torch.nonzero(flagged).reshape(-1).tolist()
@@ -237,7 +242,7 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
 
 def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dict]], step: int, seed: int, *,
                     tolerance: float, device: torch.device, lengthscale_floor: float | None = None,
-                    max_outliers: int = 0):
+                    max_outliers: int = 0, min_stdv: float = 1e-8):
     """A network's residual GP: :func:`fit_outputs` of ``R`` (n, M) on ``unit_X`` (n, d) with learned
     noise, warm-started from the latest fit before ``step`` in ``fits``, any global-RNG draw of the fit
     seeded by ``seed``; with ``max_outliers`` > 0 (M = 1 only) :func:`fit_outlier_robust` instead.
@@ -247,10 +252,11 @@ def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dic
         torch.manual_seed(seed)
         if max_outliers > 0:
             model = fit_outlier_robust(unit_X, R, max_outliers=max_outliers, start=earlier_fit(fits, step),
-                                       tolerance=tolerance, device=device)
+                                       tolerance=tolerance, device=device, min_stdv=min_stdv)
         else:
             model = fit_outputs(unit_X, R, noise_free=False, noise_floor=0.0, start=earlier_fit(fits, step),
-                                tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor)
+                                tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor,
+                                min_stdv=min_stdv)
     return model, remember_fit(fits, step, model)
 
 

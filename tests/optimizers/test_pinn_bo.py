@@ -368,3 +368,20 @@ def test_the_outlier_robust_residual_gp_rejects_a_floor_with_it_and_a_fraction_a
         make_optimizer("pinn-bo", LINE, 0, params={"residual_outlier_fraction": 0.05, "residual_lengthscale_floor": 1.0})
     with pytest.raises(MethodError, match="residual_outlier_fraction"):
         make_optimizer("pinn-bo", LINE, 0, params={"residual_outlier_fraction": 1.5})
+
+
+@pytest.mark.parametrize("min_stdv, prior_sd", [(1e-8, 0.1), (1.0, 1.0)])
+def test_the_residual_gp_prior_sd_is_the_residuals_or_at_least_the_objectives(min_stdv, prior_sd):
+    """Residuals of spread 0.1 (standardised objective units) on [0, 0.3]: far from them the GP's
+    sd returns to its prior, the residuals' own 0.1 by default (``residual_prior_scale: data``), one
+    objective sd with ``min_stdv`` 1 (``objective``): the network's error off the data is not
+    bounded by its error on the data it was trained on."""
+    from pinnbo.optimizers.gp_cbo import GPPredictor, fit_outputs
+
+    X = np.linspace(0.0, 0.3, 12)[:, None]
+    r = 0.1 * np.sqrt(2) * np.sin(40 * X)
+    r = (r - r.mean()) / r.std(ddof=1) * 0.1          # Standardize divides by the ddof-1 sd
+    model = fit_outputs(X, r, noise_free=False, noise_floor=0.0, start=None, min_stdv=min_stdv)
+    _, std, remaining = GPPredictor(model)(torch.tensor([[1.0]], dtype=torch.float64))
+    assert remaining.item() > 0.9
+    assert std.item() == pytest.approx(prior_sd * np.sqrt(remaining.item()), rel=1e-6)
