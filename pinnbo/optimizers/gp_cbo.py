@@ -158,11 +158,9 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
         model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar,
                              outcome_transform=Standardize(m=m, min_stdv=min_stdv))
     if start:
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if name in start and start[name].shape == p.shape:
-                    p.copy_(start[name].to(p))
-            if floor is not None:
+        warm_start(model, start)
+        if floor is not None:
+            with torch.no_grad():
                 model.covar_module.raw_lengthscale.clamp_(min=floor)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
     with warnings.catch_warnings():
@@ -172,6 +170,15 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
         fit_gpytorch_mll(mll, optimizer_kwargs={"options": options})
     model.eval()
     return model
+
+
+def warm_start(model, start: dict[str, torch.Tensor]) -> None:
+    """Copy into ``model`` the parameters of ``start`` (named parameters of an earlier fit) whose
+    names and shapes still match; the others keep their initial values."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in start and start[name].shape == p.shape:
+                p.copy_(start[name].to(p))
 
 
 def earlier_fit(fits: list[tuple[int, dict]], step: int) -> dict | None:
@@ -212,10 +219,7 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
         robust = RobustRelevancePursuitSingleTaskGP(train_X, train_Y, covar_module=covar,
                                                     outcome_transform=Standardize(m=1, min_stdv=min_stdv))
     if start:
-        with torch.no_grad():
-            for name, p in robust.named_parameters():
-                if name in start and start[name].shape == p.shape:
-                    p.copy_(start[name].to(p))
+        warm_start(robust, start)
     mll = ExactMarginalLogLikelihood(robust.likelihood, robust)
     with warnings.catch_warnings():
         # "expansion ... unsuccessful": the pursuit stops early at a stationary point, as intended.
@@ -280,9 +284,8 @@ class GPPredictor:
             self.kernel = model.covar_module
             self.constant = model.mean_module.constant.reshape(-1, 1)                 # (M, 1)
             n = X.shape[-2]
-            noise = model.likelihood.noise                 # learned: (M, 1) or (1,); fixed: (M, n) or (n,)
-            noise = noise.reshape(self.X.shape[0], n) if noise.numel() == self.X.shape[0] * n and noise.numel() > 1 \
-                else noise.reshape(-1, 1).expand(self.X.shape[0], n)
+            # learned noise (M, 1) or (1,) broadcasts over the n points; fixed noise is (M, n) or (n,)
+            noise = model.likelihood.noise.reshape(self.X.shape[0], -1).expand(self.X.shape[0], n)
             K = self.kernel(X).to_dense().reshape(self.X.shape[0], n, n)
             K = K + torch.diag_embed(noise)
             self.L = psd_safe_cholesky(K)          # as GPyTorch's own posterior: jitter if needed
