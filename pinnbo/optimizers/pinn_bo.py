@@ -55,12 +55,12 @@ wrong basin against 2 without, mean best 1.01 against 0.34; on Styblinski-Tang 1
 mean best from −226.9 to −265.5 (docs/benchmarks.md). Without the region the acquisition is the
 authors' (the whole box).
 
-Residual GP (``residual_gp``: none | mean | path | full; measured, off by default). The PINN is a
+Residual GP (``residual_gp``: none | mean | path | full; ``full`` by default). The PINN is a
 global shape, not an interpolant: a 2 × 64 tanh network fitted by a few hundred Adam steps does
 not follow the beam's ~30 oscillations, and two of ten beam seeds ended in a wrong basin. A GP
-(:func:`pinnbo.optimizers.gp_cbo.fit_outputs`: Matérn-5/2 ARD on the unit box, ``Standardize``,
-learned noise, hyper-parameters by marginal likelihood warm-started from the previous step's and
-checkpointed) is fitted to the PINN's residuals at the observed designs, r_i = ỹ_i − h(x_i)
+(:func:`pinnbo.optimizers.gp_cbo.fit_outputs`: Matérn-5/2 ARD on the unit box, ``Standardize``, a
+fitted output scale, learned noise, hyper-parameters by marginal likelihood warm-started from the
+previous step's and checkpointed, observations its leave-one-out prediction misses left out) is fitted to the PINN's residuals at the observed designs, r_i = ỹ_i − h(x_i)
 (standardised units), and enters the sample:
     mean:  f̃(x) = h(x) + m_r(x) + ν φ(x)ᵀ δ
     path:  f̃(x) = h(x) + g̃(x) + ν φ(x)ᵀ δ
@@ -77,7 +77,7 @@ residual GP interpolates that spike (lengthscales at BoTorch's bound 0.025, nois
 sample near the corner is pulled down with it, and the search crawls along the edge instead of
 stepping beside the corner (heat_bc2 848.9 ± 6.9 with ``full``, 855.9 ± 5.4 with ``path``, against
 879.99 on every seed without). The network alone cannot represent a one-point spike and keeps
-pointing at the corner. Hence ``none`` stays the default.
+pointing at the corner. Two settings below fix both sides, and with them ``full`` is the default.
 ``residual_lengthscale_floor`` c > 0 bounds that GP's lengthscales below by c n^(−1/d) (unit box,
 as Neural-CBO's). With c = 1 it absorbed the corner point as noise but spread a cold point of the
 neighbouring edge over the corner instead (heat_bc2: 9/10 seeds at the corner, one crawling up the
@@ -89,13 +89,26 @@ via Relevance Pursuit", NeurIPS 2024; :func:`pinnbo.optimizers.gp_cbo.fit_outlie
 one-point spike such as the cold corner is explained as noise while smooth structure is not. The
 fitted per-point noise is then fixed in a plain GP, which the moments and the Matheron path both
 use. Measured with ``full`` and f = 0.05 at 10 seeds (docs/benchmarks.md): every heat-plate seed
-ends where the default's do (the corner is fixed), but one beam seed stays in the basin at 2.44
-and one DropWave seed on the second ring (a one-seed gain on the beam, a one-seed loss on DropWave
-against the default), so it is off by default.
-``residual_prior_scale``: ``data`` (default) standardises the residuals by their own spread, so the
-GP's prior sd between the data is the network's error on the data it was trained on; ``objective``
-keeps it at least one standard deviation of the objective. Measured with ``full``: beam 9/10 at
-x* (0.1005), heat_bc2 7/10 (the corner spike), so off.
+ends at the corner's admissible neighbour, but one beam seed stays in the basin at 2.44 and one
+DropWave seed on the second ring; and one Gaussian fit per candidate support size costs 8–11 s at
+n = 200. ``residual_outlier_method: loo`` (the default, with f = 0.05) does the corner's job for one
+or two Gaussian fits (:func:`pinnbo.optimizers.gp_cbo.fit_loo_screened`): while the largest
+closed-form leave-one-out residual |z_i| = |[K⁻¹r]_i| / √[K⁻¹]_ii (Rasmussen & Williams Eq. 5.12)
+exceeds ``residual_outlier_z`` = 5, that observation leaves the GP (the network still trains on it)
+and the GP is refit, at most ⌈f n⌉ times. The cold corner, beside a warm neighbour that agrees
+with the rest, has the larger |z| and goes first.
+``residual_prior_scale``: ``data`` standardises the residuals by their own spread, so the GP's prior
+sd between the data is the sample sd of the network's errors on the data it was trained on;
+``objective`` keeps it at least one standard deviation of the objective; ``learned`` (the default)
+fits it by marginal likelihood (a ``ScaleKernel``, :func:`pinnbo.optimizers.gp_cbo.residual_kernel`).
+A sample sd collapses when the search piles evaluations onto one spot, because each near-zero
+residual there counts as much as a spread-out one; that kept a beam seed's samples beside its
+incumbent (the probability that a sample's minimum lay in x*'s basin fell to 0 by n = 30; with the
+fitted scale on the same data, 0.07–0.5). The defaults (``full``, ``loo`` with f = 0.05,
+``learned``), at 10 seeds (docs/benchmarks.md, "A fitted prior scale"): beam 0.10047 (9/10 at x*,
+against 0.340, 8/10, without the GP), heat plates unchanged (every seed at the corner's
+neighbour), DropWave unchanged (−0.9472), Styblinski-Tang −279.2 (against −265.5); 2.5× GP-EI's
+seconds per iteration at t = 200 on DropWave.
 
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
@@ -151,21 +164,25 @@ class PINNBOSettings(MethodSettings):
     top_k: int = 8
     refine_iterations: int = 40
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
-    residual_gp: str = "none"              # none | mean: + a GP of the PINN's residuals | path | full (docstring)
+    residual_gp: str = "full"              # none | mean: + a GP of the PINN's residuals | path | full (docstring)
     residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
     residual_lengthscale_floor: float = 0.0    # c: that GP's lengthscales >= c n^(-1/d) (unit box; 0: BoTorch's 0.025)
-    residual_outlier_fraction: float = 0.0     # > 0: that GP's likelihood finds up to ceil(f n) outliers (docstring)
-    residual_prior_scale: str = "data"         # data: that GP's prior sd is the residuals' | objective: at least the objective's
+    residual_outlier_fraction: float = 0.05    # > 0: that GP finds up to ceil(f n) outliers (docstring)
+    residual_outlier_method: str = "loo"       # loo: leave-one-out screen | pursuit: relevance pursuit
+    residual_outlier_z: float = 5.0            # loo: |leave-one-out z| above which a point is left out
+    residual_prior_scale: str = "learned"      # that GP's prior sd: learned (fitted) | data (the residuals') | objective (>= the objective's)
     dtype: str = "float64"
 
     POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
                 "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
-                "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance")
+                "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance",
+                "residual_outlier_z")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "refine_iterations", "pde_weight",
                     "exploration_scale", "duplicate_tol", "trust_failures", "residual_lengthscale_floor",
                     "residual_outlier_fraction")
     CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "path", "full"),
-               "residual_prior_scale": ("data", "objective")}
+               "residual_prior_scale": ("data", "objective", "learned"),
+               "residual_outlier_method": ("pursuit", "loo")}
     WIDTHS = ("hidden",)
 
     def validate(self) -> None:
@@ -486,7 +503,9 @@ class PINNBO(Optimizer):
             tolerance=s.residual_fit_tolerance, device=self.device,
             lengthscale_floor=s.residual_lengthscale_floor * len(X) ** (-1.0 / self.domain.dim),
             max_outliers=math.ceil(s.residual_outlier_fraction * len(X)),
-            min_stdv=1.0 if s.residual_prior_scale == "objective" else 1e-8)
+            min_stdv=1.0 if s.residual_prior_scale == "objective" else 1e-8,
+            outputscale=s.residual_prior_scale == "learned",
+            outlier_method=s.residual_outlier_method, outlier_threshold=s.residual_outlier_z)
         self.residual_outliers = getattr(gp, "outliers", 0)    # the observations the robust GP took as noise
         predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
         path = None

@@ -270,6 +270,9 @@ def test_the_residual_gp_lengthscale_floor_is_c_n_to_the_minus_one_over_d(c):
     """Five oscillations on [0, 1]: maximum likelihood resolves them with a lengthscale below 0.1;
     ``residual_lengthscale_floor`` c = 8 with n = 80 in 1-D bounds it at 8 / 80 = 0.1, and it binds."""
     opt, X = told_on_the_line("full", n=80)
+    # the floor belongs to the Gaussian residual GP with the residuals' own prior scale
+    opt.settings.residual_outlier_fraction = 0.0
+    opt.settings.residual_prior_scale = "data"
     opt.settings.residual_lengthscale_floor = c
     opt.acquisition_sample(*opt.observed())
     (_, params), = opt._residual_fits
@@ -341,7 +344,8 @@ def test_the_outlier_robust_residual_gp_treats_a_one_point_spike_as_noise():
     assert fit_outlier_robust(X, smooth, max_outliers=3, start=None).outliers == 0
 
 
-def test_pinn_bo_with_the_outlier_robust_residual_gp_does_not_follow_a_spike():
+@pytest.mark.parametrize("method", ["pursuit", "loo"])
+def test_pinn_bo_with_the_outlier_robust_residual_gp_does_not_follow_a_spike(method):
     """The heat plate's failure in small: one observation 8 below its neighbours. With
     ``residual_outlier_fraction`` the residual GP takes it as noise (one outlier of 41), the sample
     stays near the function there (the data's standardised value, not the spike's −5.7), and asks
@@ -349,6 +353,7 @@ def test_pinn_bo_with_the_outlier_robust_residual_gp_does_not_follow_a_spike():
     spike_x = np.array([0.55])
     opt, X = told_on_the_line("full", n=40)
     opt.settings.residual_outlier_fraction = 0.05
+    opt.settings.residual_outlier_method = method
     opt.settings.thompson = False
     opt.tell(spike_x, float(wiggly(spike_x)) - 8.0)
     Xo, yo = opt.observed()
@@ -385,3 +390,103 @@ def test_the_residual_gp_prior_sd_is_the_residuals_or_at_least_the_objectives(mi
     _, std, remaining = GPPredictor(model)(torch.tensor([[1.0]], dtype=torch.float64))
     assert remaining.item() > 0.9
     assert std.item() == pytest.approx(prior_sd * np.sqrt(remaining.item()), rel=1e-6)
+
+
+def clustered_residuals() -> tuple[np.ndarray, np.ndarray]:
+    """The beam's trapped search in small: 12 spread designs on [0, 0.6] whose residuals follow
+    sin 20x (amplitude 1), and 60 more piled within 1e-3 of x = π/20, where sin 20x = 0 (the
+    network fits the spot it keeps evaluating, so its residuals there are ~0)."""
+    spread = np.linspace(0.0, 0.6, 12)
+    cluster = np.pi / 20 + np.linspace(0.0, 1e-3, 60)
+    X = np.concatenate([spread, cluster])[:, None]
+    return X, np.sin(20 * X)
+
+
+def test_a_learned_residual_prior_variance_is_not_collapsed_by_a_cluster_of_evaluations():
+    """``Standardize`` sets the GP's prior sd to the residuals' sample sd, which the 60 near-zero
+    residuals of the cluster drag to ~0.3 of the spread points' 0.7; a fitted output scale
+    (``residual_prior_scale: learned``) is set by the marginal likelihood, which counts the
+    correlated cluster about as one point, so far from the data the GP's sd stays near the
+    function's amplitude. Its moments are the posterior's and its Matheron path is finite."""
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from pinnbo.optimizers.gp_cbo import GPPredictor, fit_outlier_robust, fit_outputs
+
+    X, r = clustered_residuals()
+    far = torch.tensor([[1.0]], dtype=torch.float64)
+    data = fit_outputs(X, r, noise_free=False, noise_floor=0.0, start=None)
+    learned = fit_outputs(X, r, noise_free=False, noise_floor=0.0, start=None, outputscale=True)
+    _, data_sd, data_rho = GPPredictor(data)(far)
+    mean, learned_sd, learned_rho = GPPredictor(learned)(far)
+    assert data_rho.item() > 0.9 and learned_rho.item() > 0.9
+    assert data_sd.item() == pytest.approx(r.std(ddof=1) * np.sqrt(data_rho.item()), rel=1e-6)
+    assert r.std(ddof=1) < 0.35
+    assert learned_sd.item() > 0.5 and learned_sd.item() > 2 * data_sd.item()
+    with torch.no_grad():
+        posterior = learned.posterior(far)
+        assert mean.item() == pytest.approx(posterior.mean.item(), abs=1e-8)
+        assert learned_sd.item() == pytest.approx(posterior.variance.sqrt().item(), rel=1e-6)
+        torch.manual_seed(0)
+        assert np.isfinite(draw_matheron_paths(learned, sample_shape=torch.Size([1]))(far).item())
+    robust = fit_outlier_robust(X, r, max_outliers=3, start=None, outputscale=True)
+    _, robust_sd, _ = GPPredictor(robust)(far)
+    assert robust_sd.item() > 0.5
+
+
+def test_pinn_bo_takes_a_learned_residual_prior_scale_and_names_the_choices():
+    from pinnbo.optimizers.base import MethodError
+
+    opt, X = told_on_the_line("full", n=30)
+    opt.settings.residual_prior_scale = "learned"
+    _, y = opt.observed()
+    sample = opt.acquisition_sample(X, y)
+    fitted = opt._residual_fits[-1][1]
+    assert any("outputscale" in name for name in fitted)
+    with torch.no_grad():
+        assert torch.isfinite(sample(torch.rand(64, 1, dtype=torch.float64))).all()
+    assert np.all(np.isfinite(opt.ask()))
+    with pytest.raises(MethodError, match="residual_prior_scale: expected one of data, objective, learned"):
+        make_optimizer("pinn-bo", LINE, 0, params={"residual_prior_scale": "wide"})
+
+
+def test_loo_z_scores_are_the_leave_one_out_predictions_computed_directly():
+    """R&W Eq. 5.12 against the direct computation: for each left-out i, the GP of the other n − 1
+    points (same hyper-parameters) predicts y_i with mean μ and variance σ² (noise included), and
+    z_i = (y_i − μ) / σ."""
+    from pinnbo.optimizers.gp_cbo import fit_outputs, loo_z_scores
+
+    rng = np.random.default_rng(1)
+    X = rng.random((20, 2))
+    model = fit_outputs(X, (np.sin(5 * X[:, 0]) + X[:, 1])[:, None], noise_free=False, noise_floor=0.0, start=None)
+    z = loo_z_scores(model).numpy()
+    with torch.no_grad():
+        T = model.train_inputs[0]
+        y = model.train_targets.numpy() - model.mean_module.constant.item()
+        K = model.covar_module(T).to_dense().numpy() + model.likelihood.noise.item() * np.eye(20)
+    for i in (0, 7, 19):
+        rest = np.delete(np.arange(20), i)
+        weights = np.linalg.solve(K[np.ix_(rest, rest)], K[rest, i])
+        mu, var = weights @ y[rest], K[i, i] - weights @ K[rest, i]
+        assert z[i] == pytest.approx((y[i] - mu) / np.sqrt(var), rel=1e-6)
+
+
+def test_the_loo_screen_leaves_out_a_cold_corner_but_not_its_warm_neighbour():
+    """The heat plate's corner in small: a spike 6 below the smooth function at (1, 1) with an
+    observation of the smooth function 1e-4 beside it. The screen leaves out the spike alone (its
+    |z| is the larger: the neighbour agrees with the rest), the GP then predicts the smooth value at
+    the corner, and on the clean data nothing is left out."""
+    from pinnbo.optimizers.gp_cbo import fit_loo_screened
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    X[0], X[1] = (1.0, 1.0), (1.0 - 1e-4, 1.0)
+    smooth = (np.sin(6 * X[:, 0]) + X[:, 1])[:, None]
+    spiked = smooth.copy()
+    spiked[0] -= 6.0
+    kwargs = dict(max_outliers=3, threshold=5.0, start=None, noise_free=False, noise_floor=0.0)
+    screened = fit_loo_screened(X, spiked, **kwargs)
+    assert screened.outlier_indices == [0]
+    with torch.no_grad():
+        assert screened.posterior(torch.tensor([[1.0, 1.0]], dtype=torch.float64)).mean.item() == pytest.approx(
+            smooth[0, 0], abs=0.05)
+    assert fit_loo_screened(X, smooth, **kwargs).outliers == 0
