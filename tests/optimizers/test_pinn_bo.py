@@ -490,3 +490,30 @@ def test_the_loo_screen_leaves_out_a_cold_corner_but_not_its_warm_neighbour():
         assert screened.posterior(torch.tensor([[1.0, 1.0]], dtype=torch.float64)).mean.item() == pytest.approx(
             smooth[0, 0], abs=0.05)
     assert fit_loo_screened(X, smooth, **kwargs).outliers == 0
+
+
+def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_honour_the_data():
+    """``thompson_draws`` K = 4 on the line: four δ columns; the sample, the pointwise minimum of
+    the four draws, lies well below a one-draw sample over a grid (the minimum of four draws is
+    about one sd below their mean in the gaps), and at the observed designs, where ρ and the GP's
+    sd vanish, it still equals the data, as one draw does."""
+    opt, X = told_on_the_line("full", n=15)      # gaps wide enough for the draws to differ
+    opt.settings.thompson_draws = 4
+    _, y = opt.observed()
+    sample = opt.acquisition_sample(X, y)
+    grid = torch.linspace(0, 1, 401, dtype=torch.float64)[:, None]
+    with torch.no_grad():
+        many = sample(grid)
+        at_data = sample(torch.as_tensor(LINE.to_unit(X))).numpy()
+    one, _ = told_on_the_line("full", n=15)
+    one_sample = one.acquisition_sample(X, y)
+    with torch.no_grad():
+        single = one_sample(grid)
+    assert np.abs(at_data - standardised(y)).mean() < 0.1      # the network alone misses by ~0.8 here
+    assert many.mean() < single.mean() - 0.2, (many.mean(), single.mean())
+    delta = opt._posterior_sample(opt._normalise(torch.as_tensor(X, dtype=opt.dtype)))
+    assert delta.shape[1] == 4
+    from pinnbo.optimizers.base import MethodError
+
+    with pytest.raises(MethodError, match="thompson_draws"):
+        make_optimizer("pinn-bo", LINE, 0, params={"thompson_draws": 0})
