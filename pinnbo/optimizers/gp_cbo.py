@@ -129,7 +129,7 @@ class FastLogEI(_PointwiseMoments, LogExpectedImprovement):
 def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_floor: float,
                 start: dict[str, torch.Tensor] | None, tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
                 device: torch.device | str = "cpu", lengthscale_floor: float | None = None,
-                min_stdv: float = 1e-8, outputscale: bool = False) -> SingleTaskGP:
+                min_stdv: float = 1e-8, outputscale: bool = False, optimize: bool = True) -> SingleTaskGP:
     """A batched GP of the columns of ``Y`` (n, M) on ``unit_X`` (n, d), hyper-parameters fitted by
     marginal likelihood from ``start`` (named parameters of an earlier fit with the same outputs;
     those whose shapes still match are copied) or from BoTorch's defaults. ``tolerance``: L-BFGS-B's
@@ -138,7 +138,8 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
     a warm start below it starts at it. ``min_stdv``: a column whose standard deviation is below it is
     not rescaled (``Standardize``'s rule), so the GP's prior variance is then 1 in ``Y``'s units.
     ``outputscale``: the prior variance is a hyper-parameter fitted with the others (a ``ScaleKernel``,
-    no prior) instead of 1 after standardising: see :func:`residual_kernel`."""
+    no prior) instead of 1 after standardising: see :func:`residual_kernel`. ``optimize`` false (with a
+    ``start``): keep ``start``'s hyper-parameters, i.e. only condition the GP on the data."""
     train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
     train_Y = torch.as_tensor(Y, dtype=dtype, device=device).reshape(len(unit_X), -1)
     m = train_Y.shape[1]
@@ -164,12 +165,13 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
         if floor is not None:
             with torch.no_grad():
                 base.raw_lengthscale.clamp_(min=floor)
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", OptimizationWarning)
-        # The batched (per-output) L-BFGS-B takes factr; ftol needs it cleared.
-        options = {"ftol": tolerance, "factr": None} if m > 1 else {"ftol": tolerance}
-        fit_gpytorch_mll(mll, optimizer_kwargs={"options": options})
+    if optimize or not start:
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            # The batched (per-output) L-BFGS-B takes factr; ftol needs it cleared.
+            options = {"ftol": tolerance, "factr": None} if m > 1 else {"ftol": tolerance}
+            fit_gpytorch_mll(mll, optimizer_kwargs={"options": options})
     model.eval()
     return model
 
@@ -310,11 +312,12 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
 def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dict]], step: int, seed: int, *,
                     tolerance: float, device: torch.device, lengthscale_floor: float | None = None,
                     max_outliers: int = 0, min_stdv: float = 1e-8, outputscale: bool = False,
-                    outlier_method: str = "pursuit", outlier_threshold: float = 5.0):
+                    outlier_method: str = "pursuit", outlier_threshold: float = 5.0, optimize: bool = True):
     """A network's residual GP: :func:`fit_outputs` of ``R`` (n, M) on ``unit_X`` (n, d) with learned
     noise, warm-started from the latest fit before ``step`` in ``fits``, any global-RNG draw of the fit
     seeded by ``seed``; with ``max_outliers`` > 0 (M = 1 only) :func:`fit_outlier_robust` instead
     (``outlier_method`` "pursuit") or :func:`fit_loo_screened` with ``outlier_threshold`` ("loo").
+    ``optimize`` false: the earlier fit's hyper-parameters are kept (Gaussian and "loo" only).
     Returns (the model, ``fits`` with this step's recorded) (Neural-CBO's and PINN-BO's ``residual_gp``)."""
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -322,7 +325,8 @@ def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dic
         if max_outliers > 0 and outlier_method == "loo":
             model = fit_loo_screened(unit_X, R, max_outliers=max_outliers, threshold=outlier_threshold,
                                      start=earlier_fit(fits, step), noise_free=False, noise_floor=0.0,
-                                     tolerance=tolerance, device=device, min_stdv=min_stdv, outputscale=outputscale)
+                                     tolerance=tolerance, device=device, min_stdv=min_stdv, outputscale=outputscale,
+                                     optimize=optimize)
         elif max_outliers > 0:
             model = fit_outlier_robust(unit_X, R, max_outliers=max_outliers, start=earlier_fit(fits, step),
                                        tolerance=tolerance, device=device, min_stdv=min_stdv,
@@ -330,7 +334,7 @@ def fit_residual_gp(unit_X: np.ndarray, R: np.ndarray, fits: list[tuple[int, dic
         else:
             model = fit_outputs(unit_X, R, noise_free=False, noise_floor=0.0, start=earlier_fit(fits, step),
                                 tolerance=tolerance, device=device, lengthscale_floor=lengthscale_floor,
-                                min_stdv=min_stdv, outputscale=outputscale)
+                                min_stdv=min_stdv, outputscale=outputscale, optimize=optimize)
     return model, remember_fit(fits, step, model)
 
 

@@ -517,3 +517,37 @@ def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_ho
 
     with pytest.raises(MethodError, match="thompson_draws"):
         make_optimizer("pinn-bo", LINE, 0, params={"thompson_draws": 0})
+
+
+def test_residual_refits_follow_a_geometric_grid_in_n():
+    """g = 0 refits at every n; g = 0.1 refits when n crosses (1.1)^k: log 2 / log 1.1 ≈ 7.3 times
+    between n = 100 and 200, every step while n is small, and the decision depends on n alone."""
+    from pinnbo.optimizers.pinn_bo import residual_refit
+
+    assert all(residual_refit(n, 0.0) for n in range(1, 300))
+    refits = [n for n in range(101, 201) if residual_refit(n, 0.1)]
+    assert len(refits) in (7, 8)
+    assert all(b / a == pytest.approx(1.1, abs=0.02) for a, b in zip(refits, refits[1:]))
+    assert residual_refit(1, 0.1) and residual_refit(2, 0.1)
+
+
+def test_between_refits_the_residual_gp_keeps_its_hyper_parameters_and_asks_repeat():
+    """With ``residual_refit_growth`` 0.1 at n = 81 → 82 (the grid points 1.1^46 ≈ 80.2 and
+    1.1^47 ≈ 88.2 are crossed at n = 81 and 89) the second fit's hyper-parameters are the first's
+    exactly, and an optimiser restored from a checkpoint between the two proposes the same design."""
+    from pinnbo.optimizers.pinn_bo import residual_refit
+
+    assert residual_refit(81, 0.1) and not residual_refit(82, 0.1)
+    a, _ = told_on_the_line("full", n=81)
+    a.settings.residual_refit_growth = 0.1
+    xa = a.ask()
+    first = a._residual_fits[-1][1]
+    a.tell(xa, float(wiggly(xa)))
+    restored, _ = told_on_the_line("full", n=81)
+    restored.settings.residual_refit_growth = 0.1
+    restored.load_state_dict(a.state_dict())
+    restored.tell(xa, float(wiggly(xa)))
+    x1 = a.ask()
+    second = a._residual_fits[-1][1]
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    np.testing.assert_array_equal(x1, restored.ask())
