@@ -212,8 +212,12 @@ def earlier_fit(fits: list[tuple[int, dict]], step: int) -> dict | None:
 def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[int, dict]]:
     """``fits`` with ``step``'s fit of ``model`` recorded: the latest earlier fit and this one,
     (step, named parameters) each (checkpointed by the optimisers that warm-start)."""
-    params = {name: p.detach().clone() for name, p in model.named_parameters()}
-    return [f for f in fits if f[0] < step][-1:] + [(step, params)]
+    return [f for f in fits if f[0] < step][-1:] + [(step, fitted_parameters(model))]
+
+
+def fitted_parameters(model) -> dict[str, torch.Tensor]:
+    """A detached copy of ``model``'s named parameters (a warm start for the next fit)."""
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
 def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, start: dict[str, torch.Tensor] | None,
@@ -270,15 +274,10 @@ def loo_z_scores(model) -> torch.Tensor:
     """Leave-one-out standardised residuals of a fitted single-output GP, shape (n,):
     z_i = (y_i − μ_{−i}) / σ_{−i} = [K⁻¹(y − c)]_i / √[K⁻¹]_ii, K = k(X, X) + noise (Rasmussen &
     Williams 2006, Eq. 5.12), with the hyper-parameters of the fit on all n points."""
+    predictor = GPPredictor(model)           # its Cholesky factor of K and α = K⁻¹(y − c)
     with torch.no_grad():
-        X = model.train_inputs[0]
-        n = X.shape[-2]
-        noise = model.likelihood.noise.reshape(-1).expand(n)
-        K = model.covar_module(X).to_dense().reshape(n, n) + torch.diag(noise)
-        L = psd_safe_cholesky(K)
-        Kinv = torch.cholesky_inverse(L)
-        alpha = Kinv @ (model.train_targets.reshape(n) - model.mean_module.constant.reshape(()))
-        return alpha / Kinv.diagonal().sqrt()
+        Kinv = torch.cholesky_inverse(predictor.L[0])
+        return predictor.alpha[0, :, 0] / Kinv.diagonal().sqrt()
 
 
 def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, threshold: float,
@@ -302,8 +301,7 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
             break
         dropped.append(int(keep[worst]))
         keep = np.delete(keep, worst)
-        params = {name: p.detach().clone() for name, p in model.named_parameters()}
-        model = fit_outputs(unit_X[keep], y[keep], start=params, **fit_kwargs)
+        model = fit_outputs(unit_X[keep], y[keep], start=fitted_parameters(model), **fit_kwargs)
     model.outlier_indices = sorted(dropped)
     model.outliers = len(dropped)
     return model

@@ -113,14 +113,6 @@ with the rest, has the larger |z| and goes first.
 sd between the data is the sample sd of the network's errors on the data it was trained on;
 ``objective`` keeps it at least one standard deviation of the objective; ``learned`` (the default)
 fits it by marginal likelihood (a ``ScaleKernel``, :func:`pinnbo.optimizers.gp_cbo.residual_kernel`).
-``residual_refit_growth`` g > 0 refits that GP's hyper-parameters only when n crosses the grid
-(1 + g)^k (:func:`residual_refit`; every step while n < 1/g, about every g·n steps after) and
-otherwise conditions the GP on the data with the last fit's: the fit (0.13–0.22 s at n = 200, one
-per leave-one-out refit) is most of the residual GP's cost, and hyper-parameters fitted to 190
-points are still those of 200. Measured with ``thompson_draws`` 4 and g = 0.1 (docs/benchmarks.md):
-2.1× GP-EI's seconds per step at t = 200 (4.1× refitting every step), every beam seed at x*, but
-one DropWave seed on the second ring and one heat_bc2 seed at another neighbour of the corner, so
-both stay off (default 0: refit every step).
 A sample sd collapses when the search piles evaluations onto one spot, because each near-zero
 residual there counts as much as a spread-out one; that kept a beam seed's samples beside its
 incumbent (the probability that a sample's minimum lay in x*'s basin fell to 0 by n = 30; with the
@@ -129,6 +121,14 @@ fitted scale on the same data, 0.07–0.5). The defaults (``full``, ``loo`` with
 against 0.340, 8/10, without the GP), heat plates unchanged (every seed at the corner's
 neighbour), DropWave unchanged (−0.9472), Styblinski-Tang −279.2 (against −265.5); 2.5× GP-EI's
 seconds per iteration at t = 200 on DropWave.
+``residual_refit_growth`` g > 0 refits that GP's hyper-parameters only when n crosses the grid
+(1 + g)^k (:func:`residual_refit`; every step while n < 1/g, about every g·n steps after) and
+otherwise conditions the GP on the data with the last fit's: the fit (0.13–0.22 s at n = 200, one
+per leave-one-out refit) is most of the residual GP's cost, and hyper-parameters fitted to 190
+points are still those of 200. Measured with ``thompson_draws`` 4 and g = 0.1 (docs/benchmarks.md):
+2.1× GP-EI's seconds per step at t = 200 (4.1× refitting every step), every beam seed at x*, but
+one DropWave seed on the second ring and one heat_bc2 seed at another neighbour of the corner, so
+both stay off (default 0: refit every step).
 
 Acquisition: scrambled Sobol pool + perturbed incumbents, top-k, bounded L-BFGS-B refinement,
 and never a repeat of an evaluated design (pinnbo.acquisition).
@@ -549,7 +549,7 @@ class PINNBO(Optimizer):
             outputscale=s.residual_prior_scale == "learned",
             outlier_method=s.residual_outlier_method, outlier_threshold=s.residual_outlier_z,
             optimize=residual_refit(len(X), s.residual_refit_growth))
-        self.residual_outliers = getattr(gp, "outliers", 0)    # the observations the robust GP took as noise
+        self.residual_outliers = getattr(gp, "outliers", 0)    # the observations the GP left out or took as noise
         predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
         path = None
         if s.residual_gp in ("path", "full"):
