@@ -78,7 +78,8 @@ previous step's and checkpointed, observations its leave-one-out prediction miss
     path:  f̃(x) = h(x) + g̃(x) + ν φ(x)ᵀ δ
     full:  f̃(x) = h(x) + g̃(x) + ν √ρ(x) φ(x)ᵀ δ
 with m_r the GP's posterior mean, g̃ one posterior sample path of it (Matheron's rule on 1024
-random Fourier features, BoTorch's ``draw_matheron_paths``, so the sample stays differentiable)
+random Fourier features, BoTorch's ``draw_matheron_paths``, so the sample stays differentiable;
+with ``full`` evaluated with ρ from one k(x, X), :meth:`pinnbo.optimizers.gp_cbo.GPPredictor.moments_and_paths`)
 and ρ(x) the fraction of the GP's prior variance left at x (the network's exploration vanishes at
 the data, as Neural-CBO's ``full`` does with σ). Measured at 10 seeds (docs/benchmarks.md): ``full``
 put every beam seed at x* (mean best 0.057616, better than every baseline's), ``path`` nine of
@@ -108,7 +109,10 @@ or two Gaussian fits (:func:`pinnbo.optimizers.gp_cbo.fit_loo_screened`): while 
 closed-form leave-one-out residual |z_i| = |[K⁻¹r]_i| / √[K⁻¹]_ii (Rasmussen & Williams Eq. 5.12)
 exceeds ``residual_outlier_z`` = 5, that observation leaves the GP (the network still trains on it)
 and the GP is refit, at most ⌈f n⌉ times. The cold corner, beside a warm neighbour that agrees
-with the rest, has the larger |z| and goes first.
+with the rest, has the larger |z| and goes first. ``residual_outlier_memory`` (default true) starts
+each step's screen from the observations the last step's left out, taking back any that the others
+now predict within the threshold: from scratch, every step refits once per outlier it rediscovers
+(DropWave at t = 200 with four draws: 16 fits in 8 steps; with the memory 9).
 ``residual_prior_scale``: ``data`` standardises the residuals by their own spread, so the GP's prior
 sd between the data is the sample sd of the network's errors on the data it was trained on;
 ``objective`` keeps it at least one standard deviation of the objective; ``learned`` (the default)
@@ -171,7 +175,7 @@ class PINNBOSettings(MethodSettings):
     misfit_tolerance: float = 0.1          # median |data misfit| (standardised) that halves w_pde
     exploration_scale: float = 10.0        # ν (see "Exploration" above for why not the authors' 1)
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
-    thompson_draws: int = 1                # K: minimise the pointwise minimum of K samples (docstring; 4 measured)
+    thompson_draws: int = 4                # K: minimise the pointwise minimum of K samples (docstring)
     prior_precision: float = 1.0           # λ of the last-layer posterior
     noise_variance: float = 1e-2           # σ_n², in standardised units
     trust_region: bool = True              # minimise the sample within TuRBO's trust region ...
@@ -186,11 +190,12 @@ class PINNBOSettings(MethodSettings):
     refine_iterations: int = 40
     duplicate_tol: float = 1e-4            # sup-norm distance (unit box) that counts as a repeat
     residual_gp: str = "full"              # none | mean: + a GP of the PINN's residuals | path | full (docstring)
-    residual_fit_tolerance: float = 1e-6   # L-BFGS-B ftol of that GP's hyper-parameter fit
+    residual_fit_tolerance: float = 1e-4   # L-BFGS-B ftol of that GP's hyper-parameter fit (warm-started: docstring)
     residual_lengthscale_floor: float = 0.0    # c: that GP's lengthscales >= c n^(-1/d) (unit box; 0: BoTorch's 0.025)
     residual_outlier_fraction: float = 0.05    # > 0: that GP finds up to ceil(f n) outliers (docstring)
     residual_outlier_method: str = "loo"       # loo: leave-one-out screen | pursuit: relevance pursuit
     residual_outlier_z: float = 5.0            # loo: |leave-one-out z| above which a point is left out
+    residual_outlier_memory: bool = True       # loo: start from the last step's outliers, not from none
     residual_refit_growth: float = 0.0         # g > 0: refit that GP's hyper-parameters once n grows by a factor 1 + g
     residual_prior_scale: str = "learned"      # that GP's prior sd: learned (fitted) | data (the residuals') | objective (>= the objective's)
     dtype: str = "float64"
@@ -548,7 +553,7 @@ class PINNBO(Optimizer):
             min_stdv=1.0 if s.residual_prior_scale == "objective" else 1e-8,
             outputscale=s.residual_prior_scale == "learned",
             outlier_method=s.residual_outlier_method, outlier_threshold=s.residual_outlier_z,
-            optimize=residual_refit(len(X), s.residual_refit_growth))
+            optimize=residual_refit(len(X), s.residual_refit_growth), outlier_memory=s.residual_outlier_memory)
         self.residual_outliers = getattr(gp, "outliers", 0)    # the observations the GP left out or took as noise
         predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
         path = None
@@ -563,11 +568,11 @@ class PINNBO(Optimizer):
             u64 = u.to(torch.float64)
             if path is None:
                 return predictor.moments(u64)[0][0][:, None].to(dtype), None
-            paths = path(u64).reshape(s.thompson_draws, -1).T.to(dtype)           # (N, K)
             if s.residual_gp == "path":
-                return paths, None
-            _, _, remaining = predictor.moments(u64)
-            return paths, remaining[0].to(dtype)
+                return path(u64).reshape(s.thompson_draws, -1).T.to(dtype), None          # (N, K)
+            # one k(u, X) for ρ and the paths' update term
+            _, _, remaining, paths = predictor.moments_and_paths(u64, path)
+            return paths.to(dtype), remaining[0].to(dtype)
 
         return residual
 

@@ -312,6 +312,33 @@ def test_the_residual_moments_have_the_gradient_of_their_finite_differences():
         np.testing.assert_allclose(g[0].numpy(), fd, rtol=1e-5, atol=1e-8)
 
 
+def test_moments_and_paths_are_the_moments_and_botorchs_matheron_paths_with_their_gradients():
+    """The fused evaluation (one k(x, X) for ρ and the paths' update term) against BoTorch's own
+    ``draw_matheron_paths`` path and :meth:`GPPredictor.moments`, values and gradients, K = 3 draws,
+    with a fitted output scale (PINN-BO's default residual GP)."""
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from pinnbo.optimizers.gp_cbo import GPPredictor, fit_outputs
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(40, 2))
+    model = fit_outputs(X, np.sin(4 * X[:, :1]) + X[:, 1:] ** 2, noise_free=False, noise_floor=0.0, start=None,
+                        outputscale=True)
+    torch.manual_seed(0)
+    path = draw_matheron_paths(model, sample_shape=torch.Size([3]))
+    predictor = GPPredictor(model)
+    x = torch.tensor(rng.uniform(size=(16, 2)), dtype=torch.float64, requires_grad=True)
+    *moments, paths = predictor.moments_and_paths(x, path)
+    expected = path(x).reshape(3, -1).T
+    assert paths.shape == (16, 3)
+    np.testing.assert_allclose(paths.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for got, want in zip(moments, predictor.moments(x)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+    (g,) = torch.autograd.grad(paths.sum() + moments[2].sum(), x)
+    (h,) = torch.autograd.grad(expected.sum() + predictor.moments(x)[2].sum(), x)
+    np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-9, atol=1e-12)
+
+
 def test_the_outlier_robust_residual_gp_treats_a_one_point_spike_as_noise():
     """A smooth function sampled at 60 points, one of them (the corner) replaced by a spike 6 below:
     the relevance-pursuit GP marks that one point as an outlier and predicts the smooth function
@@ -492,13 +519,95 @@ def test_the_loo_screen_leaves_out_a_cold_corner_but_not_its_warm_neighbour():
     assert fit_loo_screened(X, smooth, **kwargs).outliers == 0
 
 
+def test_the_loo_screen_starts_from_the_last_outliers_and_takes_back_those_that_now_fit(monkeypatch):
+    """``previous_outliers``: the corner left out before is left out again in one fit (the screen
+    from scratch needs two: with it, then without); a smooth point left out before is predicted by
+    the others within the threshold, so it is taken back and the corner still found."""
+    from pinnbo.optimizers import gp_cbo
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    X[0], X[1] = (1.0, 1.0), (1.0 - 1e-4, 1.0)
+    spiked = (np.sin(6 * X[:, 0]) + X[:, 1])[:, None]
+    spiked[0] -= 6.0
+    fits = []
+    original = gp_cbo.fit_outputs
+    monkeypatch.setattr(gp_cbo, "fit_outputs", lambda *a, **k: fits.append(1) or original(*a, **k))
+    kwargs = dict(max_outliers=3, threshold=5.0, start=None, noise_free=False, noise_floor=0.0)
+    assert gp_cbo.fit_loo_screened(X, spiked, **kwargs).outlier_indices == [0] and len(fits) == 2
+    fits.clear()
+    assert gp_cbo.fit_loo_screened(X, spiked, previous_outliers=[0], **kwargs).outlier_indices == [0]
+    assert len(fits) == 1
+    assert gp_cbo.fit_loo_screened(X, spiked, previous_outliers=[7, 0, 99], **kwargs).outlier_indices == [0]
+
+
+def test_pinn_bo_remembers_its_residual_outliers_through_a_checkpoint(monkeypatch):
+    """A spike 12 below the wiggly line at one of 40 designs: the first ask's screen leaves it out
+    and records its index with the fit; an optimiser restored from that checkpoint (saved and loaded
+    as ``pinnbo run`` does) starts its screen from it, with one GP fit where the screen from scratch
+    needs two, and proposes what the original proposes."""
+    import io
+
+    from pinnbo.optimizers import gp_cbo
+
+    def spiked():
+        opt = make_optimizer("pinn-bo", LINE, 0, params={**FAST, "hidden": [16, 16], "initial_steps": 30})
+        X = LINE.from_unit(np.random.default_rng(3).random((40, 1)))
+        for i, xi in enumerate(X):
+            opt.tell(xi, float(wiggly(xi)) - (12.0 if i == 17 else 0.0))
+        return opt
+
+    fits = []
+    original = gp_cbo.fit_outputs
+    monkeypatch.setattr(gp_cbo, "fit_outputs", lambda *a, **k: fits.append(1) or original(*a, **k))
+    a = spiked()
+    xa = a.ask()
+    assert a.residual_outliers == 1 and len(fits) == 2
+    assert a._residual_fits[-1][1]["outlier_indices"].tolist() == [17]
+    a.tell(xa, float(wiggly(xa)))
+    buffer = io.BytesIO()
+    torch.save(a.state_dict(), buffer)
+    buffer.seek(0)
+    restored = spiked()
+    restored.load_state_dict(torch.load(buffer, weights_only=False))
+    restored.tell(xa, float(wiggly(xa)))
+    fits.clear()
+    x1 = a.ask()
+    assert a.residual_outliers == 1 and len(fits) == 1
+    np.testing.assert_array_equal(x1, restored.ask())
+
+
+def test_out_of_sample_z_scores_are_the_predictions_computed_directly():
+    """z_j = (y_j − μ(x_j)) / √(σ²(x_j) + σ_n²) for points not in the fit, against the textbook
+    algebra with the fitted kernel, constant and noise (standardised units: z is scale-free)."""
+    from pinnbo.optimizers.gp_cbo import fit_outputs, out_of_sample_z_scores
+
+    rng = np.random.default_rng(2)
+    X = rng.random((25, 2))
+    y = (np.sin(5 * X[:, 0]) + X[:, 1])[:, None]
+    model = fit_outputs(X[:20], y[:20], noise_free=False, noise_floor=0.0, start=None, outputscale=True)
+    z = out_of_sample_z_scores(model, X[20:], y[20:])
+    with torch.no_grad():
+        T = model.train_inputs[0]
+        mean, sd = model.outcome_transform.means.item(), model.outcome_transform.stdvs.item()
+        c, noise = model.mean_module.constant.item(), model.likelihood.noise.item()
+        K = model.covar_module(T).to_dense().numpy() + noise * np.eye(20)
+        new = torch.as_tensor(X[20:])
+        Ks = model.covar_module(new, T).to_dense().numpy()
+        prior = model.covar_module(new, diag=True).numpy()
+    alpha = np.linalg.solve(K, model.train_targets.numpy() - c)
+    mu = c + Ks @ alpha
+    var = prior - np.einsum("ij,ji->i", Ks, np.linalg.solve(K, Ks.T)) + noise
+    assert z == pytest.approx(((y[20:, 0] - mean) / sd - mu) / np.sqrt(var), rel=1e-6)
+
+
 def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_honour_the_data():
     """``thompson_draws`` K = 4 on the line: four δ columns; the sample, the pointwise minimum of
     the four draws, lies well below a one-draw sample over a grid (the minimum of four draws is
     about one sd below their mean in the gaps), and at the observed designs, where ρ and the GP's
     sd vanish, it still equals the data, as one draw does."""
     opt, X = told_on_the_line("full", n=15)      # gaps wide enough for the draws to differ
-    opt.settings.thompson_draws = 4
+    assert opt.settings.thompson_draws == 4      # the default
     _, y = opt.observed()
     sample = opt.acquisition_sample(X, y)
     grid = torch.linspace(0, 1, 401, dtype=torch.float64)[:, None]
@@ -506,6 +615,7 @@ def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_ho
         many = sample(grid)
         at_data = sample(torch.as_tensor(LINE.to_unit(X))).numpy()
     one, _ = told_on_the_line("full", n=15)
+    one.settings.thompson_draws = 1
     one_sample = one.acquisition_sample(X, y)
     with torch.no_grad():
         single = one_sample(grid)
