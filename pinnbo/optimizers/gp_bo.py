@@ -41,12 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConfidenceBound
-from botorch.exceptions.warnings import OptimizationWarning
+from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
 
 from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit
-from pinnbo.surrogates.gp import fit_gp
+from pinnbo.surrogates.gp import KERNELS, fit_gp
 
 
 @dataclass
@@ -59,9 +59,11 @@ class GPSettings(MethodSettings):
     noise_free: bool = False        # true: noise fixed at noise_floor; false: learned noise
     noise_floor: float = 1e-5       # fixed noise variance, standardised units (noise_free only)
     duplicate_tol: float = 1e-4     # sup-norm distance (unit box) that counts as a repeat
+    kernel: str = "ard"             # ard: BoTorch's dimension-scaled ARD Matérn | isotropic: Kim & Sanz-Alonso's
 
     POSITIVE = ("num_restarts", "raw_samples", "maxiter", "noise_floor")
     NON_NEGATIVE = ("duplicate_tol",)
+    CHOICES = {"kernel": KERNELS}
 
     def validate(self) -> None:
         super().validate()
@@ -160,13 +162,17 @@ class GPBO(Optimizer):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free, noise_floor=s.noise_floor,
-                                dtype=dtype, device=self.device)
+                                dtype=dtype, device=self.device, kernel=s.kernel)
             acq = self._acquisition_function(self.model, y)
             bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizationWarning)
                 # BoTorch retries a failed L-BFGS-B start itself (seeded, inside this fork_rng).
                 warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
+                # A flat acquisition over the raw samples (a GP whose lengthscale collapsed to the
+                # data's spacing: the mean is the prior's between the points) makes BoTorch start
+                # from random raw samples, which is what we would do; the warning would flood the run.
+                warnings.simplefilter("ignore", BadInitialCandidatesWarning)
                 candidates, values = optimize_acqf(
                     acq, bounds=bounds, q=1, num_restarts=s.num_restarts, raw_samples=s.raw_samples,
                     options={"seed": seed % (2**31), "maxiter": s.maxiter}, return_best_only=False,

@@ -143,7 +143,64 @@ def test_an_evaluated_optimum_is_not_proposed_again():
     ("gp-ucb", {"beta": -1.0}, "beta"), ("gp-ei", {"beta": 4.0}, "beta"),
     ("gp-ei", {"num_restarts": 0}, "num_restarts"), ("exploit", {"raw_samples": 2, "num_restarts": 4}, "raw_samples"),
     ("gp-ucb+", {"noise_floor": 0.0}, "noise_floor"), ("exploit+", {"noise_free": "yes"}, "noise_free"),
+    ("gp-ucb", {"kernel": "rbf"}, "kernel"),
 ])
 def test_bad_parameters_name_the_field(method, params, field):
     with pytest.raises(MethodError, match=rf"method_params\.{field}\b"):
         make_optimizer(method, BOX, 0, params=params)
+
+
+def test_the_isotropic_kernel_is_kim_and_sanz_alonsos_gp_at_its_maximum_likelihood():
+    """``kernel: isotropic``: one lengthscale for every input, zero mean and unit prior variance on
+    the standardised outputs, noise at the floor, and the lengthscale at the maximum of the marginal
+    likelihood: no lengthscale on a dense grid scores higher, and the posterior mean is the textbook
+    k(x, X) K⁻¹ ỹ computed by hand with the fitted lengthscale."""
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    from pinnbo.surrogates.gp import fit_gp
+
+    rng = np.random.default_rng(5)
+    X = rng.random((40, 3))
+    y = np.sin(5 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2]
+    model = fit_gp(X, y, noise_free=True, kernel="isotropic")
+    ell = model.covar_module.lengthscale.detach().reshape(-1)
+    assert ell.numel() == 1 and not hasattr(model.covar_module, "outputscale")
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    model.train()
+
+    def score(lengthscale):
+        model.covar_module.lengthscale = lengthscale
+        with torch.no_grad():
+            return float(mll(model(*model.train_inputs), model.train_targets))
+
+    fitted = float(ell)
+    best = score(fitted)
+    assert all(score(float(g)) <= best + 1e-9 for g in np.logspace(-2, 1.5, 400))
+    model.covar_module.lengthscale = fitted
+    model.eval()
+    ytilde = (-y - (-y).mean()) / (-y).std(ddof=1)            # Standardize: sample sd, of −y
+
+    def matern52(a, b):
+        r = np.sqrt(5.0) * np.linalg.norm(a[:, None] - b[None], axis=-1) / fitted
+        return (1 + r + r ** 2 / 3) * np.exp(-r)
+
+    noise = model.likelihood.noise.detach().numpy().reshape(-1)     # the floor, in standardised units
+    assert noise == pytest.approx(1e-5 * (len(X) - 1) / len(X))     # np.var's n against Standardize's n − 1
+    K = matern52(X, X) + np.diag(noise)
+    new = rng.random((7, 3))
+    expected = matern52(new, X) @ np.linalg.solve(K, ytilde) * (-y).std(ddof=1) + (-y).mean()
+    with torch.no_grad():
+        got = model.posterior(torch.as_tensor(new)).mean.reshape(-1).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["gp-ucb", "exploit"])
+def test_the_isotropic_kernel_improves_on_the_initial_design(method):
+    opt = started(method, params={**FAST, "kernel": "isotropic"})
+    for _ in range(8):
+        x = opt.ask()
+        assert BOX.contains(x)
+        opt.tell(x, quadratic(x))
+    assert opt.model.covar_module.lengthscale.numel() == 1
+    y = np.array(opt.y)
+    assert y[8:].min() < 0.2 * y[:8].min(), (y[:8].min(), y[8:].min())
