@@ -19,6 +19,11 @@ report the best value with and without the random points). The budget counts obs
 points have been told (initial-design tells do not count), so ``ask`` stays repeatable and the
 count is checkpointed.
 
+``kernel``: ``ard`` (the default, :func:`pinnbo.surrogates.gp.fit_gp`) or ``isotropic``, the GP
+Kim & Sanz-Alonso's experiments describe (one Matérn-5/2 lengthscale by maximum likelihood, no
+hyper-prior); their ordering of GP-UCB+ and EXPLOIT+ over GP-UCB and EXPLOIT was measured with both
+(docs/benchmarks.md).
+
 "Noise-free" (seed 002): the likelihood noise is fixed at ``noise_floor`` in standardised units
 (1e-5 by default; GPyTorch rounds fixed noise below 1e-6 up anyway) rather than learned: a nugget
 for the Cholesky, not a noise model.

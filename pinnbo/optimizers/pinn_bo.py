@@ -36,18 +36,21 @@ best design landed within 0.01 of x* in 3/10 seeds at ν = 1, 5/10 at ν = 3 and
 the default is ν = 10 (docs/benchmarks.md). The features are shaped by the PDE through training, so physics
 enters the variance through φ; adding the collocation Jacobian Ω to U (the full NTK-PINN posterior)
 costs one batched backward per collocation point and is left out for speed.
-``thompson_draws`` K (default 1; measured with K = 4): K independent draws (δ_k and, with the
+``thompson_draws`` K (default 4): K independent draws (δ_k and, with the
 residual GP, its path k), and the function minimised is their pointwise minimum min_k f̃_k(x),
 whose minimiser is the minimiser of the draw that promises the most: a more optimistic Thompson
 sampling, as a UCB's quantile grows with K. At the data the draws agree (ρ and the GP's sd vanish),
 so only proposals in the gaps move. Why: one draw leaves a basin narrower than the gaps to chance,
 step after step, once an incumbent's basin is known; replaying the beam's one trapped seed, a
 single draw's minimum fell in x*'s basin with probability 0.04, 0.06, 0.013 at n = 25, 35, 60 and
-the best of four with 0.11, 0.21, 0.04. Measured at 10 seeds (docs/benchmarks.md, "The most
-optimistic of four Thompson draws"): K = 4 puts every beam seed at x* (mean 0.057621, at least as
-good as every baseline's), keeps the heat plates, DropWave and Styblinski-Tang, but costs 4.1×
-GP-EI's seconds per step at t = 200 on DropWave (the requirement is 3×; one draw: 2.4×), so the
-default stays 1.
+the best of four with 0.11, 0.21, 0.04. Measured at 10 seeds (docs/benchmarks.md, "Four draws by
+default"): K = 4 puts every beam seed at x* (mean 0.057623, at least as good as every baseline's;
+one draw: 9/10, 0.100) and keeps the heat plates; DropWave (−0.9295 against −0.9472: one seed on
+the second ring) and Styblinski-Tang (−265.2 against −279.2) are worse by about one standard error
+(one-sided Welch p = 0.18 each). Its cost is the residual GP's (the more optimistic proposals make the
+leave-one-out screen refit more often), held to 2.6–2.8× GP-EI's seconds per step at t = 200 on
+DropWave by ``residual_outlier_memory`` and a warm-started fit's ``residual_fit_tolerance`` 1e-4
+(4.1× without them).
 
 Trust region (decided; TuRBO, Eriksson et al. 2019, as the rule). The sample is minimised over
 a cube of side L (unit coordinates) centred at the best design observed, clipped to the box, not
@@ -112,7 +115,10 @@ and the GP is refit, at most ⌈f n⌉ times. The cold corner, beside a warm nei
 with the rest, has the larger |z| and goes first. ``residual_outlier_memory`` (default true) starts
 each step's screen from the observations the last step's left out, taking back any that the others
 now predict within the threshold: from scratch, every step refits once per outlier it rediscovers
-(DropWave at t = 200 with four draws: 16 fits in 8 steps; with the memory 9).
+(DropWave at t = 200 with four draws: 16 fits in 8 steps; with the memory 9). The fit is warm-started
+from the last step's hyper-parameters, which one more observation barely moves, so it stops at a
+relative decrease of ``residual_fit_tolerance`` = 1e-4 per L-BFGS-B iteration rather than 1e-6
+(2.6× against 2.8× GP-EI's seconds per step at t = 200 on DropWave, with four draws).
 ``residual_prior_scale``: ``data`` standardises the residuals by their own spread, so the GP's prior
 sd between the data is the sample sd of the network's errors on the data it was trained on;
 ``objective`` keeps it at least one standard deviation of the objective; ``learned`` (the default)
@@ -120,11 +126,11 @@ fits it by marginal likelihood (a ``ScaleKernel``, :func:`pinnbo.optimizers.gp_c
 A sample sd collapses when the search piles evaluations onto one spot, because each near-zero
 residual there counts as much as a spread-out one; that kept a beam seed's samples beside its
 incumbent (the probability that a sample's minimum lay in x*'s basin fell to 0 by n = 30; with the
-fitted scale on the same data, 0.07–0.5). The defaults (``full``, ``loo`` with f = 0.05,
-``learned``), at 10 seeds (docs/benchmarks.md, "A fitted prior scale"): beam 0.10047 (9/10 at x*,
-against 0.340, 8/10, without the GP), heat plates unchanged (every seed at the corner's
-neighbour), DropWave unchanged (−0.9472), Styblinski-Tang −279.2 (against −265.5); 2.5× GP-EI's
-seconds per iteration at t = 200 on DropWave.
+fitted scale on the same data, 0.07–0.5). These three (``full``, ``loo`` with f = 0.05,
+``learned``) with one Thompson draw, at 10 seeds (docs/benchmarks.md, "A fitted prior scale"): beam
+0.10047 (9/10 at x*, against 0.340, 8/10, without the GP), heat plates unchanged (every seed at the
+corner's neighbour), DropWave unchanged (−0.9472), Styblinski-Tang −279.2 (against −265.5); 2.5×
+GP-EI's seconds per iteration at t = 200 on DropWave.
 ``residual_refit_growth`` g > 0 refits that GP's hyper-parameters only when n crosses the grid
 (1 + g)^k (:func:`residual_refit`; every step while n < 1/g, about every g·n steps after) and
 otherwise conditions the GP on the data with the last fit's: the fit (0.13–0.22 s at n = 200, one
