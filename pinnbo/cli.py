@@ -191,6 +191,11 @@ def show(results: Path = typer.Argument(..., help="A results folder, e.g. result
         table.add_row(label, str(summary.get(key)))
     if summary.get("best"):
         table.add_row("best x", str(summary["best"]["x"]))
+    if summary.get("exploration_evaluations"):
+        table.add_row("best_value_without_exploration", str(summary.get("best_value_without_exploration"))
+                      + f" ({summary['exploration_evaluations']} random exploration points left out)")
+        if summary.get("simple_regret_without_exploration") is not None:
+            table.add_row("simple_regret_without_exploration", str(summary["simple_regret_without_exploration"]))
     if constrained:
         successful = summary.get("evaluations", 0) - summary.get("failed", 0)
         table.add_row("feasible", f"{summary['n_feasible']} of {successful} successful evaluations"

@@ -27,6 +27,11 @@ class HistoryError(ValueError):
     """A results folder that cannot be used as asked (one-line message)."""
 
 
+# The phase of the random points of GP-UCB+ and EXPLOIT+ (REFERENCES §4: their best is reported
+# with and without them).
+EXPLORATION = "exploration"
+
+
 @dataclass
 class Evaluation:
     """One evaluation. ``y`` is the observed value (noisy if the problem is), ``true`` the
@@ -46,7 +51,7 @@ class Evaluation:
     true: float | None
     status: str = "ok"          # "ok" or "failed"
     error: str | None = None
-    phase: str = "initial"      # "initial", "optimizer", or a method's own role ("exploration")
+    phase: str = "initial"      # "initial", "optimizer", or a method's own role (EXPLORATION)
     constraints: dict[str, float] = field(default_factory=dict)
     constraints_true: dict[str, float] = field(default_factory=dict)
     feasible: bool | None = None
@@ -267,6 +272,11 @@ class History:
     def __len__(self) -> int:
         return len(self.evaluations)
 
+    @property
+    def n_exploration(self) -> int:
+        """Evaluations a method spent on pure exploration (GP-UCB+'s and EXPLOIT+'s random points)."""
+        return sum(r.phase == EXPLORATION for r in self.evaluations)
+
     # -- summaries --------------------------------------------------------------------------------
     def _better(self, a: float, b: float) -> bool:
         return a > b if self.sense == "maximize" else a < b
@@ -279,12 +289,13 @@ class History:
         """Whether ``record`` can be the answer: successful, and feasible when there are constraints."""
         return record.ok and (not self.constrained or record.feasible is True)
 
-    def best(self, key: str = "true") -> Evaluation | None:
+    def best(self, key: str = "true", without_phase: str | None = None) -> Evaluation | None:
         """The best successful (constrained: feasible) evaluation by true value (observed value
-        where true is unknown); ``key="y"`` ranks by the observed value."""
+        where true is unknown); ``key="y"`` ranks by the observed value. ``without_phase``: ignore
+        the evaluations of that phase (GP-UCB+'s random points are ``exploration``)."""
         best = None
         for record in self.evaluations:
-            if not self.counts(record):
+            if not self.counts(record) or record.phase == without_phase:
                 continue
             value = record.true if key == "true" and record.true is not None else record.y
             if value is None:
@@ -293,14 +304,16 @@ class History:
                 best = (value, record)
         return None if best is None else best[1]
 
-    def best_so_far(self) -> np.ndarray:
+    def best_so_far(self, without_phase: str | None = None) -> np.ndarray:
         """Best true value after each evaluation, shape (n,); NaN until the first success (with
-        constraints: the first feasible evaluation)."""
+        constraints: the first feasible evaluation). ``without_phase`` as in :meth:`best`: those
+        evaluations still count in n but never become the best."""
         out = np.full(len(self.evaluations), np.nan)
         current = None
         for i, record in enumerate(self.evaluations):
             value = record.true if record.true is not None else record.y
-            if value is not None and self.counts(record) and (current is None or self._better(value, current)):
+            if value is not None and self.counts(record) and record.phase != without_phase \
+                    and (current is None or self._better(value, current)):
                 current = value
             out[i] = np.nan if current is None else current
         return out

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from pinnbo.history import Evaluation, History, write_json_atomic
+from pinnbo.history import EXPLORATION, Evaluation, History, write_json_atomic
 from pinnbo.problem import Problem
 
 
@@ -127,9 +127,26 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "case": case,
         "versions": versions(),
     }
+    if history.n_exploration:
+        summary.update(exploration_summary(history, problem))
     if history.constrained:
         summary.update(constraint_summary(history, problem))
     return summary
+
+
+def exploration_summary(history: History, problem: Problem) -> dict:
+    """The keys a run with random exploration points (GP-UCB+, EXPLOIT+) adds to its summary: the
+    best without those points, so both readings of Kim & Sanz-Alonso's regret are reported
+    (REFERENCES §4); ``best_value`` counts every evaluation."""
+    best = history.best(without_phase=EXPLORATION)
+    value = None if best is None else (best.true if best.true is not None else best.y)
+    return {
+        "exploration_evaluations": history.n_exploration,
+        "best_without_exploration": None if best is None else {"index": best.index, "x": best.x,
+                                                                "observed": best.y, "true": best.true},
+        "best_value_without_exploration": value,
+        "simple_regret_without_exploration": problem.simple_regret(value) if value is not None else None,
+    }
 
 
 def constraint_summary(history: History, problem: Problem) -> dict:

@@ -217,3 +217,26 @@ def test_user_errors_exit_2_with_one_line(tmp_path, args, needle):
     lines = [line for line in result.output.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output, result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_plus_method_gets_its_best_without_the_random_points(tmp_path):
+    """gp-ucb+ beside random: the table and summary give gp-ucb+'s best without its random points
+    (the mean of the per-seed minima over the non-exploration evaluations), random has none."""
+    result = run_bench(BenchSettings.from_options([DROPWAVE], "gp-ucb+,random", 2, output=tmp_path, smoke=True,
+                                                  budget=8), quiet=True)
+    assert result.ran == 4 and not result.failed
+    folder = tmp_path / "dropwave"
+    summary = json.loads((folder / "summary.json").read_text())
+    expected = []
+    for seed in range(2):
+        rows = [json.loads(line) for line in
+                (folder / "runs" / "gp-ucb+" / f"seed{seed}" / "evaluations.jsonl").read_text().splitlines()]
+        phases = [r["phase"] for r in rows if r["phase"] != "initial"]
+        assert phases and phases[1::2] == ["exploration"] * (len(phases) // 2)
+        expected.append(min(r["true"] for r in rows if r["phase"] != "exploration"))
+    plus = summary["results"]["gp-ucb+"]
+    assert plus["final_best_without_exploration"]["values"] == expected
+    assert plus["simple_regret_without_exploration"]["values"] == pytest.approx([v + 1.0 for v in expected])
+    assert "final_best_without_exploration" not in summary["results"]["random"]
+    table = (folder / "table.md").read_text()
+    assert "best w/o random" in table and "| random | 2/2 |" in table

@@ -172,3 +172,29 @@ def test_noisy_runs_log_true_values_and_regret_uses_them(tmp_path):
     best_true = min(r.true for r in history.evaluations)
     assert history.best().true == best_true
     assert history.simple_regret()[-1] == pytest.approx(best_true)
+
+
+def test_random_exploration_points_are_reported_apart(tmp_path):
+    """GP-UCB+ records its uniform random points as phase ``exploration``; the summary gives the best
+    over every evaluation and, apart, the best without those points (REFERENCES §4), each equal to
+    the minimum recomputed from evaluations.jsonl."""
+    from pinnbo.report import summarize
+
+    problem = sphere_problem()
+    opt = make_optimizer("gp-ucb+", problem.domain, 3, params={"num_restarts": 2, "raw_samples": 32, "maxiter": 20})
+    history = run(problem, opt, settings(tmp_path, budget=12))
+    rows = [json.loads(line) for line in (tmp_path / "evaluations.jsonl").read_text().splitlines()]
+    phases = [r["phase"] for r in rows]
+    assert phases == ["initial"] * 4 + ["optimizer", "exploration"] * 4
+    summary = summarize(history, problem)
+    assert summary["exploration_evaluations"] == 4
+    assert summary["best_value"] == min(r["true"] for r in rows)
+    kept = [r for r in rows if r["phase"] != "exploration"]
+    assert summary["best_value_without_exploration"] == min(r["true"] for r in kept)
+    assert summary["best_without_exploration"]["index"] == min(kept, key=lambda r: r["true"])["index"]
+    assert summary["simple_regret_without_exploration"] == pytest.approx(summary["best_value_without_exploration"])
+    without = history.best_so_far(without_phase="exploration")
+    assert len(without) == 12 and without[-1] == summary["best_value_without_exploration"]
+    assert np.all(without >= history.best_so_far())
+    assert "exploration_evaluations" not in summarize(run(problem, optimizer(problem, "random"),
+                                                          settings(tmp_path / "r")), problem)

@@ -50,6 +50,7 @@ from botorch.exceptions.warnings import BadInitialCandidatesWarning, Optimizatio
 from botorch.optim import optimize_acqf
 
 from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
+from pinnbo.history import EXPLORATION
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit
 from pinnbo.surrogates.gp import KERNELS, fit_gp
 
@@ -124,7 +125,7 @@ class GPBO(Optimizer):
     # -- the role sequence ----------------------------------------------------------------------------
     def next_role(self) -> str:
         if self.random_exploration and self.asked_told % 2 == 1:
-            return "exploration"
+            return EXPLORATION
         return "optimizer"
 
     def ask(self) -> np.ndarray:
@@ -143,7 +144,7 @@ class GPBO(Optimizer):
         self.last_role = self.next_role()
         X, y = self.observed()
         evaluated = self.evaluated_unit()
-        if self.last_role == "exploration" or len(y) == 0:
+        if self.last_role == EXPLORATION or len(y) == 0:
             rng = self.rng("exploration")
             u = rng.random(self.domain.dim)
             while is_duplicate(u, evaluated, self.settings.duplicate_tol):
