@@ -48,9 +48,9 @@ default"): K = 4 puts every beam seed at x* (mean 0.057623, at least as good as 
 one draw: 9/10, 0.100) and keeps the heat plates; DropWave (−0.9295 against −0.9472: one seed on
 the second ring) and Styblinski-Tang (−265.2 against −279.2) are worse by about one standard error
 (one-sided Welch p = 0.18 each). Its cost is the residual GP's (the more optimistic proposals make the
-leave-one-out screen refit more often), held to 2.6–2.8× GP-EI's seconds per step at t = 200 on
-DropWave by ``residual_outlier_memory`` and a warm-started fit's ``residual_fit_tolerance`` 1e-4
-(4.1× without them).
+leave-one-out screen refit more often), held to 1.7–3.0× GP-EI's seconds per step at t = 200 on
+DropWave (by how it is timed; 2.6–2.8× over 8 asks of a fresh optimiser) by ``residual_outlier_memory``
+and a warm-started fit's ``residual_fit_tolerance`` 1e-4 (4.1× without them).
 
 Trust region (decided; TuRBO, Eriksson et al. 2019, as the rule). The sample is minimised over
 a cube of side L (unit coordinates) centred at the best design observed, clipped to the box, not
