@@ -274,11 +274,12 @@ def fit_outlier_robust(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, 
     return model
 
 
-def loo_z_scores(model) -> torch.Tensor:
+def loo_z_scores(model, predictor: "GPPredictor | None" = None) -> torch.Tensor:
     """Leave-one-out standardised residuals of a fitted single-output GP, shape (n,):
     z_i = (y_i − μ_{−i}) / σ_{−i} = [K⁻¹(y − c)]_i / √[K⁻¹]_ii, K = k(X, X) + noise (Rasmussen &
-    Williams 2006, Eq. 5.12), with the hyper-parameters of the fit on all n points."""
-    predictor = GPPredictor(model)           # its Cholesky factor of K and α = K⁻¹(y − c)
+    Williams 2006, Eq. 5.12), with the hyper-parameters of the fit on all n points. ``predictor``:
+    the model's :class:`GPPredictor` where the caller has it (its Cholesky factor of K and α = K⁻¹(y − c))."""
+    predictor = predictor or GPPredictor(model)
     with torch.no_grad():
         Kinv = torch.cholesky_inverse(predictor.L[0])
         return predictor.alpha[0, :, 0] / Kinv.diagonal().sqrt()
@@ -301,7 +302,8 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
     included: the same z as leave-one-out's, for a point not in the fit). A search keeps the outliers
     it has, so this is one fit per step where the screen from scratch refits once per outlier. A row
     taken back is not left out again in the same call, and the other way round, so it cannot cycle.
-    Returns the model with ``outlier_indices`` (into the n rows) and ``outliers``."""
+    Returns the model with ``outlier_indices`` (into the n rows), ``outliers`` and ``predictor``, its
+    :class:`GPPredictor` (one Cholesky factor serves both scores and the caller)."""
     n = len(unit_X)
     left_out = sorted({int(i) for i in previous_outliers if 0 <= int(i) < n})[:max_outliers]
     taken_back: set[int] = set()
@@ -309,13 +311,14 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
     keep = np.setdiff1d(np.arange(n), left_out)
     model = fit_outputs(unit_X[keep], y[keep], start=start, **fit_kwargs)
     while True:
+        predictor = GPPredictor(model)
         back = []
         if left_out:
-            back = [j for j, z in zip(left_out, out_of_sample_z_scores(model, unit_X[left_out], y[left_out]))
+            back = [j for j, z in zip(left_out, out_of_sample_z_scores(model, unit_X[left_out], y[left_out], predictor))
                     if abs(z) <= threshold and j not in dropped_now]
         worst = None
         if len(left_out) - len(back) < max_outliers:
-            z = loo_z_scores(model).abs()
+            z = loo_z_scores(model, predictor).abs()
             if taken_back:                                               # rows taken back stay
                 z[[int(np.searchsorted(keep, j)) for j in taken_back]] = 0.0
             candidate = int(torch.argmax(z))
@@ -331,13 +334,16 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
         model = fit_outputs(unit_X[keep], y[keep], start=fitted_parameters(model), **fit_kwargs)
     model.outlier_indices = left_out
     model.outliers = len(left_out)
+    model.predictor = predictor
     return model
 
 
-def out_of_sample_z_scores(model, unit_X: np.ndarray, y: np.ndarray) -> np.ndarray:
+def out_of_sample_z_scores(model, unit_X: np.ndarray, y: np.ndarray,
+                           predictor: "GPPredictor | None" = None) -> np.ndarray:
     """(y_j − μ(x_j)) / √(σ²(x_j) + noise) of points (m, d), (m, 1) not in a fitted single-output GP's
-    data, shape (m,): for a point left out of the fit, its leave-one-out z (:func:`loo_z_scores`)."""
-    predictor = GPPredictor(model)
+    data, shape (m,): for a point left out of the fit, its leave-one-out z (:func:`loo_z_scores`).
+    ``predictor``: the model's :class:`GPPredictor` where the caller has it."""
+    predictor = predictor or GPPredictor(model)
     x = torch.as_tensor(unit_X, dtype=predictor.X.dtype, device=predictor.X.device)
     with torch.no_grad():
         mean, std, _ = predictor.moments(x)

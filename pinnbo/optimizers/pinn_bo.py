@@ -561,7 +561,9 @@ class PINNBO(Optimizer):
             outlier_method=s.residual_outlier_method, outlier_threshold=s.residual_outlier_z,
             optimize=residual_refit(len(X), s.residual_refit_growth), outlier_memory=s.residual_outlier_memory)
         self.residual_outliers = getattr(gp, "outliers", 0)    # the observations the GP left out or took as noise
-        predictor = GPPredictor(gp) if s.residual_gp != "path" else None   # path alone needs no moments
+        predictor = None                                                   # path alone needs no moments
+        if s.residual_gp != "path":
+            predictor = getattr(gp, "predictor", None) or GPPredictor(gp)    # the screen's, when it ran
         path = None
         if s.residual_gp in ("path", "full"):
             devices = [self.device] if self.device.type == "cuda" else []
