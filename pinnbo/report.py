@@ -110,14 +110,14 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
     ask = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
            if r.phase == "optimizer" and t.get("ask_seconds") is not None]
     oracle = [t.get("oracle_seconds") for t in history.timings if t.get("oracle_seconds") is not None]
-    best_value = None if best is None else (best.true if best.true is not None else best.y)
+    best_entry, best_value = _best_entry(best)
     summary = {
         "problem": problem.name,
         "sense": problem.sense,
         "evaluations": len(history),
         "failed": history.n_failed,
         "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
-        "best": None if best is None else {"index": best.index, "x": best.x, "observed": best.y, "true": best.true},
+        "best": best_entry,
         "best_value": best_value,
         "optimum": problem.optimum,
         "optimum_location": None if problem.optimum_location is None else [float(v) for v in problem.optimum_location],
@@ -134,16 +134,22 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
     return summary
 
 
+def _best_entry(best: Evaluation | None) -> tuple[dict | None, float | None]:
+    """A best evaluation as the summary records it, and its value (true where known, else observed)."""
+    if best is None:
+        return None, None
+    return ({"index": best.index, "x": best.x, "observed": best.y, "true": best.true},
+            best.true if best.true is not None else best.y)
+
+
 def exploration_summary(history: History, problem: Problem) -> dict:
     """The keys a run with random exploration points (GP-UCB+, EXPLOIT+) adds to its summary: the
     best without those points, so both readings of Kim & Sanz-Alonso's regret are reported
     (REFERENCES §4); ``best_value`` counts every evaluation."""
-    best = history.best(without_phase=EXPLORATION)
-    value = None if best is None else (best.true if best.true is not None else best.y)
+    entry, value = _best_entry(history.best(without_phase=EXPLORATION))
     return {
         "exploration_evaluations": history.n_exploration,
-        "best_without_exploration": None if best is None else {"index": best.index, "x": best.x,
-                                                                "observed": best.y, "true": best.true},
+        "best_without_exploration": entry,
         "best_value_without_exploration": value,
         "simple_regret_without_exploration": problem.simple_regret(value) if value is not None else None,
     }
