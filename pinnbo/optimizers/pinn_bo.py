@@ -115,7 +115,7 @@ and the GP is refit, at most ⌈f n⌉ times. The cold corner, beside a warm nei
 with the rest, has the larger |z| and goes first. ``residual_outlier_memory`` (default true) starts
 each step's screen from the observations the last step's left out, taking back any that the others
 now predict within the threshold: from scratch, every step refits once per outlier it rediscovers
-(DropWave at t = 200 with four draws: 16 fits in 8 steps; with the memory 9). The fit is warm-started
+(DropWave at t = 200 with four draws: 13 fits in 8 steps; with the memory 10). The fit is warm-started
 from the last step's hyper-parameters, which one more observation barely moves, so it stops at a
 relative decrease of ``residual_fit_tolerance`` = 1e-4 per L-BFGS-B iteration rather than 1e-6
 (2.6× against 2.8× GP-EI's seconds per step at t = 200 on DropWave, with four draws).
