@@ -46,6 +46,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pinnbo.history import write_json_atomic  # noqa: E402
 from problems.sfu import ACKLEY_BOUND, LEVY_BOUND, ackley_values, levy_values  # noqa: E402
 
 FUNCTIONS = {"ackley": (ackley_values, ACKLEY_BOUND), "levy": (levy_values, LEVY_BOUND)}
@@ -98,13 +99,11 @@ def _task(args: tuple) -> tuple[Path, dict]:
     path, function, method, seed, budget, initial, dim = args
     result = run_one(function, method, seed, budget, initial, dim)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(path)   # a run is on disk whole or not at all, so a rerun skips only finished runs
+    write_json_atomic(path, result)   # on disk whole or not at all, so a rerun skips only finished runs
     return path, result
 
 
-def final_regrets(result: dict, without_random: bool = False) -> float:
+def final_regret(result: dict, without_random: bool = False) -> float:
     values = [v for v, r in zip(result["values"], result["roles"]) if not (without_random and r == "exploration")]
     return float(min(values))   # f* = 0 for Ackley and Levy: the best value is the simple regret
 
@@ -119,25 +118,23 @@ def summarise(results: dict, methods: list[str]) -> str:
     lines = ["| function | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     tests = []
     for function, by_method in results.items():
+        regrets = {m: [final_regret(r) for r in by_method[m]] for m in methods if by_method.get(m)}
         cells = []
         for m in methods:
-            runs = by_method.get(m, [])
-            if not runs:
+            if m not in regrets:
                 cells.append("—")
                 continue
-            s = mean_se([final_regrets(r) for r in runs])
-            cell = f"{s['mean']:.3g} ± {_g(s['se'])} ({len(runs)})"
+            s = mean_se(regrets[m])
+            cell = f"{s['mean']:.3g} ± {_g(s['se'])} ({len(regrets[m])})"
             if METHODS[m][1]:
-                w = mean_se([final_regrets(r, without_random=True) for r in runs])
+                w = mean_se([final_regret(r, without_random=True) for r in by_method[m]])
                 cell += f"; w/o random {w['mean']:.3g}"
             cells.append(cell)
         lines.append(f"| {function} | " + " | ".join(cells) + " |")
-        for plus in (m for m in methods if METHODS[m][1] and by_method.get(m)):
-            for plain in (m for m in methods if not METHODS[m][1] and by_method.get(m)):
-                a = [final_regrets(r) for r in by_method[plus]]
-                b = [final_regrets(r) for r in by_method[plain]]
-                p = welch_one_sided(a, b, "min")["p_value"]
-                q = welch_one_sided(b, a, "min")["p_value"]
+        for plus in (m for m in regrets if METHODS[m][1]):
+            for plain in (m for m in regrets if not METHODS[m][1]):
+                p = welch_one_sided(regrets[plus], regrets[plain], "min")["p_value"]
+                q = welch_one_sided(regrets[plain], regrets[plus], "min")["p_value"]
                 tests.append(f"{function}: {plus} better than {plain}: p = {_g(p)}; the reverse: p = {_g(q)}")
     mean_suggest = {m: np.mean([np.mean(r["suggest_seconds"]) for rs in results.values() for r in rs.get(m, [])])
                     for m in methods if any(rs.get(m) for rs in results.values())}
@@ -192,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for path, result in pool.map(_task, todo):
             results[result["function"]][result["method"]].append(result)
-            print(f"{path}: regret {final_regrets(result):.4g}", flush=True)
+            print(f"{path}: regret {final_regret(result):.4g}", flush=True)
     for by_method in results.values():
         for runs in by_method.values():
             runs.sort(key=lambda r: r["seed"])
