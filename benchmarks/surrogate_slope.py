@@ -97,6 +97,7 @@ def main() -> None:
     if args.seeds < 1 or args.test_points < 2 or (args.n is not None and args.n < 3):
         sys.exit("error: --seeds must be >= 1, --test-points >= 2 and --n >= 3")
     torch.set_num_threads(1)
+    from pinnbo.bench import mean_se
     from pinnbo.case import CaseError, load_case
     from pinnbo.optimizers.base import MethodError
     from pinnbo.problem import ProblemError
@@ -123,9 +124,8 @@ def main() -> None:
     print("| surrogate | rmse | corr | cos at the incumbent |")
     print("|---|---|---|---|")
     for name, values in rows.items():
-        v = np.array(values)
-        cells = [f"{m:.2f} ± {s:.2f}" for m, s in zip(v.mean(0), v.std(0, ddof=1) / np.sqrt(len(v)) if len(v) > 1
-                                                     else np.zeros(3))]
+        stats = [mean_se(column) for column in zip(*values)]
+        cells = [f"{s['mean']:.2f} ± " + ("—" if s["se"] is None else f"{s['se']:.2f}") for s in stats]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
