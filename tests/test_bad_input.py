@@ -111,6 +111,7 @@ TABLE = [
     Bad("unknown-method", case(method="bayes"), "method: unknown method 'bayes'"),
     Bad("unknown-method-parameter", case(method="pinn-bo", method_params="{epochs: 3}"), "method_params.epochs: unknown parameter"),
     Bad("method-parameter-type", case(method="pinn-bo", method_params="{hidden: big}"), "method_params.hidden: expected a list of integers"),
+    Bad("method-parameter-sign", case(method="pinn-bo", method_params="{bias_scale: 0}"), "method_params.bias_scale: expected a positive number"),
     Bad("boundary-does-not-parse", case(problem="heat_plate", params="{grid: 16, boundary: {left: 'sin(', right: '0', bottom: x, top: '0'}}"),
         "params.boundary.left: cannot parse formula 'sin('"),
     Bad("boundary-unknown-symbol", case(problem="heat_plate", params="{grid: 16, boundary: {left: '0', right: '0', bottom: x, top: 'z*x'}}"),

@@ -25,20 +25,23 @@ def harmonic(p: np.ndarray) -> np.ndarray:
     return (p[..., 0] ** 3 - 3 * p[..., 0] * p[..., 1] ** 2) / 10
 
 
-def test_residual_is_taken_in_physical_coordinates():
-    opt = make_optimizer("pinn-bo", BOX, 0, params=FAST, pde=LAPLACE)
+@pytest.mark.parametrize("scales", [{}, {"input_scale": 2.5, "bias_scale": 1.0}])
+def test_residual_is_taken_in_physical_coordinates(scales):
+    opt = make_optimizer("pinn-bo", BOX, 0, params={**FAST, **scales}, pde=LAPLACE)
+    s = scales.get("input_scale", 1.0)
+    assert all(layer.bias_scale == scales.get("bias_scale", 0.1) for layer in (*opt.model.hidden, opt.model.out))
     mean, std = 2.0, 3.0
     physical = opt._physical_model(mean, std)
     pts = torch.tensor([[1.5, 0.0], [2.7, 4.1], [1.1, -1.9]], dtype=torch.float64)
     r = opt.residual(physical, pts)[:, 0]
-    # Chain rule by hand: f(x) = μ + s h(z), z = 2(x − lo)/w − 1 ⇒ f_xx = s (2/w_x)² h_zz, etc.
-    z = opt._normalise(pts).detach().requires_grad_(True)
+    # Chain rule by hand: f(x) = μ + σ h(z), z = s (2(x − lo)/w − 1) ⇒ f_xx = σ (2s/w_x)² h_zz, etc.
+    lo, width = torch.tensor(BOX.lower_array), torch.tensor(BOX.widths)
+    z = (s * (2 * (pts - lo) / width - 1)).requires_grad_(True)
     h = opt.model(z)
     (g,) = torch.autograd.grad(h.sum(), z, create_graph=True)
     h_z1z1 = torch.autograd.grad(g[:, 0].sum(), z, create_graph=True)[0][:, 0]
     h_z2z2 = torch.autograd.grad(g[:, 1].sum(), z, create_graph=True)[0][:, 1]
-    width = torch.tensor(BOX.widths)
-    expected = std * ((2 / width[0]) ** 2 * h_z1z1 + (2 / width[1]) ** 2 * h_z2z2)
+    expected = std * ((2 * s / width[0]) ** 2 * h_z1z1 + (2 * s / width[1]) ** 2 * h_z2z2)
     torch.testing.assert_close(r, expected, rtol=1e-10, atol=1e-12)
 
 
