@@ -34,6 +34,17 @@ def read_curves(folder: Path) -> tuple[str, dict[str, dict[int, dict[int, float]
     return sense, curves
 
 
+def _best(values: list[float]) -> str:
+    """mean ± s.e. (no s.e. from one seed) and the number of seeds, as table cells."""
+    stats = mean_se(values)
+    se = "" if stats["se"] is None else f" ± {stats['se']:.2g}"
+    return f"{stats['n']} | {stats['mean']:.2f}{se}"
+
+
+def _p(p: float | None) -> str:
+    return "—" if p is None else f"{p:.2g}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a case folder of a bench --output (it holds curves.csv)")
@@ -71,16 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for n in counts:
         ref = list(curves[args.reference][n].values())
-        stats = mean_se(ref)
-        print(f"| {n} | {args.reference} | {stats['n']} | {stats['mean']:.2f} ± {stats['se']:.2g} | | |")
+        print(f"| {n} | {args.reference} | {_best(ref)} | | |")
         for method in others:
             values = list(curves[method][n].values())
-            stats = mean_se(values)
             better = welch_one_sided(ref, values, sense)["p_value"]
             worse = welch_one_sided(values, ref, sense)["p_value"]
-            cell = lambda p: "—" if p is None else f"{p:.2g}"
-            print(f"| {n} | {method} | {stats['n']} | {stats['mean']:.2f} ± {stats['se']:.2g} | "
-                  f"{cell(better)} | {cell(worse)} |")
+            print(f"| {n} | {method} | {_best(values)} | {_p(better)} | {_p(worse)} |")
     return 0
 
 
