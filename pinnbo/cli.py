@@ -36,6 +36,25 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from pinnbo.report import versions
+
+    found = versions()
+    others = ", ".join(f"{name} {found[name]}" for name in ("torch", "botorch", "py-pde", "sympy", "numpy")
+                       if name in found)
+    console.print(f"pinnbo {found.get('pinnbo', '?')} (python {found['python']}; {others})",
+                  highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print the versions of pinnbo and the libraries it runs on.")) -> None:
+    """Physics-informed Bayesian optimisation of expensive designs."""
+
+
 def fail(message: str) -> None:
     # escape: messages quote the user's text, and "[lower, upper]" must not be read as a rich tag.
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)

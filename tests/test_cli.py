@@ -83,3 +83,14 @@ def test_problems_lists_problems_and_cases():
     assert result.exit_code == 0
     for name in ("heat_plate", "beam", "dropwave", "heat_bc1.yaml"):
         assert name in result.output
+
+
+def test_version_names_pinnbo_and_its_libraries():
+    from importlib import metadata
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    line = result.output.strip()
+    assert "\n" not in line
+    assert line.startswith(f"pinnbo {metadata.version('pinnbo')} (python ")
+    assert f"torch {metadata.version('torch')}" in line and f"py-pde {metadata.version('py-pde')}" in line
