@@ -31,9 +31,12 @@ import importlib
 import importlib.util
 import inspect
 import math
+import numbers
 import pkgutil
 import re
 import sys
+import types
+import typing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -541,7 +544,53 @@ def check_params(factory: Callable[..., Problem], params: dict, name: str) -> di
     for key, p in accepted.items():
         if p.default is inspect.Parameter.empty and key not in params:
             raise CaseError(f"params.{key}: required parameter of problem {name!r} is missing")
-    return params
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # an annotation that does not resolve is the factory's business, not the case's
+        hints = {}
+    return {key: _check_annotated(f"params.{key}", value, hints.get(key)) for key, value in params.items()}
+
+
+_SCALARS = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            type(None): "null", dict: "a mapping", list: "a list", tuple: "a list"}
+
+
+def _check_annotated(where: str, value: Any, hint: Any) -> Any:
+    """``value`` checked against a factory's annotation when it is made of plain types.
+
+    A problem file's ``def f(scale: float = 1.0)`` then rejects ``scale: abc`` at load time instead
+    of every evaluation failing on it. YAML reads ``1e-3`` as a string, so a number-annotated
+    parameter accepts a string that parses as one (and is given the number). Annotations other than
+    bool, int, float, str, None, dict, list, tuple and their unions are not checked.
+    """
+    if hint is None:
+        return value
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
+        else (hint,)
+    options = tuple(typing.get_origin(o) or o for o in options)
+    if not all(o in _SCALARS for o in options):
+        return value
+    for o in options:
+        # numbers.*: the Python API passes numpy scalars too
+        if o is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return value
+        if o is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return value
+        if o is int and isinstance(value, float) and value.is_integer() and float not in options:
+            return int(value)
+        if o is tuple and isinstance(value, list):
+            return value
+        if o in (bool, str, dict, list, type(None)) and type(value) is o:
+            return value
+        if o is dict and isinstance(value, dict):
+            return value
+    if float in options and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    expected = " or ".join(dict.fromkeys(_SCALARS[o] for o in options))
+    raise CaseError(f"{where}: expected {expected}, got {value!r}")
 
 
 def list_cases(folder: Path = CASES_DIR) -> list[tuple[Path, dict]]:

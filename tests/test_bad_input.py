@@ -50,6 +50,12 @@ def oracle(command: str, extra: str = "") -> str:
     return case(oracle="{command: '" + command + "'" + extra + "}")
 
 
+TYPED_FILE = """from pinnbo import Box, Problem
+
+def bowl(scale: float = 1.0):
+    return Problem("bowl", Box((0, 0), (1, 1), ("x", "y")), lambda p: scale * (p[0] ** 2 + p[1] ** 2))
+"""
+
 BAD_PDE_FILE = """import sympy as sp
 from pinnbo import PDE, Box, Problem
 
@@ -116,6 +122,8 @@ TABLE = [
         "params.boundary.left: cannot parse formula 'sin('"),
     Bad("boundary-unknown-symbol", case(problem="heat_plate", params="{grid: 16, boundary: {left: '0', right: '0', bottom: x, top: 'z*x'}}"),
         "params.boundary.top: unknown symbol 'z' in 'z*x'"),
+    Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
+        prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",
         prepare=lambda out, tmp: (tmp / "badpde.py").write_text(BAD_PDE_FILE)),
     # -- a problem declared in YAML and its external oracle ------------------------------------------

@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from pinnbo.case import CaseError, case_from_dict, load_case
+from pinnbo.case import CaseError, case_from_dict, check_params, load_case
 from pinnbo.optimizers.base import MethodError
 from pinnbo.problem import ProblemError
 
@@ -127,6 +128,39 @@ def test_problem_from_a_user_file(tmp_path):
     case = load_case(tmp_path / "bowl.yaml")
     problem = case.build_problem()
     assert problem.objective([0.25, 0.25]) == 0.0
+
+
+def _annotated(scale: float = 1.0, n: int = 3, label: str | None = None, table: dict | None = None,
+               anything=None, mode: bool = False):
+    return None
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({"scale": 2, "n": 4, "label": "a", "table": {"k": 1}, "anything": object, "mode": True}, None),
+    ({"scale": "1e-3"}, {"scale": 1e-3}),            # YAML reads 1e-3 as a string
+    ({"n": 5.0}, {"n": 5}),
+    ({"n": np.int64(7), "scale": np.float32(0.5)}, None),
+    ({"label": None, "table": None}, None),
+])
+def test_params_match_the_factory_annotations(params, expected):
+    checked = check_params(_annotated, params, "f")
+    assert checked == (params if expected is None else expected)
+    assert all(type(checked[k]) is type(v) for k, v in (expected or {}).items())
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"scale": "abc"}, "params.scale: expected a number, got 'abc'"),
+    ({"scale": True}, "params.scale: expected a number, got True"),
+    ({"n": 2.5}, "params.n: expected an integer, got 2.5"),
+    ({"n": "3"}, "params.n: expected an integer, got '3'"),
+    ({"label": 3}, "params.label: expected a string or null, got 3"),
+    ({"table": [1]}, "params.table: expected a mapping or null, got [1]"),
+    ({"mode": "yes"}, "params.mode: expected true or false, got 'yes'"),
+])
+def test_params_against_the_annotations_name_the_field(params, message):
+    with pytest.raises(CaseError) as error:
+        check_params(_annotated, params, "f")
+    assert str(error.value) == message
 
 
 @pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
