@@ -300,6 +300,21 @@ def formula_constraint(expr: sp.Expr, variables: Sequence[str]) -> Callable[[np.
 
 
 # -- loading ----------------------------------------------------------------------------------------
+class CaseLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading ``1e-3`` as a number.
+
+    PyYAML follows YAML 1.1, whose floats need a dot, so ``learning_rate: 1e-3`` would arrive as the
+    text '1e-3'; YAML 1.2 (and every user) reads it as 0.001. The resolver below adds the exponent
+    form without a dot; every other scalar resolves as before.
+    """
+
+
+CaseLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)$"),
+    list("-+0123456789"))
+
+
 def load_case(path: str | Path, overrides: dict | None = None) -> Case:
     """Read and validate a case file; ``overrides`` (seed, budget, output, device, smoke) win."""
     path = Path(path)
@@ -310,7 +325,7 @@ def load_case(path: str | Path, overrides: dict | None = None) -> Case:
         else:
             raise CaseError(f"case: no such file {str(path)!r}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=CaseLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -559,9 +574,9 @@ def _check_annotated(where: str, value: Any, hint: Any) -> Any:
     """``value`` checked against a factory's annotation when it is made of plain types.
 
     A problem file's ``def f(scale: float = 1.0)`` then rejects ``scale: abc`` at load time instead
-    of every evaluation failing on it. YAML reads ``1e-3`` as a string, so a number-annotated
-    parameter accepts a string that parses as one (and is given the number). Annotations other than
-    bool, int, float, str, None, dict, list, tuple and their unions are not checked.
+    of every evaluation failing on it. An integral float given for an ``int`` becomes an int.
+    Annotations other than bool, int, float, str, None, dict, list, tuple and their unions are not
+    checked.
     """
     if hint is None:
         return value
@@ -584,11 +599,6 @@ def _check_annotated(where: str, value: Any, hint: Any) -> Any:
             return value
         if o is dict and isinstance(value, dict):
             return value
-    if float in options and isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
     expected = " or ".join(dict.fromkeys(_SCALARS[o] for o in options))
     raise CaseError(f"{where}: expected {expected}, got {value!r}")
 
@@ -597,7 +607,7 @@ def list_cases(folder: Path = CASES_DIR) -> list[tuple[Path, dict]]:
     out = []
     for path in sorted(folder.glob("*.yaml")):
         try:
-            out.append((path, yaml.safe_load(path.read_text()) or {}))
+            out.append((path, yaml.load(path.read_text(), Loader=CaseLoader) or {}))
         except yaml.YAMLError:
             out.append((path, {}))
     return out

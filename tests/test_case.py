@@ -130,6 +130,19 @@ def test_problem_from_a_user_file(tmp_path):
     assert problem.objective([0.25, 0.25]) == 0.0
 
 
+def test_exponents_without_a_dot_are_numbers(tmp_path):
+    # YAML 1.1 (PyYAML's default) reads 1e-3 as text; a case file reads it as 0.001.
+    (tmp_path / "c.yaml").write_text("name: c\nproblem: dropwave\nmethod: pinn-bo\nbudget: 1e1\n"
+                                     "method_params: {learning_rate: 1e-3, pde_weight: 2E+0}\nnoise: 5e-2\n"
+                                     "params: {dim: 2}\ninitial_points: 4\nseed: 0\n")
+    with pytest.raises(CaseError, match=r"^budget: expected an integer"):
+        load_case(tmp_path / "c.yaml")
+    (tmp_path / "c.yaml").write_text((tmp_path / "c.yaml").read_text().replace("budget: 1e1", "budget: 10"))
+    case = load_case(tmp_path / "c.yaml")
+    assert case.method_params == {"learning_rate": 0.001, "pde_weight": 2.0}
+    assert case.noise == 0.05
+
+
 def _annotated(scale: float = 1.0, n: int = 3, label: str | None = None, table: dict | None = None,
                anything=None, mode: bool = False):
     return None
@@ -137,7 +150,6 @@ def _annotated(scale: float = 1.0, n: int = 3, label: str | None = None, table: 
 
 @pytest.mark.parametrize("params, expected", [
     ({"scale": 2, "n": 4, "label": "a", "table": {"k": 1}, "anything": object, "mode": True}, None),
-    ({"scale": "1e-3"}, {"scale": 1e-3}),            # YAML reads 1e-3 as a string
     ({"n": 5.0}, {"n": 5}),
     ({"n": np.int64(7), "scale": np.float32(0.5)}, None),
     ({"label": None, "table": None}, None),
@@ -150,6 +162,7 @@ def test_params_match_the_factory_annotations(params, expected):
 
 @pytest.mark.parametrize("params, message", [
     ({"scale": "abc"}, "params.scale: expected a number, got 'abc'"),
+    ({"scale": "1e-3"}, "params.scale: expected a number, got '1e-3'"),   # quoted in YAML: text
     ({"scale": True}, "params.scale: expected a number, got True"),
     ({"n": 2.5}, "params.n: expected an integer, got 2.5"),
     ({"n": "3"}, "params.n: expected an integer, got '3'"),
