@@ -194,14 +194,26 @@ def problems() -> None:
 
 
 @app.command()
-def show(results: Path = typer.Argument(..., help="A results folder, e.g. results/heat_bc1")) -> None:
-    """Print the summary of a finished run."""
+def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
+                                                   "folder (bench-results/heat_bc1) or a bench root")) -> None:
+    """Print the summary of a finished run, or the table of a bench."""
     from pinnbo.report import fmt
 
     path = results / "summary.json"
     if not path.exists():
-        fail(f"results: {results} has no summary.json (run it first, or --resume it)")
-    summary = json.loads(path.read_text())
+        cases = sorted(p.parent for p in results.glob("*/summary.json") if _is_bench_summary(p))
+        if not cases:
+            fail(f"results: {results} has no summary.json (run it first, or --resume it)")
+        for folder in cases:
+            _show_bench(folder)
+        return
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"results: cannot read {path} ({exc.__class__.__name__})")
+    if _is_bench_summary(path):
+        _show_bench(results)
+        return
     table = Table(title=str(results), show_header=False)
     constrained = "n_feasible" in summary
     for key in ("problem", "sense", "evaluations", "failed", "best_value", "optimum", "simple_regret",
@@ -226,6 +238,23 @@ def show(results: Path = typer.Argument(..., help="A results folder, e.g. result
             closest = summary["least_violation"]
             table.add_row("closest to feasible", f"{closest['x']} (violation {fmt(closest['violation'], 4)})")
     console.print(table)
+
+
+def _is_bench_summary(path: Path) -> bool:
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(summary, dict) and {"methods", "results", "seeds"} <= summary.keys()
+
+
+def _show_bench(folder: Path) -> None:
+    """The table ``pinnbo bench`` printed for this case folder, from its summary.json."""
+    from pinnbo.bench import rich_table
+
+    console.print(rich_table(json.loads((folder / "summary.json").read_text())))
+    console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
+                  f"{folder / 'convergence.png'}", highlight=False, markup=False, soft_wrap=True)
 
 
 CASE_ARGUMENT = typer.Argument(..., help="Case file (YAML) of the run")

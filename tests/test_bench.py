@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import pinnbo.run
 from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, run_bench,
-                          welch_one_sided)
+                          table_rows, welch_one_sided)
 from pinnbo.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,6 +194,23 @@ def test_cli_bench_prints_the_table(tmp_path):
     assert "random" in result.output and "regret" in result.output
     summary = json.loads((tmp_path / "dropwave" / "summary.json").read_text())
     assert summary["tests"] is None and summary["results"]["random"]["completed"] == 2
+
+
+def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
+    output, _ = bench
+    summary = json.loads((output / "dropwave" / "summary.json").read_text())
+    for target in (output / "dropwave", output):
+        result = runner.invoke(app, ["show", str(target)], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        rows = [line for line in result.output.splitlines() if line.startswith("│")]
+        # one row per method, with its mean best as the table prints it
+        assert [row.split("│")[1].strip() for row in rows] == METHODS
+        headers, cells = table_rows(summary)
+        for row, expected in zip(rows, cells):
+            assert [c.strip() for c in row.split("│")[1:-1]] == expected
+        assert "table.md" in result.output
+    run = runner.invoke(app, ["show", str(output / "dropwave" / "runs" / "random" / "seed0")])
+    assert run.exit_code == 0 and "best x" in run.output
 
 
 @pytest.mark.parametrize("args, needle", [
