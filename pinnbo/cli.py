@@ -86,6 +86,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No live display."),
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
+    from pinnbo.bench import recorded_evaluations
     from pinnbo.case import load_case
     from pinnbo.report import LiveProgress, fmt, write_report
     from pinnbo.run import RunInterrupted
@@ -98,6 +99,7 @@ def run(
         problem = loaded.build_problem()
         optimizer = loaded.build_optimizer(problem)
         settings = loaded.run_settings(resume=resume, overwrite=overwrite)
+        recorded = recorded_evaluations(loaded.output_dir) if resume else 0
         observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
         try:
             history = run_loop(problem, optimizer, settings, observer)
@@ -116,6 +118,9 @@ def run(
         raise typer.Exit(143 if exc.terminated else 130)
     summary = write_report(history, problem, loaded.to_dict())
     constrained = "n_feasible" in summary
+    if recorded >= loaded.budget:
+        console.print(f"nothing to run: {recorded} evaluations already recorded in {loaded.output_dir}/ "
+                      f"(budget {loaded.budget}; a larger --budget extends the run)", highlight=False, markup=False)
     if summary["best"]:
         console.print(f"[bold]{loaded.name}[/bold]: best{' feasible' if constrained else ''} "
                       f"{fmt(summary['best_value'])} at ({', '.join(fmt(v, 6) for v in summary['best']['x'])})")

@@ -94,3 +94,13 @@ def test_version_names_pinnbo_and_its_libraries():
     assert "\n" not in line
     assert line.startswith(f"pinnbo {metadata.version('pinnbo')} (python ")
     assert f"torch {metadata.version('torch')}" in line and f"py-pde {metadata.version('py-pde')}" in line
+
+
+def test_resuming_a_complete_run_says_there_is_nothing_to_run(tmp_path):
+    args = ["run", str(ROOT / "cases/dropwave.yaml"), "--smoke", "--quiet", "--output", str(tmp_path)]
+    assert runner.invoke(app, args).exit_code == 0
+    before = (tmp_path / "evaluations.jsonl").read_bytes()
+    result = runner.invoke(app, args + ["--resume"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"nothing to run: {len(before.splitlines())} evaluations already recorded" in result.output
+    assert (tmp_path / "evaluations.jsonl").read_bytes() == before
