@@ -18,6 +18,7 @@ and its objective returns ``(f, {"stress": c, ...})``; results then report the b
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 from pinnbo.pde import PDE, PDEError
@@ -52,6 +53,9 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     from pinnbo.report import write_report
     from pinnbo.run import RunSettings, run
 
+    for key, value in (("initial_points", initial_points), ("budget", budget)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise CaseError(f"{key}: expected an integer >= 1, got {value!r}")
     if budget <= initial_points:
         raise CaseError(f"budget: must exceed initial_points ({initial_points}), got {budget}")
     optimizer = make_optimizer(method, problem.domain, seed, params=method_params, pde=problem.pde,

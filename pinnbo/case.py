@@ -47,7 +47,7 @@ import yaml
 
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
-from pinnbo.optimizers.base import sobol_unit
+from pinnbo.optimizers.base import MethodError, check_device, sobol_unit
 from pinnbo.pde import PDEError
 from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, ProblemError
 
@@ -382,12 +382,10 @@ def case_from_dict(data: Any, source: str | None = None, overrides: dict | None 
         hint = difflib.get_close_matches(case.method, METHODS, n=1)
         raise CaseError(f"method: unknown method {case.method!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                         + f"; expected one of {', '.join(sorted(METHODS))}")
-    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", case.device):
-        raise CaseError(f"device: expected cpu, cuda, cuda:N or mps, got {case.device!r}")
-    if case.device.startswith("cuda"):
-        import torch
-        if not torch.cuda.is_available():
-            raise CaseError(f"device: {case.device!r} requested but CUDA is not available on this machine")
+    try:
+        check_device(case.device)
+    except MethodError as exc:
+        raise CaseError(str(exc)) from None
     return case
 
 

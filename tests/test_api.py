@@ -52,3 +52,39 @@ def test_api_errors_name_the_field():
         pinnbo.load_problem("dropwave", size=3)
     with pytest.raises(CaseError, match="budget"):
         pinnbo.optimize(pinnbo.load_problem("dropwave"), budget=3, initial_points=5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"initial_points": 0, "budget": 5}, "initial_points: expected an integer >= 1, got 0"),
+    ({"initial_points": 2.5}, "initial_points: expected an integer >= 1, got 2.5"),
+    ({"device": "gpu"}, "device: expected cpu, cuda, cuda:N or mps, got 'gpu'"),
+])
+def test_optimize_refuses_bad_settings_before_any_evaluation(kwargs, message):
+    calls = []
+    problem = pinnbo.load_problem("dropwave")
+    counted = pinnbo.Problem(problem.name, problem.domain, lambda x: calls.append(x) or problem.objective(x))
+    with pytest.raises(ValueError) as error:
+        pinnbo.optimize(counted, method="random", **{"budget": 6, "initial_points": 3, **kwargs})
+    assert str(error.value) == message and not calls
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^device: 'cuda' requested but CUDA is not available"):
+        pinnbo.make_optimizer("pinn-bo", pinnbo.load_problem("dropwave").domain, device="cuda")
+
+
+@pytest.mark.parametrize("x, message", [
+    ([1.0, 2.0, 3.0], "tell: x has 3 values; expected 2 (x1, x2)"),
+    ([6.0, 0.0], "tell: x[0] (x1) = 6.0 is outside the box [-5.12, 5.12]"),
+    ([0.0, -5.2], "tell: x[1] (x2) = -5.2 is outside the box [-5.12, 5.12]"),
+    ([float("nan"), 0.0], "tell: x[0] (x1) = nan; expected a finite number"),
+    ("ab", "tell: x: expected 2 numbers, got 'ab'"),
+])
+def test_tell_refuses_a_design_it_cannot_use(x, message):
+    opt = pinnbo.make_optimizer("random", pinnbo.load_problem("dropwave").domain)
+    with pytest.raises(ValueError) as error:
+        opt.tell(x, 1.0)
+    assert str(error.value) == message and opt.n_told == 0
+    opt.tell([5.12, -5.12], 1.0)        # the box's corner is inside it
+    assert opt.n_told == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, initial_design
+from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, check_device, initial_design
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
 from pinnbo.optimizers.gp_cbo import GPCEI
 from pinnbo.optimizers.neural_bo import NeuralBO
@@ -38,6 +38,7 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
         raise MethodError(f"method: {method!r} ignores constraints and this problem has "
                           f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
     settings = cls.Settings.from_params(params, method)
+    check_device(device)
     kwargs = {"constraints": tuple(constraints)} if constraints else {}
     return cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
                **kwargs)

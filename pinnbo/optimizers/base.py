@@ -31,6 +31,17 @@ class MethodError(ValueError):
     """A user mistake in a method's name or parameters (one-line message)."""
 
 
+def check_device(device: str) -> str:
+    """``device`` as torch names it, or a MethodError naming what was expected."""
+    import re
+
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise MethodError(f"device: expected cpu, cuda, cuda:N or mps, got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise MethodError(f"device: {device!r} requested but CUDA is not available on this machine")
+    return device
+
+
 def derived_seed(seed: int, *keys: Any) -> int:
     """A 63-bit seed for the random stream named by ``keys`` under the case seed.
 
@@ -180,7 +191,7 @@ class Optimizer(abc.ABC):
         """Record one evaluation: ``x`` shape (d,), ``y`` the minimisation value or None if failed,
         ``c`` the observed constraint values, shape (K,) in the order of ``self.constraints``
         (required when the optimiser has constraints and the evaluation succeeded)."""
-        x = np.asarray(x, dtype=np.float64).reshape(self.domain.dim)
+        x = self._checked_design(x)
         if y is not None and not np.isfinite(y):
             y = None
         k = len(self.constraints)
@@ -191,6 +202,26 @@ class Optimizer(abc.ABC):
         self.X.append(x)
         self.y.append(None if y is None else float(y))
         self.C.append(None if (y is None or not k) else c)
+
+    def _checked_design(self, x: Any) -> np.ndarray:
+        """``x`` as shape (d,), or a MethodError: the surrogates work in unit coordinates, where a
+        design outside the box (beyond rounding) or of another length would be silently wrong."""
+        try:
+            x = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise MethodError(f"tell: x: expected {self.domain.dim} numbers, got {x!r}") from None
+        names = ", ".join(self.domain.names)
+        if x.size != self.domain.dim:
+            raise MethodError(f"tell: x has {x.size} values; expected {self.domain.dim} ({names})")
+        x = x.reshape(self.domain.dim)
+        tol = 1e-9 * self.domain.widths
+        for i, (v, lo, hi) in enumerate(zip(x, self.domain.lower_array, self.domain.upper_array)):
+            if not np.isfinite(v):
+                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {float(v)!r}; expected a finite number")
+            if v < lo - tol[i] or v > hi + tol[i]:
+                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {float(v)!r} is outside the box "
+                                  f"[{lo:g}, {hi:g}]")
+        return x
 
     def observed(self) -> tuple[np.ndarray, np.ndarray]:
         """The successful evaluations: X shape (n, d), y shape (n,)."""
