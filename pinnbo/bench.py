@@ -115,6 +115,10 @@ class BenchSettings:
             raise BenchError(f"--budget: expected an integer >= 2, got {budget!r}")
         if reference is not None and reference not in METHODS:
             raise BenchError(f"--reference: unknown method {reference!r}; expected one of {', '.join(sorted(METHODS))}")
+        if reference is not None and method_list is not None and reference not in method_list:
+            # the tests would silently vanish from every table
+            raise BenchError(f"--reference: {reference!r} is not among --methods ({', '.join(method_list)}); "
+                             "add it there or leave --reference out")
         return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget, jobs=jobs,
                    output=Path(output) if output is not None else Path("bench-results"),
                    params=parse_params(params, method_list if method_list is not None else sorted(METHODS)),

@@ -215,6 +215,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
 
 @pytest.mark.parametrize("args, needle", [
     (["--methods", "pinn-bo,randm"], "--methods: unknown method 'randm' (did you mean 'random'?)"),
+    (["--methods", "random", "--reference", "gp-ei"], "--reference: 'gp-ei' is not among --methods (random)"),
     (["--seeds", "0"], "--seeds"),
     (["--jobs", "0"], "--jobs"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
