@@ -506,12 +506,35 @@ def _number(data: dict, key: str, default: float, minimum: float) -> float:
 
 
 # -- problems ---------------------------------------------------------------------------------------
+# problems/<module>.py files that failed to import, with the reason (one line each).
+PROBLEM_IMPORT_ERRORS: dict[str, str] = {}
+
+
+def import_failure(exc: BaseException) -> str:
+    """One line for an exception raised while importing a problem file (with the line of a syntax error)."""
+    if isinstance(exc, SyntaxError):
+        return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def registered_problems() -> dict[str, Callable[..., Problem]]:
-    """Every factory of the ``problems`` package, importing its modules once."""
+    """Every factory of the ``problems`` package, importing its modules once.
+
+    A module that fails to import (a user's file in progress) does not take the others down: its
+    reason is kept in PROBLEM_IMPORT_ERRORS, listed by ``pinnbo problems`` and named when a case asks
+    for a problem that is not registered.
+    """
     import problems
 
     for module in pkgutil.iter_modules(problems.__path__):
-        importlib.import_module(f"problems.{module.name}")
+        name = f"problems.{module.name}"
+        if name in sys.modules or module.name in PROBLEM_IMPORT_ERRORS:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            PROBLEM_IMPORT_ERRORS[module.name] = import_failure(exc)
     return dict(PROBLEM_FACTORIES)
 
 
@@ -531,7 +554,7 @@ def resolve_problem(spec: str, base: Path) -> Callable[..., Problem]:
         try:
             spec_.loader.exec_module(module)
         except Exception as exc:
-            raise CaseError(f"problem: importing {file_part!r} failed: {type(exc).__name__}: {exc}") from None
+            raise CaseError(f"problem: importing {file_part!r} failed: {import_failure(exc)}") from None
         factory = getattr(module, function, None)
         if not callable(factory):
             raise CaseError(f"problem: {file_part!r} defines no function {function!r}")
@@ -539,8 +562,10 @@ def resolve_problem(spec: str, base: Path) -> Callable[..., Problem]:
     factories = registered_problems()
     if spec not in factories:
         hint = difflib.get_close_matches(spec, factories, n=1)
+        broken = "".join(f"; problems/{module}.py did not import ({reason})"
+                         for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()))
         raise CaseError(f"problem: unknown problem {spec!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                        + f"; expected one of {', '.join(sorted(factories))} or path/to/file.py:function")
+                        + f"; expected one of {', '.join(sorted(factories))} or path/to/file.py:function" + broken)
     return factories[spec]
 
 

@@ -180,7 +180,7 @@ def bench(
 @app.command()
 def problems() -> None:
     """List the registered problems and the cases shipped in cases/."""
-    from pinnbo.case import list_cases, registered_problems
+    from pinnbo.case import PROBLEM_IMPORT_ERRORS, list_cases, registered_problems
 
     table = Table(title="problems")
     table.add_column("name")
@@ -189,6 +189,9 @@ def problems() -> None:
         doc = (factory.__doc__ or "").strip().splitlines()
         table.add_row(name, doc[0] if doc else "")
     console.print(table)
+    for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()):
+        err_console.print(f"[yellow]warning:[/yellow] problems/{escape(module)}.py did not import: {escape(reason)}",
+                          soft_wrap=True, highlight=False)
     cases = Table(title="cases")
     for column in ("case", "problem", "method", "budget"):
         cases.add_column(column)

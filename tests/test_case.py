@@ -190,3 +190,18 @@ def test_noise_is_a_fraction_of_the_objective_std():
     assert quiet.noise_std == 0.0
     assert noisy.noise_std == pytest.approx(0.1 * objective_std(quiet))
     assert 0.01 < noisy.noise_std < 0.1   # DropWave values lie in [-1, 0]
+
+
+def test_a_broken_file_in_problems_is_named_and_does_not_stop_the_others(tmp_path, monkeypatch):
+    import problems
+    from pinnbo import case as case_module
+
+    (tmp_path / "zz_broken_plate.py").write_text("def plate(:\n    pass\n")
+    monkeypatch.setattr(problems, "__path__", [*problems.__path__, str(tmp_path)])
+    monkeypatch.setattr(case_module, "PROBLEM_IMPORT_ERRORS", {})
+    factories = case_module.registered_problems()
+    assert "dropwave" in factories
+    assert case_module.PROBLEM_IMPORT_ERRORS == {"zz_broken_plate": "SyntaxError: invalid syntax (line 1)"}
+    with pytest.raises(CaseError) as error:
+        case_module.resolve_problem("plate", tmp_path)
+    assert str(error.value).endswith("; problems/zz_broken_plate.py did not import (SyntaxError: invalid syntax (line 1))")
