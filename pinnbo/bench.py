@@ -1034,6 +1034,13 @@ class BenchResult:
 def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bool = False) -> BenchResult:
     """Run the grid (skipping complete runs), then write each case's curves, table, figure, summary."""
     plans = plan(settings)
+    for case_plan in plans:
+        # Every run writes under its case folder: a root that cannot be made is one user error here,
+        # not a failed run per job and a traceback when the table is written.
+        try:
+            case_plan.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BenchError(f"--output: cannot create {case_plan.folder} ({exc.strerror or exc})") from None
     # Seed-major order: partial results stay balanced across methods and cases.
     grid = sorted((job for p in plans for job in p.jobs), key=lambda j: j.seed)
     todo = [job for job in grid if not job.complete]

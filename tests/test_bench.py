@@ -216,6 +216,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
 @pytest.mark.parametrize("args, needle", [
     (["--methods", "pinn-bo,randm"], "--methods: unknown method 'randm' (did you mean 'random'?)"),
     (["--methods", "random", "--reference", "gp-ei"], "--reference: 'gp-ei' is not among --methods (random)"),
+    (["--output", "__FILE__/sub"], "--output: cannot create"),
     (["--seeds", "0"], "--seeds"),
     (["--jobs", "0"], "--jobs"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
@@ -229,6 +230,9 @@ def test_user_errors_exit_2_with_one_line(tmp_path, args, needle):
         case = tmp_path / "bad.yaml"
         case.write_text("name: bad\nproblem: dropwave\nparams: {dim: -2}\n")
         args = []
+    if "__FILE__/sub" in args:                 # an output root below a file
+        (tmp_path / "afile").write_text("")
+        args = [a.replace("__FILE__", str(tmp_path / "afile")) for a in args]
     result = runner.invoke(app, ["bench", str(case), "--smoke", "--quiet", "--output", str(tmp_path / "out"),
                                  *args])
     assert result.exit_code == 2, result.output
