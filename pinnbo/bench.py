@@ -167,7 +167,10 @@ def parse_params(params: str | dict | None, methods: Sequence[str]) -> dict[str,
         return {}
     if isinstance(params, str):
         text = params
-        if not text.lstrip().startswith("{") and Path(text).is_file():
+        if not text.lstrip().startswith("{"):
+            if not Path(text).is_file():
+                raise BenchError(f"--params: {text!r} is neither a JSON object nor a JSON file; expected e.g. "
+                                 "'{\"pinn-bo\": {\"pde_weight\": 0.5}}' or params.json")
             text = Path(text).read_text()
         try:
             params = json.loads(text)

@@ -221,6 +221,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
     (["--jobs", "0"], "--jobs"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
     (["--params", "{oops"], "--params: invalid JSON"),
+    (["--params", "nothere.json"], "--params: 'nothere.json' is neither a JSON object nor a JSON file"),
     (["--params", '{"gp-x": {}}'], "--params"),
     (["--case", "bad"], "params.dim"),
 ])
