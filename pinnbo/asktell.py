@@ -96,7 +96,9 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     folder = case.output_dir
     names = problem.domain.names
     told = _design(parse_x(x, names) if isinstance(x, str) else x, names)
-    if (y is None) == (failed is None):
+    if y is None and failed is None:
+        raise TellError("tell: give the measured value (--y) or the reason it failed (--failed)")
+    if y is not None and failed is not None:
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed), not both")
     if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
         raise TellError(f"--y: expected a finite number, got {y!r}; a measurement without a value is --failed \"reason\"")
@@ -160,6 +162,9 @@ def read_pending(folder: Path, problem: Problem) -> dict | None:
             raise ValueError
     except (OSError, ValueError, KeyError, TypeError):
         raise HistoryError(f"{path}: corrupted pending design; delete it and pinnbo ask again") from None
+    # pending.json is written with sorted keys; an ask repeated from it must print the variables in
+    # the box's order, the order --x takes them in.
+    data["x"] = {name: x[name] for name in problem.domain.names}
     return data
 
 

@@ -115,3 +115,19 @@ def test_a_problem_declared_in_yaml_is_measured_by_hand(tmp_path):
         assert told.exit_code == 0, told.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["sense"] == "maximize" and summary["best_value"] == best
+
+
+def test_a_repeated_ask_prints_the_variables_in_the_box_order(tmp_path):
+    """pending.json is stored with sorted keys; the ask that repeats it must keep the order --x takes."""
+    case = tmp_path / "lab.yaml"
+    case.write_text(yaml.safe_dump({
+        "name": "lab", "problem": "external", "method": "random", "budget": 4, "initial_points": 2,
+        "params": {"bounds": {"temperature": [20, 80], "pressure": [1, 3]}}, "output": str(tmp_path / "out")},
+        sort_keys=False))
+    first = runner.invoke(app, ["ask", str(case)])
+    again = runner.invoke(app, ["ask", str(case)])
+    assert first.exit_code == 0 and again.stdout == first.stdout
+    assert list(json.loads(again.stdout)["x"]) == ["temperature", "pressure"]
+    neither = runner.invoke(app, ["tell", str(case), "--x", ",".join(repr(v) for v in json.loads(again.stdout)["x"].values())])
+    assert neither.exit_code == 2 and "not both" not in neither.stderr
+    assert "tell: give the measured value (--y) or the reason it failed (--failed)" in neither.stderr

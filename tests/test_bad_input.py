@@ -196,6 +196,7 @@ TABLE = [
     Bad("tell-y-text", BASE, "--y: expected a number, got 'hot'", command=TELL + ["--y", "hot"]),
     Bad("tell-value-and-failure", BASE, "tell: give the measured value (--y) or the reason it failed (--failed), not both",
         command=TELL + ["--y", "1", "--failed", "broke"]),
+    Bad("tell-no-value", BASE, "tell: give the measured value (--y) or the reason it failed (--failed)", command=TELL),
     Bad("tell-json-invalid", BASE, "--json: not valid JSON", command=["tell", "--json", "{x: 1"]),
     Bad("tell-json-unknown-key", BASE, "--json: unknown key 'value'", command=["tell", "--json", '{"x": [0, 0], "value": 1}']),
     Bad("tell-constraint-unknown", BASE, "--constraint: unknown constraint 'c'; expected none: the problem has no measured constraints",
