@@ -210,6 +210,15 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
     path = results / "summary.json"
     if not path.exists():
         cases = sorted(p.parent for p in results.glob("*/summary.json") if _is_bench_summary(p))
+        if not cases and (results / "evaluations.jsonl").exists():
+            from pinnbo.bench import recorded_evaluations
+
+            try:
+                budget = f" of {int(json.loads((results / 'case.json').read_text())['budget'])}"
+            except (OSError, ValueError, KeyError, TypeError):
+                budget = ""
+            fail(f"results: {results} is not finished: {recorded_evaluations(results)}{budget} evaluations recorded "
+                 "(pinnbo run --resume, or pinnbo ask / tell, continues it; the summary is written at the end)")
         if not cases:
             fail(f"results: {results} has no summary.json (run it first, or --resume it)")
         for folder in cases:

@@ -128,6 +128,11 @@ def test_a_repeated_ask_prints_the_variables_in_the_box_order(tmp_path):
     again = runner.invoke(app, ["ask", str(case)])
     assert first.exit_code == 0 and again.stdout == first.stdout
     assert list(json.loads(again.stdout)["x"]) == ["temperature", "pressure"]
-    neither = runner.invoke(app, ["tell", str(case), "--x", ",".join(repr(v) for v in json.loads(again.stdout)["x"].values())])
+    x = ",".join(repr(v) for v in json.loads(again.stdout)["x"].values())
+    assert runner.invoke(app, ["tell", str(case), "--x", x, "--y", "1.5"]).exit_code == 0
+    shown = runner.invoke(app, ["show", str(tmp_path / "out")])
+    assert shown.exit_code == 2 and "is not finished: 1 of 4 evaluations recorded" in shown.stderr
+    x = ",".join(repr(v) for v in json.loads(runner.invoke(app, ["ask", str(case)]).stdout)["x"].values())
+    neither = runner.invoke(app, ["tell", str(case), "--x", x])
     assert neither.exit_code == 2 and "not both" not in neither.stderr
     assert "tell: give the measured value (--y) or the reason it failed (--failed)" in neither.stderr
