@@ -1,8 +1,8 @@
 """Several methods × several seeds on the same cases, side by side, with statistics (``pinnbo bench``).
 
-Protocol (REFERENCES §7): every method runs every case for seeds 0..N-1; for a seed all methods
-share the initial design (the run loop draws it from the seed) and every random stream; the initial
-points count in the budget; the statistics use the true (noise-free) values.
+Protocol (REFERENCES §7): every method runs every case for seeds 0..N-1 (or the seeds given); for a
+seed all methods share the initial design (the run loop draws it from the seed) and every random
+stream; the initial points count in the budget; the statistics use the true (noise-free) values.
 
 What a bench leaves, one folder per case (default ``bench-results/<case>/``):
 
@@ -42,6 +42,7 @@ import math
 import multiprocessing
 import os
 import queue
+import re
 import signal
 import threading
 import time
@@ -89,7 +90,7 @@ class BenchInterrupted(Exception):
 class BenchSettings:
     cases: list[Path]
     methods: list[str] | None           # None: each case's default (default_methods)
-    seeds: int = 10
+    seeds: int | tuple[int, ...] = 10   # N: seeds 0..N-1; or the seeds themselves
     budget: int | None = None
     jobs: int = 1
     output: Path = Path("bench-results")
@@ -99,7 +100,7 @@ class BenchSettings:
     smoke: bool = False
 
     @classmethod
-    def from_options(cls, cases: Sequence[str | Path], methods: str | Sequence[str] | None, seeds: int,
+    def from_options(cls, cases: Sequence[str | Path], methods: str | Sequence[str] | None, seeds: int | str,
                      budget: int | None = None, jobs: int = 1, output: str | Path | None = None,
                      params: str | dict | None = None, reference: str | None = None,
                      device: str | None = None, smoke: bool = False) -> "BenchSettings":
@@ -107,8 +108,7 @@ class BenchSettings:
         if not cases:
             raise BenchError("cases: give at least one case file")
         method_list = None if methods is None else parse_methods(methods)
-        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-            raise BenchError(f"--seeds: expected an integer >= 1, got {seeds!r}")
+        seeds = parse_seeds(seeds)
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise BenchError(f"--jobs: expected an integer >= 1, got {jobs!r}")
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
@@ -123,6 +123,44 @@ class BenchSettings:
                    output=Path(output) if output is not None else Path("bench-results"),
                    params=parse_params(params, method_list if method_list is not None else sorted(METHODS)),
                    reference=reference, device=device, smoke=smoke)
+
+
+def parse_seeds(seeds: int | str | Sequence[int]) -> tuple[int, ...]:
+    """``--seeds``: N (seeds 0..N-1), a range ``5-9`` (inclusive), a list ``0,3,7``, or ranges and
+    seeds mixed (``0-2,7``); so one grid can be split over machines and its folders merged."""
+    expected = "N (seeds 0..N-1, N >= 1), a range a-b or a list a,b,c of seeds >= 0"
+    if isinstance(seeds, bool):
+        raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+        return tuple(range(seeds))
+    if not isinstance(seeds, str):
+        out = tuple(seeds)
+        if not out or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in out):
+            raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+    else:
+        text = seeds.strip()
+        if re.fullmatch(r"\d+", text):
+            return parse_seeds(int(text))
+        out = []
+        for part in text.split(","):
+            match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+            if match is None or (match[2] is not None and int(match[2]) < int(match[1])):
+                raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+            out += range(int(match[1]), int(match[2] or match[1]) + 1)
+        out = tuple(out)
+    if len(set(out)) != len(out):
+        raise BenchError(f"--seeds: seed {next(k for k in out if out.count(k) > 1)} is given twice in {seeds!r}")
+    return tuple(sorted(out))
+
+
+def seeds_text(seeds: Sequence[int]) -> str:
+    """0..9 for a contiguous run of seeds, else the list."""
+    seeds = list(seeds)
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}..{seeds[-1]}"
+    return ", ".join(str(k) for k in seeds)
 
 
 def default_reference(constrained: bool) -> str:
@@ -312,7 +350,7 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                                  f"{', '.join(problem.constraint_names)}; use methods among {able} (the default for "
                                  "a constrained case), and bench unconstrained cases separately")
         jobs = []
-        for seed in range(settings.seeds):
+        for seed in parse_seeds(settings.seeds):
             for method in methods:
                 # The case's own method_params were written for its method: kept for that method
                 # only; --params overrides on top. Every other method runs with its defaults.
@@ -918,7 +956,7 @@ def _caption(summary: dict) -> str:
     optimum = "unknown" if summary["optimum"] is None else _fmt(summary["optimum"])
     return (f"{summary['case']} ({summary['problem']}, {summary['sense']}, f* {optimum}): budget "
             f"{summary['budget']} incl. {summary['initial_points']} initial points, seeds "
-            f"{seeds[0]}..{seeds[-1]}" + (", smoke" if summary["smoke"] else ""))
+            f"{seeds_text(seeds)}" + (", smoke" if summary["smoke"] else ""))
 
 
 def table_notes(summary: dict) -> list[str]:

@@ -146,7 +146,8 @@ def bench(
     cases: list[Path] = typer.Argument(..., help="Case files (YAML), e.g. cases/heat_bc1.yaml cases/dropwave.yaml"),
     methods: Optional[str] = typer.Option(None, help="Comma-separated methods (default: every registered one; "
                                           "for a constrained case, every one that handles constraints)."),
-    seeds: int = typer.Option(10, help="Seeds 0..N-1 for every method and case."),
+    seeds: str = typer.Option("10", help="Seeds for every method and case: N for 0..N-1, a range 5-9, a list "
+                              "0,3,7 (to split a grid over machines)."),
     budget: Optional[int] = typer.Option(None, help="Override the cases' total number of evaluations."),
     jobs: int = typer.Option(1, help="Runs in parallel processes (one torch thread each)."),
     output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),

@@ -15,8 +15,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 import pinnbo.run
-from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, run_bench,
-                          table_rows, welch_one_sided)
+from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, parse_seeds,
+                          run_bench, table_rows, welch_one_sided)
 from pinnbo.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,6 +136,28 @@ def test_restart_skips_complete_runs_and_resumes_an_incomplete_one(bench, tmp_pa
     assert (output / "dropwave" / "curves.csv").read_bytes() == (source / "dropwave" / "curves.csv").read_bytes()
 
 
+@pytest.mark.parametrize("text, seeds", [
+    ("3", (0, 1, 2)), (3, (0, 1, 2)), ("5-7", (5, 6, 7)), ("7,0,3", (0, 3, 7)), (" 0-1, 9 ", (0, 1, 9)), ([4, 2], (2, 4)),
+])
+def test_seeds_as_a_count_a_range_or_a_list(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+def test_a_grid_split_over_seeds_merges_into_one_table(bench, tmp_path):
+    """Seeds run elsewhere (--seeds 1-1) are skipped when complete, and a table over a subset says which."""
+    output, _ = bench
+    shutil.copytree(output, tmp_path / "copy")
+    result = run_bench(BenchSettings.from_options([DROPWAVE], ",".join(METHODS), "1-1", output=tmp_path / "copy",
+                                                  smoke=True), quiet=True)
+    assert result.ran == 0 and result.skipped == len(METHODS)
+    summary = json.loads((tmp_path / "copy" / "dropwave" / "summary.json").read_text())
+    assert summary["seeds"] == [1]
+    whole = json.loads((output / "dropwave" / "summary.json").read_text())
+    for method in METHODS:
+        assert summary["results"][method]["final_best"]["values"] == whole["results"][method]["final_best"]["values"][1:]
+    assert "seeds 1..1" in (tmp_path / "copy" / "dropwave" / "table.md").read_text()
+
+
 def test_welch_p_values_equal_scipy():
     reference = [1.0, 1.2, 0.9, 1.1, 1.05]
     baseline = [1.5, 1.7, 1.2, 1.4]
@@ -217,7 +239,10 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
     (["--methods", "pinn-bo,randm"], "--methods: unknown method 'randm' (did you mean 'random'?)"),
     (["--methods", "random", "--reference", "gp-ei"], "--reference: 'gp-ei' is not among --methods (random)"),
     (["--output", "__FILE__/sub"], "--output: cannot create"),
-    (["--seeds", "0"], "--seeds"),
+    (["--seeds", "0"], "--seeds: expected N (seeds 0..N-1, N >= 1)"),
+    (["--seeds", "5-3"], "--seeds: expected N"),
+    (["--seeds", "1,x"], "--seeds: expected N"),
+    (["--seeds", "0-2,2"], "--seeds: seed 2 is given twice in '0-2,2'"),
     (["--jobs", "0"], "--jobs"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
     (["--params", "{oops"], "--params: invalid JSON"),
