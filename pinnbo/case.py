@@ -616,11 +616,11 @@ def _check_annotated(where: str, value: Any, hint: Any) -> Any:
             return value
         if o is int and isinstance(value, float) and value.is_integer() and float not in options:
             return int(value)
-        if o is tuple and isinstance(value, list):
+        if o in (list, tuple) and isinstance(value, (list, tuple)):   # YAML gives lists, Python often tuples
             return value
-        if o in (bool, str, dict, list, type(None)) and type(value) is o:
+        if o is bool and isinstance(value, (bool, np.bool_)):
             return value
-        if o is dict and isinstance(value, dict):
+        if o in (str, dict, type(None)) and isinstance(value, o):
             return value
     expected = " or ".join(dict.fromkeys(_SCALARS[o] for o in options))
     raise CaseError(f"{where}: expected {expected}, got {value!r}")

@@ -153,6 +153,7 @@ def _annotated(scale: float = 1.0, n: int = 3, label: str | None = None, table: 
     ({"n": 5.0}, {"n": 5}),
     ({"n": np.int64(7), "scale": np.float32(0.5)}, None),
     ({"label": None, "table": None}, None),
+    ({"mode": np.bool_(True)}, None),
 ])
 def test_params_match_the_factory_annotations(params, expected):
     checked = check_params(_annotated, params, "f")
