@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import copy
 import hashlib
+import re
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -33,8 +34,6 @@ class MethodError(ValueError):
 
 def check_device(device: str) -> str:
     """``device`` as torch names it, or a MethodError naming what was expected."""
-    import re
-
     if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
         raise MethodError(f"device: expected cpu, cuda, cuda:N or mps, got {device!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
