@@ -641,6 +641,8 @@ class BenchProgress:
 
     def stop(self) -> None:
         self.live.stop()
+        if not self.live.console.is_terminal:   # as LiveProgress.stop: end rich's last frame's line
+            self.live.console.line()
 
 
 def _duration(seconds: float) -> str:

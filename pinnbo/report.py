@@ -66,6 +66,10 @@ class LiveProgress:
         if self.live is not None:
             self.live.stop()
             self.live = None
+            if not self.console.is_terminal:
+                # Off a terminal (a CI log, `2>&1 | tee`) rich prints the last frame without a final
+                # newline, and the summary on stdout would continue its last line.
+                self.console.line()
 
     def _render(self, history: History, record: Evaluation | None):
         table = Table.grid(padding=(0, 2))

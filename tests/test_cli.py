@@ -131,3 +131,15 @@ def test_resuming_a_complete_run_says_there_is_nothing_to_run(tmp_path):
     assert result.exit_code == 0, result.output
     assert f"nothing to run: {len(before.splitlines())} evaluations already recorded" in result.output
     assert (tmp_path / "evaluations.jsonl").read_bytes() == before
+
+
+def test_live_display_off_a_terminal_ends_its_line_before_the_summary(tmp_path):
+    # A CI log (`2>&1`): rich's last frame on stderr has no final newline of its own.
+    result = subprocess.run([sys.executable, "-m", "pinnbo.cli", "run", str(ROOT / "cases/dropwave.yaml"), "--smoke",
+                             "--output", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"},
+                            timeout=120)
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("dropwave: best ") for line in lines), result.stdout
+    assert lines[-1].startswith("6 evaluations")
