@@ -197,7 +197,8 @@ def problems() -> None:
     for column in ("case", "problem", "method", "budget"):
         cases.add_column(column)
     for path, data in list_cases():
-        cases.add_row(str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path),
+        # Outside the project the bare name is what to type: `pinnbo run heat_bc1.yaml` finds a shipped case.
+        cases.add_row(str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path.name),
                       str(data.get("problem", "")), str(data.get("method", "pinn-bo")), str(data.get("budget", "")))
     console.print(cases)
 

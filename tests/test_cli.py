@@ -143,3 +143,14 @@ def test_live_display_off_a_terminal_ends_its_line_before_the_summary(tmp_path):
     lines = result.stdout.splitlines()
     assert any(line.startswith("dropwave: best ") for line in lines), result.stdout
     assert lines[-1].startswith("6 evaluations")
+
+
+def test_problems_outside_the_project_names_cases_as_run_takes_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["problems"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    names = [row.split("│")[1].strip() for row in result.output.splitlines()
+             if row.startswith("│") and ".yaml" in row]
+    assert "heat_bc1.yaml" in names and not any("/" in n for n in names)
+    from pinnbo.case import load_case
+    assert load_case("heat_bc1.yaml").name == "heat_bc1"      # the bare name finds the shipped case
