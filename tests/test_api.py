@@ -74,6 +74,23 @@ def test_cuda_without_cuda_is_refused_by_name():
         pinnbo.make_optimizer("pinn-bo", pinnbo.load_problem("dropwave").domain, device="cuda")
 
 
+@pytest.mark.skipif(__import__("torch").backends.mps.is_available(), reason="this machine has MPS")
+def test_mps_without_mps_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^device: 'mps' requested but this machine's torch has no MPS"):
+        pinnbo.make_optimizer("pinn-bo", pinnbo.load_problem("dropwave").domain, device="mps")
+
+
+def test_a_cuda_index_beyond_the_machine_is_refused(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    from pinnbo.optimizers.base import check_device
+    assert check_device("cuda:1") == "cuda:1" and check_device("cuda") == "cuda"
+    with pytest.raises(ValueError, match=r"^device: 'cuda:2' requested but this machine has 2 CUDA device\(s\), cuda:0..cuda:1$"):
+        check_device("cuda:2")
+
+
 @pytest.mark.parametrize("x, message", [
     ([1.0, 2.0, 3.0], "tell: x has 3 values; expected 2 (x1, x2)"),
     ([6.0, 0.0], "tell: x[0] (x1) = 6.0 is outside the box [-5.12, 5.12]"),

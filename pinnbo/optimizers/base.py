@@ -36,8 +36,15 @@ def check_device(device: str) -> str:
     """``device`` as torch names it, or a MethodError naming what was expected."""
     if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
         raise MethodError(f"device: expected cpu, cuda, cuda:N or mps, got {device!r}")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise MethodError(f"device: {device!r} requested but CUDA is not available on this machine")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise MethodError(f"device: {device!r} requested but CUDA is not available on this machine")
+        index = int(device.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise MethodError(f"device: {device!r} requested but this machine has {torch.cuda.device_count()} "
+                              f"CUDA device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
+    if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise MethodError("device: 'mps' requested but this machine's torch has no MPS (Apple GPU) support")
     return device
 
 
