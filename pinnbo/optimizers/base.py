@@ -33,9 +33,15 @@ class MethodError(ValueError):
 
 
 def check_device(device: str) -> str:
-    """``device`` as torch names it, or a MethodError naming what was expected."""
-    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
-        raise MethodError(f"device: expected cpu, cuda, cuda:N or mps, got {device!r}")
+    """``device`` as torch names it, or a MethodError naming what was expected.
+
+    Apple's MPS is refused: the GP methods and the residual GPs compute in float64, which MPS lacks.
+    """
+    if device == "mps":
+        raise MethodError("device: 'mps' is not supported (pinnbo's GPs compute in float64, which Apple's MPS "
+                          "lacks); expected cpu, cuda or cuda:N")
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise MethodError(f"device: expected cpu, cuda or cuda:N, got {device!r}")
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise MethodError(f"device: {device!r} requested but CUDA is not available on this machine")
@@ -43,8 +49,6 @@ def check_device(device: str) -> str:
         if index >= torch.cuda.device_count():
             raise MethodError(f"device: {device!r} requested but this machine has {torch.cuda.device_count()} "
                               f"CUDA device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
-    if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise MethodError("device: 'mps' requested but this machine's torch has no MPS (Apple GPU) support")
     return device
 
 
