@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Iterator
@@ -13,14 +14,49 @@ class Terminated(KeyboardInterrupt):
     bench's pool, the timeout worker) stops cleanly on a scheduler's or a container's SIGTERM too."""
 
 
+# Seconds after which a signal that arrived inside a finalizer is delivered again.
+REDELIVERY_DELAY = 0.05
+
+
+def _in_finalizer(frame) -> bool:
+    """Whether ``frame`` (a signal handler's) runs inside an object's ``__del__``."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deferred(signum, frame) -> bool:
+    """An exception raised by a handler inside a ``__del__`` (the garbage collector finalising, say,
+    a closed pipe just as the signal lands) is printed as "Exception ignored" and lost, and the stop
+    with it. There the signal is sent again a moment later instead; returns whether it was."""
+    if not _in_finalizer(frame):
+        return False
+    threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signum)).start()
+    return True
+
+
 def _raise_terminated(signum, frame) -> None:
+    if _deferred(signum, frame):
+        return
     raise Terminated
 
 
+def _raise_interrupt(signum, frame) -> None:
+    # Python's own SIGINT handler, but not lost inside a finalizer.
+    if _deferred(signum, frame):
+        return
+    raise KeyboardInterrupt
+
+
 def terminate_as_interrupt() -> None:
-    """Make SIGTERM raise :class:`Terminated` in the main thread (a no-op elsewhere)."""
+    """Make SIGTERM raise :class:`Terminated` and SIGINT KeyboardInterrupt in the main thread (a
+    no-op elsewhere), either one sent again a moment later when it lands inside a finalizer."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 _JOB = {"armed": False}
@@ -32,7 +68,7 @@ def _worker_signal(signum, frame) -> None:
     # interrupt; a signal between jobs) is ignored, so it cannot cut into the clean stop the first
     # one started. A Python handler, never SIG_IGN: switching a handler to SIG_IGN while a signal is
     # pending makes Python print "Signal ignored due to race condition".
-    if not _JOB["armed"]:
+    if not _JOB["armed"] or _deferred(signum, frame):
         return
     _JOB["armed"] = False
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
