@@ -10,6 +10,7 @@ PINNBO_TEST_INTERRUPT_AT=n, call n raises KeyboardInterrupt as Ctrl-C would.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -40,8 +41,12 @@ def counted_bowl(log: str, fail_every: int = 0) -> Problem:
     interrupt_at = int(os.environ.get("PINNBO_TEST_INTERRUPT_AT", "-1"))
 
     def objective(p):
-        n = calls(log)["start"]
-        _append(log, f"start {n}")
+        # Counting and appending under one lock: two bench workers reading the same count would both
+        # log call n and no call would be n + 1, so a hang set there would never come.
+        with open(log + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            n = calls(log)["start"]
+            _append(log, f"start {n}")
         if n == hang_at:
             Path(log + ".hang").write_text(str(os.getpid()))
             time.sleep(600)
