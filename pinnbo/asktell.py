@@ -56,7 +56,7 @@ def ask(case: Case) -> dict:
     n_init = case.initial_points
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
-                               constraints=problem.constraint_names)
+                               constraints=problem.constraint_names, variables=problem.domain.names)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
@@ -107,7 +107,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
-                               constraints=problem.constraint_names)
+                               constraints=problem.constraint_names, variables=problem.domain.names)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is None or pending["index"] > k:

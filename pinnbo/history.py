@@ -132,11 +132,13 @@ class History:
     """
 
     def __init__(self, sense: str, folder: Path | None = None, optimum: float | None = None,
-                 constraints: Sequence[str] = ()) -> None:
+                 constraints: Sequence[str] = (), variables: Sequence[str] = ()) -> None:
         self.sense = sense
         self.folder = Path(folder) if folder is not None else None
         self.optimum = optimum
         self.constraint_names: tuple[str, ...] = tuple(constraints)
+        # The design variables in the order of each record's x (written to case.json, checked on resume).
+        self.variable_names: tuple[str, ...] = tuple(variables)
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
         self._existing = False   # read(): the folder held files
@@ -145,22 +147,25 @@ class History:
     # -- folders ----------------------------------------------------------------------------------
     @classmethod
     def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
-             resume: bool, overwrite: bool, constraints: Sequence[str] = ()) -> "History":
+             resume: bool, overwrite: bool, constraints: Sequence[str] = (),
+             variables: Sequence[str] = ()) -> "History":
         """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
         disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
-        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints)
+        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints,
+                           variables=variables)
         history.begin(case)
         return history
 
     @classmethod
     def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
-             resume: bool, overwrite: bool, constraints: Sequence[str] = ()) -> "History":
+             resume: bool, overwrite: bool, constraints: Sequence[str] = (),
+             variables: Sequence[str] = ()) -> "History":
         """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
-        log are refused) and read its evaluations if ``resume``. Writes nothing, so a command
-        refused now or by a later check leaves the folder as it was."""
+        log, design variables in another order are refused) and read its evaluations if ``resume``.
+        Writes nothing, so a command refused now or by a later check leaves the folder as it was."""
         folder = Path(folder)
-        history = cls(sense, folder, optimum, constraints)
-        history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite)
+        history = cls(sense, folder, optimum, constraints, variables)
+        history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite, variables=variables)
         history._resumed = resume
         if resume:
             history.load()
@@ -180,7 +185,8 @@ class History:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
-        write_json_atomic(folder / "case.json", case)
+        write_json_atomic(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
+                          if self.variable_names else case)
 
     @staticmethod
     def prepare(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> None:
@@ -381,6 +387,10 @@ class History:
 # Keys of the case that may change between a run and its resumption (a longer timeout included:
 # evaluations already recorded stay as they are).
 RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout"}
+# case.json's list of the design variables, in the order of the records' x. Not a case field: the
+# problem gives it, and _check_folder compares it on resume (a folder written before it existed has
+# none, and is not checked).
+VARIABLES_KEY = "variables"
 RUN_FILES = ("evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
              "convergence.png", "field.png", "pending.json", "pending.pt")
 
@@ -400,12 +410,12 @@ def read_stored_case(case_file: Path) -> dict:
 def differing_key(stored: dict, case: dict) -> str | None:
     """The first field (alphabetically) in which two cases differ and a resumed run may not."""
     for key in sorted(set(stored) | set(case)):
-        if key not in RESUMABLE_KEYS and stored.get(key) != case.get(key):
+        if key not in RESUMABLE_KEYS and key != VARIABLES_KEY and stored.get(key) != case.get(key):
             return key
     return None
 
 
-def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> bool:
+def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, variables: Sequence[str] = ()) -> bool:
     """Refuse a folder that would lose results; returns whether it holds anything. Writes nothing."""
     if folder.exists() and not folder.is_dir():
         raise HistoryError(f"output: {folder} is a file, not a results folder")
@@ -426,6 +436,12 @@ def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool) ->
                 f"--resume: {folder} was produced with a different {key} "
                 f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
             )
+        before = stored.get(VARIABLES_KEY)
+        if variables and isinstance(before, list) and before != list(variables):
+            # Each record's x is a list in this order: read in another, every design would move.
+            raise HistoryError(f"--resume: {folder} was produced with the design variables in the order "
+                               f"({', '.join(map(str, before))}), now ({', '.join(variables)}); keep the "
+                               "case's order or use another --output")
         return existing
     if existing:
         if not overwrite:

@@ -264,7 +264,7 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
     with locked(settings.output):
         history = History.open(settings.output, settings.case or {}, problem.sense, problem.optimum,
                                resume=settings.resume, overwrite=settings.overwrite,
-                               constraints=problem.constraint_names)
+                               constraints=problem.constraint_names, variables=problem.domain.names)
         return _loop(problem, optimizer, settings, history, observer)
 
 

@@ -136,3 +136,29 @@ def test_a_repeated_ask_prints_the_variables_in_the_box_order(tmp_path):
     neither = runner.invoke(app, ["tell", str(case), "--x", x])
     assert neither.exit_code == 2 and "not both" not in neither.stderr
     assert "tell: give the measured value (--y) or the reason it failed (--failed)" in neither.stderr
+
+
+def test_reordered_variables_are_refused_on_resume(tmp_path):
+    """Each record's x is a list in the box's order; case.json is stored with sorted keys, so a YAML
+    whose bounds were reordered would compare equal: case.json keeps the order apart and it is checked."""
+    case = tmp_path / "lab.yaml"
+
+    def write(bounds: dict) -> None:
+        case.write_text(yaml.safe_dump({"name": "lab", "problem": "external", "method": "random", "budget": 4,
+                                        "initial_points": 2, "params": {"bounds": bounds},
+                                        "output": str(tmp_path / "out")}, sort_keys=False))
+
+    write({"a": [0, 1], "b": [0, 1]})
+    x = ",".join(repr(v) for v in json.loads(runner.invoke(app, ["ask", str(case)]).stdout)["x"].values())
+    assert runner.invoke(app, ["tell", str(case), "--x", x, "--y", "1.0"]).exit_code == 0
+    assert json.loads((tmp_path / "out" / "case.json").read_text())["variables"] == ["a", "b"]
+    write({"b": [0, 1], "a": [0, 1]})
+    refused = runner.invoke(app, ["ask", str(case)])
+    assert refused.exit_code == 2
+    assert "produced with the design variables in the order (a, b), now (b, a)" in refused.stderr
+    # A folder written before case.json had the list is not checked (and gets the list on its next write).
+    stored = json.loads((tmp_path / "out" / "case.json").read_text())
+    del stored["variables"]
+    (tmp_path / "out" / "case.json").write_text(json.dumps(stored))
+    write({"a": [0, 1], "b": [0, 1]})
+    assert runner.invoke(app, ["ask", str(case)]).exit_code == 0
