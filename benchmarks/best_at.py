@@ -69,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --reference: {args.reference!r} has no runs in {args.folder}; it has "
               f"{', '.join(sorted(curves))}", file=sys.stderr)
         return 1
-    longest = min(max(by_n) for by_n in curves.values())
-    if max(counts) > longest:
-        print(f"error: --at: {max(counts)} is beyond the shortest method's curve ({longest} evaluations)",
+    shortest = min(max(by_n) for by_n in curves.values())
+    if max(counts) > shortest:
+        print(f"error: --at: {max(counts)} is beyond the shortest method's curve ({shortest} evaluations)",
               file=sys.stderr)
         return 1
 

@@ -640,9 +640,9 @@ class BenchProgress:
             return Group(head, body)
 
     def stop(self) -> None:
-        self.live.stop()
-        if not self.live.console.is_terminal:   # as LiveProgress.stop: end rich's last frame's line
-            self.live.console.line()
+        from pinnbo.report import stop_live
+
+        stop_live(self.live)
 
 
 def _duration(seconds: float) -> str:

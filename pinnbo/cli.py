@@ -211,8 +211,9 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
 
     path = results / "summary.json"
     if not path.exists():
-        cases = sorted(p.parent for p in results.glob("*/summary.json") if _is_bench_summary(p))
-        if not cases and (results / "evaluations.jsonl").exists():
+        benches = [(p.parent, summary) for p in sorted(results.glob("*/summary.json"))
+                   if _is_bench_summary(summary := _read_json(p))]
+        if not benches and (results / "evaluations.jsonl").exists():
             from pinnbo.bench import recorded_evaluations
 
             try:
@@ -221,17 +222,17 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
                 budget = ""
             fail(f"results: {results} is not finished: {recorded_evaluations(results)}{budget} evaluations recorded "
                  "(pinnbo run --resume, or pinnbo ask / tell, continues it; the summary is written at the end)")
-        if not cases:
+        if not benches:
             fail(f"results: {results} has no summary.json (run it first, or --resume it)")
-        for folder in cases:
-            _show_bench(folder)
+        for folder, summary in benches:
+            _show_bench(folder, summary)
         return
     try:
         summary = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         fail(f"results: cannot read {path} ({exc.__class__.__name__})")
-    if _is_bench_summary(path):
-        _show_bench(results)
+    if _is_bench_summary(summary):
+        _show_bench(results, summary)
         return
     table = Table(title=str(results), show_header=False)
     constrained = "n_feasible" in summary
@@ -259,19 +260,23 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
     console.print(table)
 
 
-def _is_bench_summary(path: Path) -> bool:
+def _read_json(path: Path):
+    """The JSON in ``path``, or None where it cannot be read."""
     try:
-        summary = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
+        return None
+
+
+def _is_bench_summary(summary) -> bool:
     return isinstance(summary, dict) and {"methods", "results", "seeds"} <= summary.keys()
 
 
-def _show_bench(folder: Path) -> None:
-    """The table ``pinnbo bench`` printed for this case folder, from its summary.json."""
+def _show_bench(folder: Path, summary: dict) -> None:
+    """The table ``pinnbo bench`` printed for this case folder, from its summary.json (``summary``)."""
     from pinnbo.bench import rich_table
 
-    console.print(rich_table(json.loads((folder / "summary.json").read_text())))
+    console.print(rich_table(summary))
     console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
                   f"{folder / 'convergence.png'}", highlight=False, markup=False, soft_wrap=True)
 

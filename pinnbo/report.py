@@ -28,6 +28,14 @@ def fmt(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
+def stop_live(live: Live) -> None:
+    """Stop a rich Live display. Off a terminal (a CI log, `2>&1 | tee`) rich prints the last frame
+    without a final newline, and what follows on stdout would continue its last line: end it."""
+    live.stop()
+    if not live.console.is_terminal:
+        live.console.line()
+
+
 class LiveProgress:
     """Rich live display: evaluation k/budget, best so far, last value, s/iteration, ETA; with
     constraints the best *feasible* value and the number of feasible evaluations."""
@@ -64,12 +72,8 @@ class LiveProgress:
 
     def stop(self) -> None:
         if self.live is not None:
-            self.live.stop()
+            stop_live(self.live)
             self.live = None
-            if not self.console.is_terminal:
-                # Off a terminal (a CI log, `2>&1 | tee`) rich prints the last frame without a final
-                # newline, and the summary on stdout would continue its last line.
-                self.console.line()
 
     def _render(self, history: History, record: Evaluation | None):
         table = Table.grid(padding=(0, 2))
