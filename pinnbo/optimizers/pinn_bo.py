@@ -14,12 +14,15 @@ held-out correlation of the network on 10-D Styblinski-Tang from 0.06 to 0.16 (5
 the bench's best value there (docs/benchmarks.md), and s = 2 or 3 overfits.
 
 Loss (Eq. 1, with our decided weighting):
-    L(θ) = mean_i (h(x_i) − ỹ_i)² + w_pde · mean_{j∈batch} (r_j / (s_y · s_r(z_j)))²
-with ỹ the standardised observations, r_j = N[f](z_j) − g(z_j) at collocation points drawn once
-from the seed, and s_r(z_j) the prior root-mean-square of r/s_y at z_j over a few freshly
-initialised networks. Means (not the paper's sums) keep the data term from being swamped by
-N_r ≫ t collocation terms; the per-point s_r makes the PDE term dimensionless and stops points
-where the operator's coefficients are huge (the beam's singular EI) from drowning the rest.
+    L(θ) = mean_i (h(x_i) − ỹ_i)² + w_pde · mean_{j∈batch} ‖r_j‖² / (s_y · s_r(z_j))²
+with ỹ the standardised observations, r_j = N[f](z_j) − g(z_j) ∈ R^K at collocation points drawn
+once from the seed (K equations of a system, one for a scalar PDE), and s_r(z_j) the prior
+root-mean-square of ‖r‖/s_y at z_j over a few freshly initialised networks. Means over points (not
+the paper's sums) keep the data term from being swamped by N_r ≫ t collocation terms; the
+per-point s_r makes the PDE term dimensionless and stops points where the operator's coefficients
+are huge (the beam's singular EI) from drowning the rest. The norm sums a system's equations, so a
+point weighs the same whatever K (splitting one equation into K copies trains the same network);
+until 2026-11-25 the code averaged over them, dividing w_pde by K (docs/benchmarks.md).
 
 Data-consistency backoff (decided). A PDE whose solutions the network cannot reach in a few
 hundred steps (the paper's beam: ~30 oscillations and a singular EI) makes a flat function the
@@ -406,7 +409,9 @@ class PINNSurrogate:
             if use_pde:
                 idx = torch.randperm(n_col, generator=generator)[:batch].to(self.device)
                 r = self.residual(physical, self.collocation[idx]) / (std * self.residual_scale[idx, None])
-                loss = loss + self.pde_weight * r.pow(2).mean()
+                # ‖r_j‖² over a system's equations, as s_r whitens: a mean over them as well would
+                # divide the PDE's weight by the number of equations (50 for Cosine Mixture-50).
+                loss = loss + self.pde_weight * r.pow(2).sum(dim=1).mean()
             loss.backward()
             self.adam.step()
         if use_pde:

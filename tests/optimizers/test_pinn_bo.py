@@ -664,3 +664,15 @@ def test_between_refits_the_residual_gp_keeps_its_hyper_parameters_and_asks_repe
     second = a._residual_fits[-1][1]
     assert all(torch.equal(first[k], second[k]) for k in first)
     np.testing.assert_array_equal(x1, restored.ask())
+
+
+def test_a_system_of_k_copies_of_an_equation_trains_the_same_network_as_the_equation():
+    # s_r is the prior rms of ‖r‖ over the K equations and the loss sums them, so K copies of the
+    # Laplace equation weigh what one does; averaging over the equations would divide w_pde by K.
+    copies = PDE([T.diff(x, 2) + T.diff(y, 2)] * 3, rhs=[0, 0, 0])
+    weights = {}
+    for name, pde in (("one", LAPLACE), ("three", copies)):
+        opt, X, mean, std = fitted(pde, n=6)
+        weights[name] = [p.detach().clone() for p in opt.model.parameters()]
+    for a, b in zip(weights["one"], weights["three"]):
+        torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9)
