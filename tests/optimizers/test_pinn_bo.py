@@ -676,3 +676,10 @@ def test_a_system_of_k_copies_of_an_equation_trains_the_same_network_as_the_equa
         weights[name] = [p.detach().clone() for p in opt.model.parameters()]
     for a, b in zip(weights["one"], weights["three"]):
         torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("dim, params, beta", [(2, {}, 0.1), (4, {}, 0.1), (5, {}, 1.0), (10, {}, 1.0),
+                                               (10, {"bias_scale": 0.1}, 0.1), (2, {"bias_scale": 2.0}, 2.0)])
+def test_the_bias_scale_is_one_from_five_design_variables_up_unless_given(dim, params, beta):
+    opt = make_optimizer("pinn-bo", Box.cube(-1.0, 1.0, dim), 0, params={**FAST, **params})
+    assert all(layer.bias_scale == beta for layer in (*opt.model.hidden, opt.model.out))
