@@ -90,7 +90,7 @@ class BenchInterrupted(Exception):
 class BenchSettings:
     cases: list[Path]
     methods: list[str] | None           # None: each case's default (default_methods)
-    seeds: int | tuple[int, ...] = 10   # N: seeds 0..N-1; or the seeds themselves
+    seeds: tuple[int, ...] = tuple(range(10))   # parse_seeds' result
     budget: int | None = None
     jobs: int = 1
     output: Path = Path("bench-results")
@@ -350,7 +350,7 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                                  f"{', '.join(problem.constraint_names)}; use methods among {able} (the default for "
                                  "a constrained case), and bench unconstrained cases separately")
         jobs = []
-        for seed in parse_seeds(settings.seeds):
+        for seed in settings.seeds:
             for method in methods:
                 # The case's own method_params were written for its method: kept for that method
                 # only; --params overrides on top. Every other method runs with its defaults.

@@ -180,7 +180,6 @@ from pinnbo.optimizers.gp_cbo import GPPredictor, fit_residual_gp
 from pinnbo.surrogates.mlp import MLP
 
 
-
 #: From this many design variables up the network's bias scale defaults to 1, not 0.1 (docstring).
 HIGH_DIMENSION = 5
 
