@@ -683,3 +683,49 @@ def test_a_system_of_k_copies_of_an_equation_trains_the_same_network_as_the_equa
 def test_the_bias_scale_is_one_from_five_design_variables_up_unless_given(dim, params, beta):
     opt = make_optimizer("pinn-bo", Box.cube(-1.0, 1.0, dim), 0, params={**FAST, **params})
     assert all(layer.bias_scale == beta for layer in (*opt.model.hidden, opt.model.out))
+
+
+def bowl_problem(dim: int):
+    """f = Σ x_i² on [−1, 1]^d with the PDE ∂f/∂x_i = 2 x_i for each i (the whole gradient, as
+    Cosine Mixture's), and 12 designs with their values."""
+    xs = sp.symbols(f"x1:{dim + 1}")
+    f = sp.Function("f")(*xs)
+    pde = PDE([f.diff(xi) for xi in xs], rhs=[2 * xi for xi in xs])
+    box = Box.cube(-1.0, 1.0, dim)
+    X = box.from_unit(np.random.default_rng(0).random((12, dim)))
+    return box, pde, X, (X ** 2).sum(axis=1)
+
+
+def first_fit(dim: int, **params):
+    box, pde, X, y = bowl_problem(dim)
+    opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 200, **params}, pde=pde)
+    for xi, yi in zip(X, y):
+        opt.tell(xi, float(yi))
+    mean, std = opt._fit(X, y)
+    physical = opt._physical_model(mean, std)
+    r = opt.residual(physical, opt.collocation) / (std * opt.residual_scale[:, None])
+    return opt.surrogate.first_fit_steps, float(r.detach().pow(2).sum(dim=1).mean())
+
+
+def test_below_five_design_variables_the_first_fit_is_initial_steps_exactly():
+    assert first_fit(4)[0] == 200
+    assert first_fit(4, initial_max_steps=1000, fit_tolerance=1.0)[0] == 400   # asked for: one window more
+
+
+def test_from_five_design_variables_up_the_first_fit_goes_on_while_its_loss_falls():
+    steps, residual = first_fit(5, initial_max_steps=1400)
+    assert 200 < steps <= 1400 and (steps - 200) % 200 == 0
+    # the extra steps are worth it: the PDE is learned better than by initial_steps alone
+    short_steps, short_residual = first_fit(5, initial_max_steps=200)
+    assert short_steps == 200 and residual < 0.5 * short_residual, (residual, short_residual)
+    # a tolerance no window can meet stops after the first window beyond initial_steps
+    assert first_fit(5, fit_tolerance=1.0)[0] == 400
+
+
+def test_without_a_pde_the_first_fit_is_initial_steps_in_any_dimension():
+    box, _, X, y = bowl_problem(5)
+    opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 200})
+    for xi, yi in zip(X, y):
+        opt.tell(xi, float(yi))
+    opt._fit(X, y)
+    assert opt.surrogate.first_fit_steps is None   # no extension was tried
