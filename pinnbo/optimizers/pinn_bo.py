@@ -225,6 +225,8 @@ class PINNBOSettings(MethodSettings):
     exploration_scale: float = 10.0        # ν (see "Exploration" above for why not the authors' 1)
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
     thompson_draws: int = 4                # K: minimise the pointwise minimum of K samples (docstring)
+    pde_variance: bool = True              # the PDE's collocation points shrink the last-layer posterior ...
+    pde_variance_min_dim: int = 5          # ... when the design has at least this many variables (docstring)
     prior_precision: float = 1.0           # λ of the last-layer posterior
     noise_variance: float = 1e-2           # σ_n², in standardised units
     trust_region: bool = True              # minimise the sample within TuRBO's trust region ...
@@ -252,7 +254,7 @@ class PINNBOSettings(MethodSettings):
     POSITIVE = ("thompson_draws", "collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
                 "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
                 "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance",
-                "residual_outlier_z", "input_scale")
+                "residual_outlier_z", "input_scale", "pde_variance_min_dim")
     NON_NEGATIVE = ("initial_steps", "initial_max_steps", "fit_tolerance", "steps_per_iteration", "refine_iterations", "pde_weight",
                     "exploration_scale", "duplicate_tol", "trust_failures", "residual_lengthscale_floor",
                     "residual_outlier_fraction", "residual_refit_growth", "bias_scale")
@@ -482,6 +484,40 @@ class PINNSurrogate:
         self.fitted = True
         return mean, std
 
+    def pde_precision(self, mean: float, std: float, noise_variance: float,
+                      generator: torch.Generator, step: float = 1e-4) -> torch.Tensor | None:
+        """The PDE's part of the last-layer precision, (m, m), or None without an active PDE term.
+
+        REFERENCES §1's NTK-PINN posterior, U = λI + Σ_i φ_i φ_iᵀ/σ_n² + Σ_j Ω_jᵀ Ω_j/σ_n², in the last
+        layer: every collocation point is a pseudo-observation of its whitened residual r̂_j (K
+        equations, O(1) under the prior as the standardised data are) with the data's noise
+        variance, times the current (backed-off) w_pde. Ω_j = ∂r̂_j/∂δ (K × m) is the Jacobian with
+        respect to a perturbation δ of the output weights, f = μ_y + s_y (h + φᵀδ); the sum over
+        the N_r points is estimated on B = ``collocation_batch`` of them drawn from ``generator``,
+        (N_r / B) Σ_{j∈B}. r̂ is affine in δ for a linear PDE (every shipped one), so Ω's columns
+        are forward differences of size ``step``, exact up to round-off (the Jacobian to O(step)
+        for a nonlinear PDE), all m of them in one residual evaluation over the B points repeated
+        m + 1 times.
+        """
+        if self.residual is None or self.pde_weight <= 0 or self.residual_scale is None:
+            return None
+        n_col = len(self.collocation)
+        idx = torch.randperm(n_col, generator=generator)[:min(self.collocation_batch, n_col)].to(self.device)
+        points, scale = self.collocation[idx], self.residual_scale[idx]
+        B, m = len(points), self.hidden[-1]
+        directions = torch.cat([torch.zeros(1, m, dtype=self.dtype, device=self.device),
+                                step * torch.eye(m, dtype=self.dtype, device=self.device)])   # (m + 1, m)
+        shifts = directions.repeat_interleave(B, dim=0)                                      # (B (m + 1), m)
+
+        def perturbed(x: torch.Tensor) -> torch.Tensor:
+            z = self.normalise(x)
+            return mean + std * (self.model(z) + (self.model.features(z) * shifts).sum(dim=1))
+
+        r = self.residual(perturbed, points.repeat(m + 1, 1)).detach()
+        r = (r / (std * scale.repeat(m + 1)[:, None])).reshape(m + 1, B, -1)               # (m + 1, B, K)
+        omega = ((r[1:] - r[0]) / step).permute(1, 2, 0).reshape(-1, m)                     # (B K, m)
+        return omega.T @ omega * (self.pde_weight * n_col / (B * noise_variance))
+
     # -- checkpoints ------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return network_state(self.model, self.adam, residual_scale=self.residual_scale,
@@ -541,9 +577,9 @@ class PINNBO(Optimizer):
         """Train on standardised data (+ PDE residual); returns (μ_y, s_y)."""
         return self.surrogate.fit(X, y, torch_generator(self.seed, self.name, self.n_told, "collocation-batches"))
 
-    def _posterior_sample(self, Z: torch.Tensor) -> torch.Tensor | None:
+    def _posterior_sample(self, Z: torch.Tensor, mean: float = 0.0, std: float = 1.0) -> torch.Tensor | None:
         """``thompson_draws`` K independent δ ~ N(0, ν² U⁻¹) for the last-layer weights, shape (m, K);
-        see module docstring."""
+        see module docstring ("Exploration"; (μ_y, s_y) = ``mean``, ``std`` for the PDE's part of U)."""
         s = self.settings
         if not s.thompson or s.exploration_scale == 0:
             return None
@@ -551,6 +587,11 @@ class PINNBO(Optimizer):
             phi = self.model.features(Z)                                    # (n, m)
             m = phi.shape[1]
             U = s.prior_precision * torch.eye(m, dtype=self.dtype, device=self.device) + phi.T @ phi / s.noise_variance
+        if s.pde_variance and self.domain.dim >= s.pde_variance_min_dim:
+            precision = self.surrogate.pde_precision(mean, std, s.noise_variance, self.generator("pde-variance"))
+            if precision is not None:
+                U = U + precision
+        with torch.no_grad():
             L = torch.linalg.cholesky(U)
             eps = torch.randn(m, s.thompson_draws, generator=self.generator("thompson"),
                               dtype=torch.float64).to(self.device, self.dtype)
@@ -586,7 +627,7 @@ class PINNBO(Optimizer):
         pointwise minimum of K such samples."""
         mean, std = self._fit(X, y)
         Z = self._normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
-        delta = self._posterior_sample(Z)
+        delta = self._posterior_sample(Z, mean, std)
         model = self.model
         residual = self._residual_sample(X, (y - mean) / std, Z)
 

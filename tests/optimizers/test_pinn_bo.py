@@ -729,3 +729,48 @@ def test_without_a_pde_the_first_fit_is_initial_steps_in_any_dimension():
         opt.tell(xi, float(yi))
     opt._fit(X, y)
     assert opt.surrogate.first_fit_steps is None   # no extension was tried
+
+
+def test_the_pde_precision_is_the_sum_of_the_hand_derived_residual_jacobians():
+    # For ∂f/∂x_i = 2 x_i and f = μ + s_y (h + φᵀδ): ∂r̂_ji/∂δ_k = ∂φ_k/∂x_i (z_j) / s_r(z_j).
+    box, pde, X, y = bowl_problem(5)
+    opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 50, "initial_max_steps": 50}, pde=pde)
+    for xi, yi in zip(X, y):
+        opt.tell(xi, float(yi))
+    mean, std = opt._fit(X, y)
+    surrogate = opt.surrogate
+    precision = surrogate.pde_precision(mean, std, 0.01, torch.Generator().manual_seed(3))
+    idx = torch.randperm(len(surrogate.collocation), generator=torch.Generator().manual_seed(3))[:FAST["collocation_batch"]]
+    points = surrogate.collocation[idx].clone().requires_grad_(True)
+    features = surrogate.model.features(surrogate.normalise(points))                       # (B, m)
+    omega = torch.stack([torch.autograd.grad(features[:, k].sum(), points, retain_graph=True)[0]
+                         for k in range(features.shape[1])], dim=2)
+    omega = omega / surrogate.residual_scale[idx, None, None]                              # (B, K = d, m)
+    expected = torch.einsum("jik,jil->kl", omega, omega).detach() * len(surrogate.collocation) / (len(idx) * 0.01)
+    torch.testing.assert_close(precision, surrogate.pde_weight * expected, rtol=1e-6, atol=1e-8)
+    # the current (backed-off) w_pde scales it, and no PDE term means no PDE precision
+    surrogate.pde_weight = 0.25
+    torch.testing.assert_close(surrogate.pde_precision(mean, std, 0.01, torch.Generator().manual_seed(3)),
+                               0.25 * expected, rtol=1e-6, atol=1e-8)
+    surrogate.pde_weight = 0.0
+    assert surrogate.pde_precision(mean, std, 0.01, torch.Generator().manual_seed(3)) is None
+
+
+@pytest.mark.parametrize("dim, params, shrinks", [(5, {}, True), (4, {}, False), (5, {"pde_variance": False}, False),
+                                                  (4, {"pde_variance_min_dim": 4}, True)])
+def test_the_pde_shrinks_the_thompson_spread_from_five_design_variables_up(dim, params, shrinks):
+    box, pde, X, y = bowl_problem(dim)
+    spreads = {}
+    for name, p in (("data", {"pde_variance": False}), ("setting", params)):
+        opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 100, "initial_max_steps": 100,
+                                                         "thompson_draws": 64, **p}, pde=pde)
+        for xi, yi in zip(X, y):
+            opt.tell(xi, float(yi))
+        mean, std = opt._fit(X, y)
+        delta = opt._posterior_sample(opt._normalise(torch.as_tensor(X)), mean, std)     # (m, 64)
+        test = torch.rand(500, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 2 - 1
+        spreads[name] = float((opt.model.features(test) @ delta).std())
+    if shrinks:
+        assert spreads["setting"] < 0.8 * spreads["data"], spreads
+    else:
+        assert spreads["setting"] == spreads["data"], spreads
