@@ -35,9 +35,10 @@ First fit (decided). The first fit takes ``initial_steps`` Adam steps and, from
 window's mean loss is more than ``fit_tolerance`` (2 %) below the previous window's, up to
 ``initial_max_steps`` (0: 5000 from 5 variables up, none below). Without a PDE the data alone
 would be fitted ever closer to interpolation, which leaves the residual GP nothing to learn
-(docs/benchmarks.md, "GP-EI at 400 evaluations"), so that first fit stays ``initial_steps``. Why: in the NTK parametrisation the input layer's
-weights enter divided by √d, so Adam moves the first layer √d times slower in d dimensions, and
-a PDE that carries the whole function is learned far more slowly than the data. On Cosine
+(docs/benchmarks.md, "GP-EI at 400 evaluations"), so that first fit stays ``initial_steps``.
+Why: in the NTK parametrisation the input layer's weights enter divided by √d, so Adam moves the
+first layer √d times slower in d dimensions, and a PDE that carries the whole function is
+learned far more slowly than the data. On Cosine
 Mixture-50 (the PDE gives the whole gradient) the whitened PDE loss was still 0.92 of its prior
 value after 600 steps, 0.59 after 2000 (2 % per window by then); the held-out correlation rose
 from 0.33 to 0.76, and the trained network's minimum, reached by gradient steps from the best
@@ -504,9 +505,10 @@ class PINNSurrogate:
         respect to a perturbation δ of the output weights, f = μ_y + s_y (h + φᵀδ); the sum over
         the N_r points is estimated on B = ``collocation_batch`` of them drawn from ``generator``,
         (N_r / B) Σ_{j∈B}. r̂ is affine in δ for a linear PDE (every shipped one), so Ω's columns
-        are forward differences of size ``step``, exact up to round-off (the Jacobian to O(step)
-        for a nonlinear PDE), all m of them in one residual evaluation over the B points repeated
-        m + 1 times.
+        are forward differences of size ``step``, exact up to round-off (about 1e-12 relative in
+        float64, 1e-3 in float32, harmless in a precision matrix) and the Jacobian to O(step) for
+        a nonlinear PDE. All m columns come from one residual evaluation over the B points
+        repeated m + 1 times.
         """
         if self.residual is None or self.pde_weight <= 0 or self.residual_scale is None:
             return None
