@@ -67,8 +67,8 @@ the default is ν = 10 (docs/benchmarks.md). The features are shaped by the PDE 
 enters the variance through φ; from ``pde_variance_min_dim`` = 5 design variables up (``pde_variance``)
 it also enters U directly, as REFERENCES §1's NTK-PINN posterior has it: each collocation point
 is a pseudo-observation of its whitened residual, U += w_pde Σ_j Ω_jᵀ Ω_j / σ_n² with Ω_j the
-residual's Jacobian in the last-layer weights (:meth:`PINNSurrogate.pde_precision`, ≈ 1 s per ask
-in 50-D). Why from 5 up: there 50 points leave most of the m = 64 feature directions at their prior
+residual's Jacobian in the last-layer weights (:meth:`PINNSurrogate.pde_precision`; at most about
+0.7 s more per ask up to d = 50, measured). Why from 5 up: there 50 points leave most of the m = 64 feature directions at their prior
 variance ν²/λ, and a sample of that size buries what the PDE taught the network. On Cosine
 Mixture-50 (the PDE gives the whole gradient) the trained network's greedy minimum reached 0.8
 in a seed where the Thompson sample searched at random and ended at 9.7; with Ω in U the
@@ -206,7 +206,8 @@ from pinnbo.optimizers.gp_cbo import GPPredictor, fit_residual_gp
 from pinnbo.surrogates.mlp import MLP
 
 
-#: From this many design variables up the network's bias scale defaults to 1, not 0.1 (docstring).
+#: From this many design variables up the network's bias scale defaults to 1, not 0.1, and the trust
+#: region, the first fit's extension and the PDE's part of the posterior apply (docstring).
 HIGH_DIMENSION = 5
 #: ... and its first fit may go on up to this many Adam steps while its loss falls (docstring, "First fit").
 HIGH_DIMENSION_FIRST_FIT = 5000
@@ -236,11 +237,11 @@ class PINNBOSettings(MethodSettings):
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
     thompson_draws: int = 4                # K: minimise the pointwise minimum of K samples (docstring)
     pde_variance: bool = True              # the PDE's collocation points shrink the last-layer posterior ...
-    pde_variance_min_dim: int = 5          # ... when the design has at least this many variables (docstring)
+    pde_variance_min_dim: int = HIGH_DIMENSION   # ... when the design has at least this many variables (docstring)
     prior_precision: float = 1.0           # λ of the last-layer posterior
     noise_variance: float = 1e-2           # σ_n², in standardised units
     trust_region: bool = True              # minimise the sample within TuRBO's trust region ...
-    trust_region_min_dim: int = 5          # ... when the design has at least this many variables
+    trust_region_min_dim: int = HIGH_DIMENSION   # ... when the design has at least this many variables
     trust_length: float = 0.8              # L at the start and after a restart (unit box side)
     trust_length_max: float = 1.6
     trust_length_min: float = 2.0 ** -7
