@@ -63,7 +63,8 @@ and minimise f̃ (a whole function sample, so it can be refined by gradients). �
 scale. The authors ran ν = 1; with σ_n² = 0.01 the last-layer posterior then collapses within a
 dozen points and the search locks into one basin: on the beam (10 seeds, budget 100, no PDE) the
 best design landed within 0.01 of x* in 3/10 seeds at ν = 1, 5/10 at ν = 3 and 7/10 at ν = 10, so
-the default is ν = 10 (docs/benchmarks.md). The features are shaped by the PDE through training, so physics
+ν = 10 where there is no trust region, below 5 design variables (docs/benchmarks.md; from 5 up see
+below). The features are shaped by the PDE through training, so physics
 enters the variance through φ; from ``pde_variance_min_dim`` = 5 design variables up (``pde_variance``)
 it also enters U directly, as REFERENCES §1's NTK-PINN posterior has it: each collocation point
 is a pseudo-observation of its whitened residual, U += w_pde Σ_j Ω_jᵀ Ω_j / σ_n² with Ω_j the
@@ -75,7 +76,7 @@ in a seed where the Thompson sample searched at random and ended at 9.7; with Ω
 sample's spread between the data halves (1.18 → 0.55 standard deviations, seed 2) and that seed
 ends at 0.81 (docs/benchmarks.md, "The PDE in the posterior"). Below 5 variables the data cover the
 features, and the 1-D and 2-D runs (and their cost, measured at t = 200 on DropWave) are unchanged.
-``thompson_draws`` K (default 4): K independent draws (δ_k and, with the
+``thompson_draws`` K (4 where there is no trust region): K independent draws (δ_k and, with the
 residual GP, its path k), and the function minimised is their pointwise minimum min_k f̃_k(x),
 whose minimiser is the minimiser of the draw that promises the most: a more optimistic Thompson
 sampling, as a UCB's quantile grows with K. At the data the draws agree (ρ and the GP's sd vanish),
@@ -90,6 +91,18 @@ the second ring) and Styblinski-Tang (−265.2 against −279.2) are worse by ab
 leave-one-out screen refit more often), held to 1.7–3.0× GP-EI's seconds per step at t = 200 on
 DropWave (by how it is timed; 2.6–2.8× over 8 asks of a fresh optimiser) by ``residual_outlier_memory``
 and a warm-started fit's ``residual_fit_tolerance`` 1e-4 (4.1× without them).
+Where the trust region applies (from ``trust_region_min_dim`` = 5 design variables up) the sample
+is TuRBO's plain Thompson sample: ν = 1 and one draw (``exploration_scale`` and ``thompson_draws``
+0, the defaults; a value > 0 overrides; :meth:`PINNBO.exploration`). Why: ν = 10 and four draws
+were chosen in 1-D, where the sample itself must leave a basin; from 5 up the region's restarts
+carry the global search, and in d dimensions a sample of prior-sized spread is minimised on the
+region's faces, where every coordinate moves by L/2. On Cosine Mixture-50 (f* = −3.15, the
+initial designs' best about 11) 16 to 40 of each seed's 50 proposals scored worse than 8, in seed 0
+every one on the region's face; with one draw at ν = 1, 0 or 1 in nine seeds of ten. Measured at 10 seeds, budget 100, against ν = 10 with
+four draws (docs/benchmarks.md, "TuRBO's Thompson sample from 5 design variables up"): Cosine
+Mixture-50 1.51 → 0.69, Rastrigin-20 204.2 → 192.5, Michalewicz-30 −6.80 → −7.01, better by mean
+(one-sided Welch p = 0.086, 0.13, 0.26), Styblinski-Tang-10 −271.1 → −254.0, worse (p = 0.09 for
+worse); below 5 variables nothing changes.
 
 Trust region (decided; TuRBO, Eriksson et al. 2019, as the rule). The sample is minimised over
 a cube of side L (unit coordinates) centred at the best design observed, clipped to the box, not
@@ -233,9 +246,11 @@ class PINNBOSettings(MethodSettings):
     learning_rate: float = 5e-3
     pde_weight: float = 1.0                # w_pde (the largest weight; lowered while data do not fit)
     misfit_tolerance: float = 0.1          # median |data misfit| (standardised) that halves w_pde
-    exploration_scale: float = 10.0        # ν (see "Exploration" above for why not the authors' 1)
+    exploration_scale: float = 0.0         # ν; 0 = 10 without the trust region (see "Exploration" above for
+                                           # why not the authors' 1), 1 where it applies (TuRBO's sample)
     thompson: bool = True                  # False: greedy argmin of the trained PINN (ablation)
-    thompson_draws: int = 4                # K: minimise the pointwise minimum of K samples (docstring)
+    thompson_draws: int = 0                # K: minimise the pointwise minimum of K samples (docstring);
+                                           # 0 = 4 without the trust region, 1 where it applies
     pde_variance: bool = True              # the PDE's collocation points shrink the last-layer posterior ...
     pde_variance_min_dim: int = HIGH_DIMENSION   # ... when the design has at least this many variables (docstring)
     prior_precision: float = 1.0           # λ of the last-layer posterior
@@ -262,12 +277,12 @@ class PINNBOSettings(MethodSettings):
     residual_prior_scale: str = "learned"      # that GP's prior sd: learned (fitted) | data (the residuals') | objective (>= the objective's)
     dtype: str = "float64"
 
-    POSITIVE = ("thompson_draws", "collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
+    POSITIVE = ("collocation_points", "collocation_batch", "n_pool", "top_k", "learning_rate",
                 "prior_precision", "noise_variance", "misfit_tolerance", "trust_length", "trust_length_max",
                 "trust_length_min", "trust_successes", "trust_region_min_dim", "residual_fit_tolerance",
                 "residual_outlier_z", "input_scale", "pde_variance_min_dim")
     NON_NEGATIVE = ("initial_steps", "initial_max_steps", "fit_tolerance", "steps_per_iteration", "refine_iterations", "pde_weight",
-                    "exploration_scale", "duplicate_tol", "trust_failures", "residual_lengthscale_floor",
+                    "exploration_scale", "thompson_draws", "duplicate_tol", "trust_failures", "residual_lengthscale_floor",
                     "residual_outlier_fraction", "residual_refit_growth", "bias_scale")
     CHOICES = {"dtype": tuple(DTYPES), "residual_gp": ("none", "mean", "path", "full"),
                "residual_prior_scale": ("data", "objective", "learned"),
@@ -590,11 +605,13 @@ class PINNBO(Optimizer):
         return self.surrogate.fit(X, y, torch_generator(self.seed, self.name, self.n_told, "collocation-batches"))
 
     def _posterior_sample(self, Z: torch.Tensor, mean: float = 0.0, std: float = 1.0) -> torch.Tensor | None:
-        """``thompson_draws`` K independent δ ~ N(0, ν² U⁻¹) for the last-layer weights, shape (m, K);
-        see module docstring ("Exploration"; (μ_y, s_y) = ``mean``, ``std`` for the PDE's part of U)."""
+        """K independent δ ~ N(0, ν² U⁻¹) for the last-layer weights, shape (m, K), (ν, K) from
+        :meth:`exploration`; see module docstring ("Exploration"; (μ_y, s_y) = ``mean``, ``std`` for
+        the PDE's part of U)."""
         s = self.settings
-        if not s.thompson or s.exploration_scale == 0:
+        if not s.thompson:
             return None
+        scale, draws = self.exploration()
         with torch.no_grad():
             phi = self.model.features(Z)                                    # (n, m)
             m = phi.shape[1]
@@ -605,11 +622,25 @@ class PINNBO(Optimizer):
                 U = U + precision
         with torch.no_grad():
             L = torch.linalg.cholesky(U)
-            eps = torch.randn(m, s.thompson_draws, generator=self.generator("thompson"),
+            eps = torch.randn(m, draws, generator=self.generator("thompson"),
                               dtype=torch.float64).to(self.device, self.dtype)
             # U = L Lᵀ ⇒ δ = ν L⁻ᵀ ε has covariance ν² U⁻¹.
             delta = torch.linalg.solve_triangular(L.T, eps, upper=True)
-        return s.exploration_scale * delta
+        return scale * delta
+
+    def trust_region_applies(self) -> bool:
+        """Whether proposals are confined to TuRBO's trust region (module docstring, "Trust region")."""
+        s = self.settings
+        return s.trust_region and self.domain.dim >= s.trust_region_min_dim
+
+    def exploration(self) -> tuple[float, int]:
+        """(ν, K): the Thompson sample's scale and number of draws. ``exploration_scale`` and
+        ``thompson_draws`` where given (> 0); else TuRBO's plain Thompson sample, ν = 1 and one draw,
+        where the trust region applies, and ν = 10 with four draws where it does not (module
+        docstring, "Exploration")."""
+        s = self.settings
+        turbo = self.trust_region_applies()
+        return s.exploration_scale or (1.0 if turbo else 10.0), s.thompson_draws or (1 if turbo else 4)
 
     # -- ask ------------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:
@@ -675,6 +706,7 @@ class PINNBO(Optimizer):
         s = self.settings
         if s.residual_gp == "none" or len(targets) < 2:
             return None
+        draws = self.exploration()[1]
         with torch.no_grad():
             r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.model(Z)).double()
         gp, self._residual_fits = fit_residual_gp(
@@ -696,7 +728,7 @@ class PINNBO(Optimizer):
             devices = [self.device] if self.device.type == "cuda" else []
             with torch.random.fork_rng(devices=devices):
                 torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-path"))
-                path = draw_matheron_paths(gp, sample_shape=torch.Size([s.thompson_draws]))
+                path = draw_matheron_paths(gp, sample_shape=torch.Size([draws]))
         dtype = self.dtype
 
         def residual(u: torch.Tensor):
@@ -704,7 +736,7 @@ class PINNBO(Optimizer):
             if path is None:
                 return predictor.moments(u64)[0][0][:, None].to(dtype), None
             if s.residual_gp == "path":
-                return path(u64).reshape(s.thompson_draws, -1).T.to(dtype), None          # (N, K)
+                return path(u64).reshape(draws, -1).T.to(dtype), None                     # (N, K)
             # one k(u, X) for ρ and the paths' update term
             _, _, remaining, paths = predictor.moments_and_paths(u64, path)
             return paths.to(dtype), remaining[0].to(dtype)
@@ -716,7 +748,7 @@ class PINNBO(Optimizer):
         unit coordinates around ``incumbent`` (d,) (physical), the design of the best observed
         value ``best``; (None, None) without a trust region."""
         s = self.settings
-        if not s.trust_region or self.domain.dim < s.trust_region_min_dim:
+        if not self.trust_region_applies():
             return None, None
         if self.trust is None:   # the first proposal: the evaluations so far are its starting data
             self.trust = TrustRegion(length=s.trust_length, seen=self.n_told, best=best)

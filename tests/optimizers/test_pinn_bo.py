@@ -610,7 +610,7 @@ def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_ho
     about one sd below their mean in the gaps), and at the observed designs, where ρ and the GP's
     sd vanish, it still equals the data, as one draw does."""
     opt, X = told_on_the_line("full", n=15)      # gaps wide enough for the draws to differ
-    assert opt.settings.thompson_draws == 4      # the default
+    assert opt.exploration() == (10.0, 4)        # the default on the line (no trust region)
     _, y = opt.observed()
     sample = opt.acquisition_sample(X, y)
     grid = torch.linspace(0, 1, 401, dtype=torch.float64)[:, None]
@@ -629,7 +629,7 @@ def test_k_thompson_draws_give_the_pointwise_most_optimistic_sample_and_still_ho
     from pinnbo.optimizers.base import MethodError
 
     with pytest.raises(MethodError, match="thompson_draws"):
-        make_optimizer("pinn-bo", LINE, 0, params={"thompson_draws": 0})
+        make_optimizer("pinn-bo", LINE, 0, params={"thompson_draws": -1})
 
 
 def test_residual_refits_follow_a_geometric_grid_in_n():
@@ -774,3 +774,36 @@ def test_the_pde_shrinks_the_thompson_spread_from_five_design_variables_up(dim, 
         assert spreads["setting"] < 0.8 * spreads["data"], spreads
     else:
         assert spreads["setting"] == spreads["data"], spreads
+
+
+@pytest.mark.parametrize("dim, params, expected", [
+    (4, {}, (10.0, 4)), (5, {}, (1.0, 1)), (10, {}, (1.0, 1)),
+    (5, {"trust_region": False}, (10.0, 4)), (4, {"trust_region_min_dim": 4}, (1.0, 1)),
+    (5, {"exploration_scale": 3.0}, (3.0, 1)), (5, {"thompson_draws": 2}, (1.0, 2)),
+    (2, {"exploration_scale": 1.0, "thompson_draws": 1}, (1.0, 1)),
+])
+def test_where_the_trust_region_applies_the_sample_is_one_draw_at_nu_one_unless_given(dim, params, expected):
+    """(ν, K) = (1, 1), TuRBO's plain Thompson sample, where the trust region applies (from 5
+    design variables up); (10, 4) where it does not; a value > 0 given for either wins."""
+    box, pde, X, y = bowl_problem(dim)
+    opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 30, "initial_max_steps": 30, **params},
+                         pde=pde)
+    assert opt.exploration() == expected
+    for xi, yi in zip(X, y):
+        opt.tell(xi, float(yi))
+    mean, std = opt._fit(X, y)
+    Z = opt._normalise(torch.as_tensor(X))
+    delta = opt._posterior_sample(Z, mean, std)
+    assert delta.shape == (opt.model.features(Z).shape[1], expected[1])
+    # the draws are ν times the ν = 1 draws from the same stream, whatever ν
+    unit = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 30, "initial_max_steps": 30, **params,
+                                                       "exploration_scale": 1.0}, pde=pde)
+    for xi, yi in zip(X, y):
+        unit.tell(xi, float(yi))
+    unit._fit(X, y)
+    torch.testing.assert_close(delta, expected[0] * unit._posterior_sample(Z, mean, std))
+    # and the residual GP draws as many paths as there are draws
+    residual = opt._residual_sample(X, (y - mean) / std, Z)
+    with torch.no_grad():
+        correction, _ = residual(torch.rand(7, dim, dtype=torch.float64))
+    assert correction.shape == (7, expected[1])
