@@ -104,3 +104,23 @@ def test_tell_refuses_a_design_it_cannot_use(x, message):
     assert str(error.value) == message and opt.n_told == 0
     opt.tell([5.12, -5.12], 1.0)        # the box's corner is inside it
     assert opt.n_told == 1
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("method, problem, params", [
+    *[(m, "dropwave", {}) for m in ("pinn-bo", "neural-bo", "neural-greedy", "gp-ei", "gp-ucb", "gp-ucb+",
+                                    "exploit", "exploit+", "random")],
+    ("pinn-bo", "cosine_mixture", {"dim": 5}),      # the PDE in the posterior, the trust region, one draw
+    ("neural-cbo", "branin_constrained", {}), ("gp-cei", "branin_constrained", {}),
+])
+def test_every_method_runs_on_cuda(method, problem, params):
+    """``device: cuda`` where a CUDA device exists: a short run of each method completes, every
+    design lies in the box and every evaluation succeeds (skipped on machines without CUDA)."""
+    from pinnbo.optimizers import METHODS
+
+    prob = pinnbo.load_problem(problem, **params)
+    history = pinnbo.optimize(prob, method=method, budget=8, initial_points=5, seed=0, device="cuda",
+                              method_params=dict(getattr(METHODS[method], "SMOKE_PARAMS", {})))
+    X = np.array([r.x for r in history.evaluations])
+    assert len(X) == 8 and all(r.y is not None for r in history.evaluations)
+    assert np.all(X >= prob.domain.lower) and np.all(X <= prob.domain.upper)
