@@ -69,8 +69,8 @@ enters the variance through φ; from ``pde_variance_min_dim`` = 5 design variabl
 it also enters U directly, as REFERENCES §1's NTK-PINN posterior has it: each collocation point
 is a pseudo-observation of its whitened residual, U += w_pde Σ_j Ω_jᵀ Ω_j / σ_n² with Ω_j the
 residual's Jacobian in the last-layer weights (:meth:`PINNSurrogate.pde_precision`; at most about
-0.7 s more per ask up to d = 50, measured). Why from 5 up: there 50 points leave most of the m = 64 feature directions at their prior
-variance ν²/λ, and a sample of that size buries what the PDE taught the network. On Cosine
+0.7 s more per ask up to d = 50, measured). Why from 5 up: there 50 points leave most of the m = 64
+feature directions at their prior variance ν²/λ, and a sample of that size buries what the PDE taught the network. On Cosine
 Mixture-50 (the PDE gives the whole gradient) the trained network's greedy minimum reached 0.8
 in a seed where the Thompson sample searched at random and ended at 9.7; with Ω in U the
 sample's spread between the data halves (1.18 → 0.55 standard deviations, seed 2) and that seed
@@ -98,8 +98,8 @@ were chosen in 1-D, where the sample itself must leave a basin; from 5 up the re
 carry the global search, and in d dimensions a sample of prior-sized spread is minimised on the
 region's faces, where every coordinate moves by L/2. On Cosine Mixture-50 (f* = −3.15, the
 initial designs' best about 11) 16 to 40 of each seed's 50 proposals scored worse than 8, in seed 0
-every one on the region's face; with one draw at ν = 1, 0 or 1 in nine seeds of ten. Measured at 10 seeds, budget 100, against ν = 10 with
-four draws (docs/benchmarks.md, "TuRBO's Thompson sample from 5 design variables up"): Cosine
+every one on the region's face; with one draw at ν = 1, 0 or 1 in nine seeds of ten. Measured at
+10 seeds, budget 100, against ν = 10 with four draws (docs/benchmarks.md, "TuRBO's Thompson sample from 5 design variables up"): Cosine
 Mixture-50 1.51 → 0.69, Rastrigin-20 204.2 → 192.5, Michalewicz-30 −6.80 → −7.01, better by mean
 (one-sided Welch p = 0.086, 0.13, 0.26), Styblinski-Tang-10 −271.1 → −254.0, worse (p = 0.09 for
 worse); below 5 variables nothing changes.
@@ -226,6 +226,10 @@ HIGH_DIMENSION = 5
 HIGH_DIMENSION_FIRST_FIT = 5000
 #: Adam steps per window of the first fit's convergence test.
 FIT_WINDOW = 200
+#: (ν, K) of the Thompson sample by default where the trust region applies (TuRBO's plain sample)
+#: and where it does not (docstring, "Exploration").
+TRUST_REGION_EXPLORATION = (1.0, 1)
+GLOBAL_EXPLORATION = (10.0, 4)
 
 
 @dataclass
@@ -639,8 +643,8 @@ class PINNBO(Optimizer):
         where the trust region applies, and ν = 10 with four draws where it does not (module
         docstring, "Exploration")."""
         s = self.settings
-        turbo = self.trust_region_applies()
-        return s.exploration_scale or (1.0 if turbo else 10.0), s.thompson_draws or (1 if turbo else 4)
+        scale, draws = TRUST_REGION_EXPLORATION if self.trust_region_applies() else GLOBAL_EXPLORATION
+        return s.exploration_scale or scale, s.thompson_draws or draws
 
     # -- ask ------------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:

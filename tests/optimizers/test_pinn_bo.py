@@ -786,21 +786,21 @@ def test_where_the_trust_region_applies_the_sample_is_one_draw_at_nu_one_unless_
     """(ν, K) = (1, 1), TuRBO's plain Thompson sample, where the trust region applies (from 5
     design variables up); (10, 4) where it does not; a value > 0 given for either wins."""
     box, pde, X, y = bowl_problem(dim)
-    opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 30, "initial_max_steps": 30, **params},
-                         pde=pde)
+
+    def fitted(**p):
+        opt = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 30, "initial_max_steps": 30, **p},
+                             pde=pde)
+        for xi, yi in zip(X, y):
+            opt.tell(xi, float(yi))
+        return opt, *opt._fit(X, y)
+
+    opt, mean, std = fitted(**params)
     assert opt.exploration() == expected
-    for xi, yi in zip(X, y):
-        opt.tell(xi, float(yi))
-    mean, std = opt._fit(X, y)
     Z = opt._normalise(torch.as_tensor(X))
     delta = opt._posterior_sample(Z, mean, std)
     assert delta.shape == (opt.model.features(Z).shape[1], expected[1])
     # the draws are ν times the ν = 1 draws from the same stream, whatever ν
-    unit = make_optimizer("pinn-bo", box, 0, params={**FAST, "initial_steps": 30, "initial_max_steps": 30, **params,
-                                                       "exploration_scale": 1.0}, pde=pde)
-    for xi, yi in zip(X, y):
-        unit.tell(xi, float(yi))
-    unit._fit(X, y)
+    unit = fitted(**{**params, "exploration_scale": 1.0})[0]
     torch.testing.assert_close(delta, expected[0] * unit._posterior_sample(Z, mean, std))
     # and the residual GP draws as many paths as there are draws
     residual = opt._residual_sample(X, (y - mean) / std, Z)
