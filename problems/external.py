@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from pinnbo.expressions import FUNCTIONS, parse_closed
+from pinnbo.errors import shown
+from pinnbo.expressions import RESERVED, FormulaError, expression_of
 from pinnbo.oracles.external import OracleFailure
-from pinnbo.pde import PDE, PDEError
+from pinnbo.pde import MAX_ORDER, PDE, PDEError
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 UNKNOWN = "u"
@@ -79,7 +80,7 @@ def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
         field = f"params.bounds.{name}"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
             raise ProblemError(f"params.bounds: variable name {name!r} must be letters, digits and '_'")
-        if name == UNKNOWN or name in FUNCTIONS:
+        if name == UNKNOWN or name in RESERVED:
             raise ProblemError(f"{field}: {name!r} is reserved (the PDE's unknown or a function); rename the variable")
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
                 not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
@@ -97,23 +98,41 @@ def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
 
 def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde") -> PDE:
     """``"lhs = rhs"`` (or a list, one equation each) in the variables ``names`` and the unknown
-    ``u``; derivatives as ``diff(u, x, 2)``. Parsed by sympy in a closed namespace: any other name
-    is an error naming it."""
+    ``u``; derivatives as ``diff(u, x, 2)``. Parsed without evaluation
+    (:mod:`pinnbo.expressions`): any other name is an error naming it."""
     items = text if isinstance(text, list) else [text]
     if not items or not all(isinstance(t, str) and t.strip() for t in items):
         raise ProblemError(f"{field}: expected an equation such as \"diff(u, x, 2) + diff(u, y, 2) = 0\" or a list of them")
     symbols = {name: sp.Symbol(name, real=True) for name in names}
     unknown = sp.Function(UNKNOWN)(*symbols.values())
-    namespace = {**FUNCTIONS, **symbols, UNKNOWN: unknown, "diff": sp.diff}
+    expected = f"a formula of {', '.join(symbols)} and the unknown {UNKNOWN}"
+
+    def diff(args: list, name: str) -> sp.Expr:
+        # diff(expr, x), diff(expr, x, 2), diff(expr, x, y): variables, each optionally with a count
+        if len(args) < 2 or not isinstance(args[0], sp.Expr):
+            raise FormulaError("diff takes an expression and the variables, e.g. diff(u, x, 2)")
+        spec = []
+        for arg in args[1:]:
+            if isinstance(arg, sp.Symbol) and arg in symbols.values():
+                spec.append(arg)
+            elif isinstance(arg, sp.Integer) and spec and 1 <= int(arg) <= MAX_ORDER:
+                spec.append(int(arg))
+            else:
+                raise FormulaError(f"diff: expected variables ({', '.join(symbols)}), each optionally followed by "
+                                   f"an order from 1 to {MAX_ORDER}, got {shown(str(arg), 40)}")
+        return sp.diff(args[0], *spec)
+
     lhs, rhs = [], []
     for item in items:
-        # parse_expr evaluates Python; attribute access and dunders are the ways out of a namespace.
-        if "__" in item or re.search(r"\.\s*[A-Za-z_]", item):
-            raise ProblemError(f"{field}: {item!r} may not use attribute access; write diff(u, x, 2)")
         sides = re.split(r"(?<![<>=!])=(?!=)", item)
         if len(sides) > 2:
-            raise ProblemError(f"{field}: {item!r} has more than one '='")
-        parsed = [_parse_side(side, namespace, symbols, item, field) for side in sides]
+            raise ProblemError(f"{field}: {shown(item)} has more than one '='")
+        parsed = [expression_of(side, {**symbols, UNKNOWN: unknown}, field, expected, specials={"diff": diff},
+                                whole=item) for side in sides]
+        for expr in parsed:
+            others = sorted({type(f).__name__ for f in expr.atoms(sp.core.function.AppliedUndef)} - {UNKNOWN})
+            if others:
+                raise ProblemError(f"{field}: unknown function {others[0]!r} in {shown(item)}; the unknown is {UNKNOWN}")
         lhs.append(parsed[0])
         rhs.append(parsed[1] if len(parsed) == 2 else sp.Integer(0))
     if not any(e.has(unknown) for e in lhs + rhs):
@@ -123,20 +142,3 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
                    inputs=names)
     except PDEError as exc:
         raise ProblemError(f"{field}: {exc}") from None
-
-
-def _parse_side(side: str, namespace: dict, symbols: dict, item: str, field: str) -> sp.Expr:
-    try:
-        expr = parse_closed(side, namespace)
-    except Exception as exc:  # sympy raises many types for malformed text
-        raise ProblemError(f"{field}: cannot parse {item!r} ({type(exc).__name__})") from None
-    if not isinstance(expr, sp.Expr):
-        raise ProblemError(f"{field}: {item!r} is not an equation of numeric expressions")
-    extra = sorted(str(s) for s in expr.free_symbols if str(s) not in symbols)
-    if extra:
-        raise ProblemError(f"{field}: unknown symbol {extra[0]!r} in {item!r}; expected a formula of "
-                           f"{', '.join(symbols)} and the unknown {UNKNOWN}")
-    others = sorted({type(f).__name__ for f in expr.atoms(sp.core.function.AppliedUndef)} - {UNKNOWN})
-    if others:
-        raise ProblemError(f"{field}: unknown function {others[0]!r} in {item!r}; the unknown is {UNKNOWN}")
-    return expr
