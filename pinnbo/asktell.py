@@ -34,10 +34,10 @@ from pinnbo.case import Case
 from pinnbo.history import Evaluation, History, HistoryError, locked, write_json_atomic
 from pinnbo.optimizers.base import initial_design
 from pinnbo.problem import Problem
-from pinnbo.run import checkpoint, commit, observation, restore
+from pinnbo.run import checkpoint, commit, observation, read_checkpoint, restore
+from pinnbo.state import CHECKPOINT, PENDING_STATE, load_state, run_identity
 
 PENDING = "pending.json"
-PENDING_STATE = "pending.pt"
 # A told design matches the pending one within this fraction of each variable's range: ask prints
 # full precision, and two proposals are never closer than duplicate_tol (1e-4) in the unit box.
 X_TOLERANCE = 1e-6
@@ -56,19 +56,21 @@ def ask(case: Case) -> dict:
     n_init = case.initial_points
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
-                               constraints=problem.constraint_names, variables=problem.domain.names)
+                               constraints=problem.constraint_names, variables=problem.domain.names,
+                               labels=case.labels)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
             return pending
         if k >= case.budget:
             raise HistoryError(f"budget: all {case.budget} evaluations are recorded; pass --budget to ask for more")
+        saved = read_checkpoint(history, optimizer.device)   # before anything is written
         history.begin(case.to_dict())
         if pending is not None:
             # Stale: evaluation k was recorded since (a tell cut off before its cleanup, or
             # `pinnbo run --resume` went on); the design it holds is in the log.
             discard_pending(folder)
-        restore(history, optimizer, n_init)
+        restore(history, optimizer, n_init, saved)
         start = time.perf_counter()
         if k < n_init:
             x, phase = initial_design(problem.domain, n_init, case.seed)[k], "initial"
@@ -77,7 +79,7 @@ def ask(case: Case) -> dict:
             phase = getattr(optimizer, "last_role", "optimizer")
         ask_seconds = time.perf_counter() - start
         if k + 1 >= n_init:
-            checkpoint(folder, optimizer, PENDING_STATE, n_told=k + 1)
+            checkpoint(history, optimizer, PENDING_STATE, n_told=k + 1)
         pending = {"index": k, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase,
                    "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
         if problem.oracle_constraints:  # what the measurement must report besides the objective
@@ -107,18 +109,31 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
-                               constraints=problem.constraint_names, variables=problem.domain.names)
+                               constraints=problem.constraint_names, variables=problem.domain.names,
+                               labels=case.labels)
         k = len(history)
         pending = read_pending(folder, problem)
+        pending_matches = pending is not None and pending["index"] == k and _same(
+            told, np.array([pending["x"][n] for n in names]), problem)
+        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem)), None)
+        if recorded is not None and not pending_matches:
+            raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}; "
+                            "pinnbo ask for the next design")
         if pending is None or pending["index"] > k:
             raise TellError(f"tell: design {_show(told)} was never asked; nothing is pending (pinnbo ask first)")
         if pending["index"] < k:
             raise TellError(f"tell: design {_show(told)} was never asked; evaluation {pending['index']} is "
                             "already recorded (pinnbo ask for the next design)")
         asked = np.array([pending["x"][n] for n in names])
-        gap = np.abs(told - asked) / problem.domain.widths
-        if not np.all(gap <= X_TOLERANCE):
+        if not _same(told, asked, problem):
             raise TellError(f"tell: design {_show(told)} was never asked; the pending design {k} is {_show(asked)}")
+        # The ask's saved state, checked before anything is written: a file that is not this run's
+        # state is refused, one that is this run's but of another step is dropped after the record.
+        state = folder / PENDING_STATE
+        promote = False
+        if os.path.lexists(state):
+            saved = load_state(state, run_identity(history.case))
+            promote = saved is not None and saved["n_told"] == k + 1
         history.begin(case.to_dict())
         error = None if failed is None else (failed.strip() or "failed (no reason given)")
         # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
@@ -129,23 +144,17 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         if isinstance(asked_at, (int, float)):
             timing["oracle_seconds"] = round(max(time.time() - asked_at, 0.0), 3)  # the measurement, seen from here
         commit(history, None, record, timing, case.initial_points)
-        state = folder / PENDING_STATE
-        if state.exists():
-            if _checkpoint_told(state) == k + 1:
-                os.replace(state, folder / "checkpoint.pt")
-            else:  # not this ask's state: the next ask replays from checkpoint.pt instead
-                state.unlink()
+        if promote:
+            os.replace(state, folder / CHECKPOINT)
+        else:  # not this ask's step: the next ask replays from checkpoint.pt and the log
+            state.unlink(missing_ok=True)
         (folder / PENDING).unlink(missing_ok=True)
     return record, history, problem
 
 
-def _checkpoint_told(path: Path) -> int | None:
-    import torch
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False).get("n_told")
-    except Exception:  # an unreadable state is only a lost shortcut
-        return None
+def _same(told: np.ndarray, design: np.ndarray, problem: Problem) -> bool:
+    """Whether ``told`` is ``design`` (both (d,)) within :data:`X_TOLERANCE` of each range."""
+    return design.shape == told.shape and bool(np.all(np.abs(told - design) / problem.domain.widths <= X_TOLERANCE))
 
 
 def read_pending(folder: Path, problem: Problem) -> dict | None:

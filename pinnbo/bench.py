@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
 import math
 import multiprocessing
@@ -61,7 +62,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from pinnbo.case import Case, CaseError, load_case
-from pinnbo.history import EXPLORATION, History, differing_key, holds_anything, read_stored_case, write_json_atomic
+from pinnbo.errors import shown
+from pinnbo.history import (EXPLORATION, History, HistoryError, differing_key, holds_anything, read_stored_case,
+                            write_failure, write_json_atomic, write_text_atomic)
+from pinnbo.state import CHECKPOINT, load_state, run_identity
 from pinnbo.interrupts import signals_ignored
 from pinnbo.optimizers import METHODS, MethodError
 from pinnbo.pde import PDEError
@@ -317,8 +321,12 @@ def _check_resumable(folder: Path, case: dict) -> None:
         raise BenchError(f"--output: {stored_file} {exc}; use another --output") from None
     key = differing_key(stored, case)
     if key is not None:
-        raise BenchError(f"--output: {folder} holds a run with a different {key} ({stored.get(key)!r}, now "
-                         f"{case.get(key)!r}); use another --output or delete that folder")
+        raise BenchError(f"--output: {folder} holds a run with a different {key} ({shown(stored.get(key))}, now "
+                         f"{shown(case.get(key))}); use another --output or delete that folder")
+    try:  # its state file too: a run must not fail in a worker on what can be refused here
+        load_state(folder / CHECKPOINT, run_identity(case), recorded=recorded_evaluations(folder))
+    except HistoryError as exc:
+        raise BenchError(str(exc)) from None
 
 
 def plan(settings: BenchSettings) -> list[CasePlan]:
@@ -1017,19 +1025,18 @@ def rich_table(summary: dict) -> Table:
 
 def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) -> None:
     """curves.csv; a constrained case adds the feasible count and the cumulative violation so far."""
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"]
-                        + (["n_feasible", "cumulative_violation"] if constrained else []))
-        for method, seed, k, best, regret, *more in rows:
-            writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)]
-                            + [repr(v) for v in more])
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"]
+                    + (["n_feasible", "cumulative_violation"] if constrained else []))
+    for method, seed, k, best, regret, *more in rows:
+        writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)]
+                        + [repr(v) for v in more])
+    write_text_atomic(path, text.getvalue())
 
 
 def plot_bench_convergence(summary: dict, path: Path) -> None:
-    from pinnbo.report import _pyplot
+    from pinnbo.report import _pyplot, save_figure
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -1052,14 +1059,16 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
                  + (" (seeds with a feasible point)" if constrained else ""))
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_case_outputs(case_plan: CasePlan, summary: dict, rows: list[list]) -> None:
-    case_plan.folder.mkdir(parents=True, exist_ok=True)
+    try:
+        case_plan.folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failure(case_plan.folder, exc) from None
     write_curves_csv(case_plan.folder / "curves.csv", rows, case_plan.constrained)
-    (case_plan.folder / "table.md").write_text(markdown_table(summary))
+    write_text_atomic(case_plan.folder / "table.md", markdown_table(summary))
     write_json_atomic(case_plan.folder / "summary.json", summary)
     plot_bench_convergence(summary, case_plan.folder / "convergence.png")
 

@@ -45,7 +45,8 @@ import numpy as np
 import sympy as sp
 import yaml
 
-from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.errors import shown
+from pinnbo.expressions import expression_of, numpy_function, split_relation
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.optimizers.base import MethodError, check_device, sobol_unit
 from pinnbo.pde import PDEError
@@ -83,6 +84,7 @@ class Case:
     constraint_noise: float | dict = 0.0   # fraction of each black-box constraint's std (or per name)
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
+    labels: dict = field(default_factory=dict)   # field -> the command-line option that set it (messages)
 
     @property
     def output_dir(self) -> Path:
@@ -91,6 +93,7 @@ class Case:
     def to_dict(self) -> dict:
         data = asdict(self)
         data.pop("source")
+        data.pop("labels")
         # Absent unless used: the case.json of an unconstrained case (and so --resume of a folder
         # written before constraints existed) stays what it was.
         if not data["constraints"]:
@@ -110,7 +113,7 @@ class Case:
 
         return RunSettings(budget=self.budget, initial_points=self.initial_points, seed=self.seed,
                            output=self.output_dir, case=self.to_dict(), resume=resume, overwrite=overwrite,
-                           timeout=self.timeout)
+                           timeout=self.timeout, labels=dict(self.labels))
 
     def build_problem(self) -> Problem:
         factory = resolve_problem(self.problem, self.base_dir)
@@ -236,16 +239,13 @@ def parse_constraint(text: str, variables: Sequence[str], field: str) -> sp.Expr
     expected = ("expected an inequality such as 'x + y <= 1.5' or an expression e meaning e <= 0, "
                 f"of {', '.join(variables)}")
     if not isinstance(text, str) or not text.strip():
-        raise CaseError(f"{field}: {expected}; got {text!r}")
-    # parse_expr evaluates Python; attribute access and dunders are the ways out of a namespace.
-    if "__" in text or re.search(r"\.\s*[A-Za-z_]", text):
-        raise CaseError(f"{field}: {text!r} may not use attribute access; {expected}")
-    relations = _top_level_relations(text)
+        raise CaseError(f"{field}: {expected}; got {shown(text)}")
+    relations = split_relation(text)
     if any(op in ("=", "==", "!=") for _, op in relations):
-        raise CaseError(f"{field}: {text!r} is an equality, which no sampled design satisfies; {expected} "
+        raise CaseError(f"{field}: {shown(text)} is an equality, which no sampled design satisfies; {expected} "
                         "(or two inequalities with a tolerance)")
     if len(relations) > 1:
-        raise CaseError(f"{field}: {text!r} has {len(relations)} comparisons; write one inequality per constraint")
+        raise CaseError(f"{field}: {shown(text)} has {len(relations)} comparisons; write one inequality per constraint")
     if not relations:
         expr = _parse_side(text, text, variables, field)
     else:
@@ -254,37 +254,18 @@ def parse_constraint(text: str, variables: Sequence[str], field: str) -> sp.Expr
         rhs = _parse_side(text[at + len(op):], text, variables, field)
         expr = lhs - rhs if op in ("<=", "<") else rhs - lhs
     if not expr.free_symbols:
-        raise CaseError(f"{field}: {text!r} does not depend on the design variables; {expected}")
+        raise CaseError(f"{field}: {shown(text)} does not depend on the design variables; {expected}")
     return expr
 
 
 def _parse_side(side: str, text: str, variables: Sequence[str], field: str) -> sp.Expr:
     if not side.strip():
-        raise CaseError(f"{field}: {text!r} has an empty side; expected an inequality such as 'x + y <= 1.5'")
+        raise CaseError(f"{field}: {shown(text)} has an empty side; expected an inequality such as 'x + y <= 1.5'")
+    symbols = {name: sp.Symbol(name, real=True) for name in variables}
     try:
-        return parse_expression(side.strip(), variables, field)
-    except ProblemError as exc:  # name the whole constraint, not the half that was parsed
-        raise CaseError(str(exc).replace(repr(side.strip()), repr(text))) from None
-
-
-def _top_level_relations(text: str) -> list[tuple[int, str]]:
-    """(position, operator) of the comparisons outside brackets: ``Piecewise((x, x < 0.5), ...)``
-    keeps its inner condition."""
-    out, depth, i = [], 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and text[i:i + 2] in ("<=", ">=", "==", "!="):
-            out.append((i, text[i:i + 2]))
-            i += 2
-            continue
-        elif depth == 0 and ch in "<>=":
-            out.append((i, ch))
-        i += 1
-    return out
+        return expression_of(side, symbols, field, f"a formula of {', '.join(variables)}", whole=text)
+    except ProblemError as exc:
+        raise CaseError(str(exc)) from None
 
 
 def formula_constraint(expr: sp.Expr, variables: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
@@ -337,6 +318,20 @@ def load_case(path: str | Path, overrides: dict | None = None) -> Case:
 
 
 def case_from_dict(data: Any, source: str | None = None, overrides: dict | None = None) -> Case:
+    """The case of ``data`` (a parsed case file) with the command line's ``overrides``; a mistake
+    in an overridden field names its option (``--seed``) rather than the field."""
+    labels = {key: f"--{key}" for key, value in (overrides or {}).items() if value is not None and key != "smoke"}
+    try:
+        case = _case_from_dict(data, source, overrides)
+    except CaseError as exc:
+        message = str(exc)
+        key = message.split(":", 1)[0]
+        raise CaseError(labels[key] + message[len(key):] if key in labels else message) from None
+    case.labels = labels
+    return case
+
+
+def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Case:
     if not isinstance(data, dict):
         raise CaseError("case: expected a mapping of fields (name, problem, method, ...) at the top level")
     data = dict(data)
@@ -371,8 +366,8 @@ def case_from_dict(data: Any, source: str | None = None, overrides: dict | None 
         source=source,
         smoke=smoke,
     )
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", case.name):
-        raise CaseError(f"name: expected letters, digits, '_', '-' or '.', got {case.name!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", case.name) or set(case.name) == {"."}:
+        raise CaseError(f"name: expected letters, digits, '_', '-' or '.' (not only dots), got {shown(case.name)}")
     if smoke:
         case.initial_points = min(case.initial_points, 4)
         case.budget = case.initial_points + 2
@@ -543,10 +538,10 @@ def resolve_problem(spec: str, base: Path) -> Callable[..., Problem]:
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         file_part, function = spec.rsplit(":", 1)
         path = Path(file_part)
-        if not path.is_absolute():
-            path = (base / path) if (base / path).exists() else Path.cwd() / path
-        if not path.exists():
-            raise CaseError(f"problem: no such file {file_part!r}")
+        if not path.is_absolute():  # relative to the case file, never the current folder
+            path = base / path
+        if not path.is_file():
+            raise CaseError(f"problem: no such file {shown(file_part)} (relative to {base})")
         module_name = f"pinnbo_user_{abs(hash(str(path.resolve())))}"
         spec_ = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec_)

@@ -55,10 +55,20 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
     """Physics-informed Bayesian optimisation of expensive designs."""
 
 
-def fail(message: str) -> None:
+def fail(message: str, code: int = 2) -> None:
+    """One line ``error: message`` on stderr and exit ``code`` (2: a user mistake; 1: the run could
+    not go on, e.g. a full disk)."""
     # escape: messages quote the user's text, and "[lower, upper]" must not be read as a rich tag.
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+def _resume_command(case: Path, seed, budget, output, device, loaded) -> str:
+    """The command that continues a stopped run: it repeats the overrides, since a resume with
+    another seed or folder would be refused."""
+    again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("output", output),
+                                                 ("device", device)) if v is not None)
+    return f"pinnbo run {case} --resume{again}" + (" --smoke" if loaded is not None and loaded.smoke else "")
 
 
 def smoke_requested(flag: bool) -> bool:
@@ -88,10 +98,12 @@ def run(
     """Optimise the problem of a case file and write results, summary and plots."""
     from pinnbo.bench import recorded_evaluations
     from pinnbo.case import load_case
+    from pinnbo.history import WriteFailure
     from pinnbo.report import LiveProgress, fmt, write_report
-    from pinnbo.run import RunInterrupted
+    from pinnbo.run import OracleBroken, RunInterrupted
     from pinnbo.run import run as run_loop
 
+    loaded = None
     try:
         loaded = load_case(case, {"seed": seed, "budget": budget, "device": device,
                                   "output": None if output is None else str(output),
@@ -106,17 +118,17 @@ def run(
         finally:
             if observer is not None:
                 observer.stop()
+        summary = write_report(history, problem, loaded.to_dict())
+    except (WriteFailure, OracleBroken) as exc:
+        where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
+        fail(f"{exc}{where}. Continue with: {_resume_command(case, seed, budget, output, device, loaded)}", code=1)
     except _user_errors() as exc:
         fail(str(exc))
     except RunInterrupted as exc:
-        # The hint repeats the overrides: a resume with another seed or folder would be refused.
-        again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("output", output),
-                                                     ("device", device)) if v is not None)
         err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
-                          f"Continue with: pinnbo run {case} --resume{again}" + (" --smoke" if loaded.smoke else ""),
+                          f"Continue with: {_resume_command(case, seed, budget, output, device, loaded)}",
                           soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(143 if exc.terminated else 130)
-    summary = write_report(history, problem, loaded.to_dict())
     constrained = "n_feasible" in summary
     if recorded >= loaded.budget:
         console.print(f"nothing to run: {recorded} evaluations already recorded in {loaded.output_dir}/ "
@@ -160,12 +172,15 @@ def bench(
 ) -> None:
     """Compare methods over seeds on cases: curves, table with tests, figure; restart to continue."""
     from pinnbo.bench import BenchInterrupted, BenchSettings, run_bench
+    from pinnbo.history import WriteFailure
 
     try:
         settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, jobs=jobs, output=output,
                                               params=params, reference=reference, device=device,
                                               smoke=smoke_requested(smoke))
         result = run_bench(settings, console=console, quiet=quiet)
+    except WriteFailure as exc:
+        fail(f"{exc}; rerun the same command once the folder can be written (complete runs are kept)", code=1)
     except _user_errors() as exc:
         fail(str(exc))
     except BenchInterrupted as exc:
@@ -303,8 +318,12 @@ def ask(
     """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
     from pinnbo.asktell import ask as ask_next
 
+    from pinnbo.history import WriteFailure
+
     try:
         pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke))
+    except WriteFailure as exc:
+        fail(f"{exc}; ask again once the results folder can be written", code=1)
     except _user_errors() as exc:
         fail(str(exc))
     typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase", "constraints") if k in pending}))
@@ -329,6 +348,7 @@ def tell(
     """Record the measurement of the pending design (from pinnbo ask)."""
     from pinnbo.asktell import TellError, parse_json, parse_y
     from pinnbo.asktell import tell as tell_value
+    from pinnbo.history import WriteFailure
     from pinnbo.report import fmt, write_report
 
     try:
@@ -346,6 +366,9 @@ def tell(
             design, value, measured = x, None if y is None else parse_y(y), constraint
         record, history, problem = tell_value(loaded, design, value, failed, measured)
         summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
+    except WriteFailure as exc:
+        fail(f"{exc}; tell again once the results folder can be written (a measurement already recorded "
+             "is reported as such)", code=1)
     except _user_errors() as exc:
         fail(str(exc))
     state = fmt(record.y) if record.ok else f"failed ({record.error})"

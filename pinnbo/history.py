@@ -18,13 +18,26 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
+
+from pinnbo.errors import shown
 
 
 class HistoryError(ValueError):
     """A results folder that cannot be used as asked (one-line message)."""
+
+
+class WriteFailure(HistoryError):
+    """Writing to the results folder failed (a full disk, a file-size limit, a read-only folder).
+    Nothing half-written is left: the log is cut back to its last whole record and temporary files
+    are removed, so the run continues with ``--resume`` once the cause is fixed."""
+
+
+def write_failure(path: Path, exc: OSError) -> WriteFailure:
+    """The one-line error for an OSError raised while writing ``path``."""
+    return WriteFailure(f"cannot write {path} ({exc.strerror or exc})")
 
 
 # The phase of the random points of GP-UCB+ and EXPLOIT+ (REFERENCES §4: their best is reported
@@ -86,15 +99,15 @@ class Evaluation:
         except (json.JSONDecodeError, TypeError) as exc:
             raise HistoryError(f"{where}: corrupted record ({type(exc).__name__}); expected one JSON evaluation per line") from None
         def number(v: Any) -> bool:
-            return isinstance(v, (int, float)) and not isinstance(v, bool)
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
         if not number(record.index) or not isinstance(record.index, int):
             raise HistoryError(f"{where}: corrupted record: 'index' must be an integer")
         if not isinstance(record.x, list) or not all(number(v) for v in record.x):
-            raise HistoryError(f"{where}: corrupted record: 'x' must be a list of numbers")
+            raise HistoryError(f"{where}: corrupted record: 'x' must be a list of finite numbers")
         for key in ("y", "true"):
             if getattr(record, key) is not None and not number(getattr(record, key)):
-                raise HistoryError(f"{where}: corrupted record: '{key}' must be a number or null")
+                raise HistoryError(f"{where}: corrupted record: '{key}' must be a finite number or null")
         if record.status not in ("ok", "failed"):
             raise HistoryError(f"{where}: corrupted record: 'status' must be 'ok' or 'failed'")
         if record.ok and record.y is None:
@@ -104,7 +117,7 @@ class Evaluation:
         for key in ("constraints", "constraints_true"):
             values = getattr(record, key)
             if not isinstance(values, dict) or not all(
-                    isinstance(k, str) and number(v) and math.isfinite(v) for k, v in values.items()):
+                    isinstance(k, str) and number(v) for k, v in values.items()):
                 raise HistoryError(f"{where}: corrupted record: '{key}' must be a mapping of names to finite numbers")
         if record.feasible is not None:
             if not isinstance(record.feasible, bool) or not record.ok or not record.constraints_true:
@@ -141,6 +154,7 @@ class History:
         self.variable_names: tuple[str, ...] = tuple(variables)
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
+        self.case: dict = {}     # read(): the case of the run (binds its state files, pinnbo.state)
         self._existing = False   # read(): the folder held files
         self._resumed = False    # read(): the evaluations on disk were loaded
 
@@ -148,27 +162,38 @@ class History:
     @classmethod
     def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
              resume: bool, overwrite: bool, constraints: Sequence[str] = (),
-             variables: Sequence[str] = ()) -> "History":
+             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None) -> "History":
         """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
         disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
         history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints,
-                           variables=variables)
+                           variables=variables, labels=labels)
         history.begin(case)
         return history
 
     @classmethod
     def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
              resume: bool, overwrite: bool, constraints: Sequence[str] = (),
-             variables: Sequence[str] = ()) -> "History":
+             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None) -> "History":
         """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
-        log, design variables in another order are refused) and read its evaluations if ``resume``.
-        Writes nothing, so a command refused now or by a later check leaves the folder as it was."""
+        log, design variables in another order, a budget below what is recorded are refused) and read
+        its evaluations if ``resume``. Writes nothing, so a command refused now or by a later check
+        leaves the folder as it was. ``labels`` name the command-line option a case field came from
+        (``{"seed": "--seed"}``), so a refusal names what the user typed."""
+        if resume and overwrite:
+            raise HistoryError("--resume and --overwrite: give one of them (continue the run, or replace it)")
         folder = Path(folder)
         history = cls(sense, folder, optimum, constraints, variables)
-        history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite, variables=variables)
+        history.case = dict(case)
+        history._existing = _check_folder(folder, case, resume=resume, overwrite=overwrite, variables=variables,
+                                          labels=labels or {})
         history._resumed = resume
         if resume:
             history.load()
+            budget = case.get("budget")
+            if isinstance(budget, int) and budget < len(history.evaluations):
+                label = (labels or {}).get("budget", "budget")
+                raise HistoryError(f"{label}: {budget} is below the {len(history.evaluations)} evaluations already "
+                                   f"recorded in {folder}; give {len(history.evaluations)} or more")
         return history
 
     def begin(self, case: dict) -> None:
@@ -184,7 +209,7 @@ class History:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
+            raise write_failure(folder, exc) from None
         write_json_atomic(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
                           if self.variable_names else case)
 
@@ -199,12 +224,15 @@ class History:
         assert self.folder is not None
         path = self.folder / "evaluations.jsonl"
         self.evaluations, self.timings = [], []
-        if not path.exists():
+        if not os.path.lexists(path):
             return
+        if path.is_symlink() or not path.is_file():
+            raise HistoryError(f"{path}: corrupted evaluation log (a {'symbolic link' if path.is_symlink() else 'directory'}"
+                               ", not a file; pinnbo follows no links in a results folder)")
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
-            raise HistoryError(f"{path}: cannot read the evaluation log ({type(exc).__name__})") from None
+            raise HistoryError(f"{path}: corrupted evaluation log, cannot read it ({type(exc).__name__})") from None
         lines = text.split("\n")
         complete, tail = lines[:-1], lines[-1]  # tail: "" or a record cut off mid-write
         evaluations = []
@@ -228,7 +256,7 @@ class History:
         # timings.jsonl is not fsynced (it is not needed to resume): keep what is there, by index.
         by_index: dict[int, dict] = {}
         timings = self.folder / "timings.jsonl"
-        if timings.exists():
+        if timings.is_file() and not timings.is_symlink():
             for line in timings.read_text(errors="replace").splitlines():
                 try:
                     entry = json.loads(line)
@@ -259,21 +287,21 @@ class History:
         path = self.folder / "evaluations.jsonl"
         text = "".join(r.to_json() + "\n" for r in self.evaluations)
         if path.exists() and path.read_text() != text:
-            _write_atomic(path, text)
+            write_text_atomic(path, text)
         timings = self.folder / "timings.jsonl"
         text = "".join(json.dumps({"index": r.index, **t}) + "\n" for r, t in zip(self.evaluations, self.timings))
         if self.evaluations and (not timings.exists() or timings.read_text(errors="replace") != text):
-            _write_atomic(timings, text)
+            write_text_atomic(timings, text)
 
     # -- records ----------------------------------------------------------------------------------
     def append(self, record: Evaluation, timing: dict | None = None) -> None:
         record.y = _finite_or_none(record.y)
         record.true = _finite_or_none(record.true)
-        self.evaluations.append(record)
-        self.timings.append(timing or {})
         if self.folder is not None:
             _append_line(self.folder / "evaluations.jsonl", record.to_json())
             _append_line(self.folder / "timings.jsonl", json.dumps({"index": record.index, **(timing or {})}), sync=False)
+        self.evaluations.append(record)
+        self.timings.append(timing or {})
 
     def __len__(self) -> int:
         return len(self.evaluations)
@@ -415,31 +443,35 @@ def differing_key(stored: dict, case: dict) -> str | None:
     return None
 
 
-def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, variables: Sequence[str] = ()) -> bool:
+def _check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, variables: Sequence[str] = (),
+                  labels: Mapping[str, str] | None = None) -> bool:
     """Refuse a folder that would lose results; returns whether it holds anything. Writes nothing."""
     if folder.exists() and not folder.is_dir():
         raise HistoryError(f"output: {folder} is a file, not a results folder")
     case_file = folder / "case.json"
     existing = holds_anything(folder)
     if resume:
-        if not case_file.exists():
+        if not os.path.lexists(case_file):
             if existing:
-                raise HistoryError(f"--resume: {folder} holds no pinnbo run (no case.json); refusing to touch it")
+                raise HistoryError(f"output: {folder} holds no pinnbo run (no case.json); refusing to touch it")
             return existing
+        if case_file.is_symlink() or not case_file.is_file():
+            raise HistoryError(f"{case_file}: corrupted (not a regular file); refusing to touch {folder}")
         try:
             stored = read_stored_case(case_file)
         except ValueError as exc:
-            raise HistoryError(f"--resume: {case_file} {exc}; refusing to touch {folder}") from None
+            raise HistoryError(f"{case_file}: corrupted, {exc}; refusing to touch {folder}") from None
         key = differing_key(stored, case)
         if key is not None:
+            label = (labels or {}).get(key, key)
             raise HistoryError(
-                f"--resume: {folder} was produced with a different {key} "
-                f"({stored.get(key)!r}, now {case.get(key)!r}); use another --output"
+                f"{label}: {folder} was produced with a different {key} "
+                f"({shown(stored.get(key))}, now {shown(case.get(key))}); use another --output"
             )
         before = stored.get(VARIABLES_KEY)
         if variables and isinstance(before, list) and before != list(variables):
             # Each record's x is a list in this order: read in another, every design would move.
-            raise HistoryError(f"--resume: {folder} was produced with the design variables in the order "
+            raise HistoryError(f"bounds: {folder} was produced with the design variables in the order "
                                f"({', '.join(map(str, before))}), now ({', '.join(variables)}); keep the "
                                "case's order or use another --output")
         return existing
@@ -481,22 +513,41 @@ def locked(folder: Path) -> Iterator[None]:
 
 
 def _append_line(path: Path, line: str, sync: bool = True) -> None:
-    with open(path, "a") as fh:
-        fh.write(line + "\n")
-        fh.flush()
-        if sync:
-            os.fsync(fh.fileno())
+    """Append one line; on a write failure the file is cut back to where it was (no partial record)
+    and a :class:`WriteFailure` raised. Links are not followed (O_NOFOLLOW)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    try:
+        size = os.fstat(fd).st_size
+        data = (line + "\n").encode()
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass  # a line without its newline is dropped on resume (History.load)
+            raise write_failure(path, exc) from None
+    finally:
+        os.close(fd)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so that a reader never sees a half-written file."""
-    _write_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 TMP_SUFFIX = ".tmp"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced
     (and, if it can, no ``.tmp`` beside them)."""
     tmp = path.with_suffix(path.suffix + TMP_SUFFIX)
@@ -506,6 +557,9 @@ def _write_atomic(path: Path, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failure(path, exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

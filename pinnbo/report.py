@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from pinnbo.history import EXPLORATION, Evaluation, History, write_json_atomic
+from pinnbo.history import EXPLORATION, Evaluation, History, write_failure, write_json_atomic
 from pinnbo.problem import Problem
 
 
@@ -228,8 +228,17 @@ def plot_convergence(history: History, problem: Problem, path: Path) -> None:
     ax.set_title(problem.name)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
+
+
+def save_figure(fig, path: Path) -> None:
+    """Write ``fig`` as a PNG and close it; a failed write is a one-line :class:`WriteFailure`."""
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise write_failure(Path(path), exc) from None
+    finally:
+        _pyplot().close(fig)
 
 
 def plot_field(history: History, problem: Problem, path: Path) -> None:
@@ -253,7 +262,8 @@ def plot_field(history: History, problem: Problem, path: Path) -> None:
     ax.set_xlabel(names[0])
     ax.set_ylabel(names[1])
     ax.set_title(f"{problem.name}: field and queried points")
-    ax.legend(loc="upper right", fontsize=7)
+    # Below the axes: inside them the legend would hide the points near a corner, where the heat
+    # plates' optima are.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4, fontsize=7, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

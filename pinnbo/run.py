@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from pinnbo.history import Evaluation, History, HistoryError, locked
+from pinnbo.state import CHECKPOINT, load_state, run_identity, save_state
 from pinnbo.interrupts import held_interrupts
 from pinnbo.optimizers.base import Optimizer, initial_design, numpy_rng
 from pinnbo.oracles.external import OracleFailure, call_oracle
@@ -53,12 +54,41 @@ class RunSettings:
     resume: bool = False
     overwrite: bool = False
     timeout: float | None = None    # seconds per oracle call; None: no limit
+    labels: dict | None = None      # case field -> the command-line option that set it (messages)
 
 
 class RunObserver(Protocol):
     def on_start(self, problem: Problem, settings: RunSettings, history: History) -> None: ...
     def on_evaluation(self, record: Evaluation, timing: dict, history: History) -> None: ...
     def on_finish(self, history: History) -> None: ...
+
+
+class OracleBroken(Exception):
+    """The oracle failed on every call of the initial design, or on :data:`FAILURE_STREAK` calls
+    in a row: the run stops rather than spend its budget on failures (every record is on disk)."""
+
+
+#: Consecutive failed evaluations after which a run stops (counted within one command, so a
+#: ``--resume`` after the oracle is fixed goes on).
+FAILURE_STREAK = 10
+
+
+class FailureStreak:
+    """Counts the failed evaluations this command made in a row and stops the run (raises
+    :class:`OracleBroken`) when they are the whole initial design or :data:`FAILURE_STREAK` long."""
+
+    def __init__(self, n_init: int) -> None:
+        self.n_init = n_init
+        self.streak: list[Evaluation] = []
+
+    def check(self, history: History, record: Evaluation) -> None:
+        self.streak = [] if record.ok else self.streak + [record]
+        initial_failed = len(history) == self.n_init and not any(r.ok for r in history.evaluations)
+        if self.streak and (initial_failed or len(self.streak) >= FAILURE_STREAK):
+            first = self.streak[0]
+            what = (f"all {self.n_init} evaluations of the initial design" if initial_failed
+                    else f"{len(self.streak)} evaluations in a row")
+            raise OracleBroken(f"oracle: {what} failed, the first (evaluation {first.index}) with: {first.error}")
 
 
 class RunInterrupted(Exception):
@@ -174,46 +204,33 @@ def constraint_vector(history: History, record: Evaluation) -> np.ndarray | None
     return np.array([record.constraints[n] for n in history.constraint_names], dtype=np.float64)
 
 
-def checkpoint(folder: Path, optimizer: Optimizer, name: str = "checkpoint.pt", n_told: int | None = None) -> None:
+def checkpoint(history: History, optimizer: Optimizer, name: str = CHECKPOINT, n_told: int | None = None) -> None:
     """Save the optimiser's state, valid once ``n_told`` (default ``optimizer.n_told``) records are
-    told, to ``folder/name`` (atomic: a crash leaves the previous file)."""
-    path = folder / name
-    tmp = folder / (name + ".tmp")
-    torch.save({"n_told": optimizer.n_told if n_told is None else n_told, "state": optimizer.state_dict()}, tmp)
-    os.replace(tmp, path)
+    told, to ``name`` in the history's folder, bound to its run (:mod:`pinnbo.state`)."""
+    save_state(history.folder / name, optimizer.state_dict(), optimizer.n_told if n_told is None else n_told,
+               run_identity(history.case))
 
 
-def _read_checkpoint(path: Path, optimizer: Optimizer) -> dict | None:
-    if not path.exists():
+def read_checkpoint(history: History, device: torch.device | str = "cpu") -> dict | None:
+    """The checkpoint beside ``history``'s log (None without one); refused with a one-line
+    HistoryError when it is corrupted, another run's, or ahead of the log."""
+    if history.folder is None:
         return None
-    try:
-        data = torch.load(path, map_location=optimizer.device, weights_only=False)
-        if not isinstance(data, dict) or not isinstance(data.get("n_told"), int) or "state" not in data:
-            raise ValueError("not a pinnbo checkpoint")
-        return data
-    except Exception as exc:  # unreadable state costs replay time, never evaluations
-        log.warning("%s is unreadable (%s); rebuilding the optimiser from the log", path, type(exc).__name__)
-        return None
+    return load_state(history.folder / CHECKPOINT, run_identity(history.case), device, recorded=len(history))
 
 
-def restore(history: History, optimizer: Optimizer, n_init: int, checkpoint_path: Path | None = None) -> None:
-    """Rebuild the optimiser's state from the log (and checkpoint) without calling the oracle.
-
-    ``checkpoint_path`` defaults to the folder's checkpoint.pt. Afterwards the optimiser is in the
-    state of an uninterrupted run that has just told ``len(history)`` evaluations.
-    """
-    folder = history.folder
-    if checkpoint_path is None and folder is not None:
-        checkpoint_path = folder / "checkpoint.pt"
+def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | None = None) -> None:
+    """Rebuild the optimiser's state from the log and ``saved`` (a :func:`read_checkpoint`)
+    without calling the oracle. Afterwards the optimiser is in the state of an uninterrupted run
+    that has just told ``len(history)`` evaluations."""
     start = 0
-    data = None if checkpoint_path is None else _read_checkpoint(checkpoint_path, optimizer)
-    if data is not None and data["n_told"] <= len(history):
+    if saved is not None:
         try:
-            optimizer.load_state_dict(data["state"])
+            optimizer.load_state_dict(saved["state"])
         except Exception as exc:  # half-loaded weights would silently change the run
-            raise HistoryError(f"{checkpoint_path}: does not fit this optimiser ({type(exc).__name__}); delete it "
-                               "and the run is rebuilt from evaluations.jsonl") from None
-        start = data["n_told"]
+            raise HistoryError(f"{history.folder / CHECKPOINT}: does not fit this optimiser ({type(exc).__name__}); "
+                               "delete it and the run is rebuilt from evaluations.jsonl") from None
+        start = saved["n_told"]
     dim = optimizer.domain.dim
     for record in history.evaluations:
         if len(record.x) != dim:
@@ -249,7 +266,7 @@ def commit(history: History, optimizer: Optimizer | None, record: Evaluation, ti
         if optimizer is not None:
             _tell(optimizer, history, record, None if record.y is None else history_sign(history) * record.y)
             if history.folder is not None and len(history) >= n_init:
-                checkpoint(history.folder, optimizer)
+                checkpoint(history, optimizer)
 
 
 def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
@@ -260,20 +277,24 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
                            "`oracle: {command: ...}` to run it, or use `pinnbo ask` / `pinnbo tell`")
     if settings.output is None:
         history = History(problem.sense, None, problem.optimum, problem.constraint_names)
-        return _loop(problem, optimizer, settings, history, observer)
+        return _loop(problem, optimizer, settings, history, observer, None)
     with locked(settings.output):
-        history = History.open(settings.output, settings.case or {}, problem.sense, problem.optimum,
+        history = History.read(settings.output, settings.case or {}, problem.sense, problem.optimum,
                                resume=settings.resume, overwrite=settings.overwrite,
-                               constraints=problem.constraint_names, variables=problem.domain.names)
-        return _loop(problem, optimizer, settings, history, observer)
+                               constraints=problem.constraint_names, variables=problem.domain.names,
+                               labels=settings.labels)
+        saved = read_checkpoint(history, optimizer.device) if settings.resume else None   # before any write
+        history.begin(settings.case or {})
+        return _loop(problem, optimizer, settings, history, observer, saved)
 
 
 def _loop(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
-          observer: RunObserver | None) -> History:
+          observer: RunObserver | None, saved: dict | None) -> History:
     n_init = settings.initial_points
     design = initial_design(problem.domain, n_init, settings.seed)
+    failures = FailureStreak(n_init)
     try:
-        restore(history, optimizer, n_init)
+        restore(history, optimizer, n_init, saved)
         if observer is not None:
             observer.on_start(problem, settings, history)
         while len(history) < settings.budget:
@@ -290,6 +311,7 @@ def _loop(problem: Problem, optimizer: Optimizer, settings: RunSettings, history
             commit(history, optimizer, record, timing, n_init)
             if observer is not None:
                 observer.on_evaluation(record, timing, history)
+            failures.check(history, record)
     except KeyboardInterrupt as exc:
         from pinnbo.interrupts import Terminated
 

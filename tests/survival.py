@@ -173,3 +173,28 @@ def pid_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return True
+
+
+class CallLog:
+    """Oracle calls recorded in a file, one JSON line each: every call runs in a forked worker,
+    where an ``append`` to a list in memory would be lost. Used like that list."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def append(self, item) -> None:
+        with open(self.path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.write(json.dumps(item) + "\n")
+
+    def entries(self) -> list:
+        return [json.loads(line) for line in self.path.read_text().splitlines()] if self.path.exists() else []
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def __len__(self) -> int:
+        return len(self.entries())
+
+    def __iter__(self):
+        return iter(self.entries())

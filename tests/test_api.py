@@ -9,6 +9,7 @@ import pytest
 
 import pinnbo
 from pinnbo.case import CaseError
+from tests.survival import CallLog
 
 
 def test_optimize_returns_the_history_and_writes_results(tmp_path):
@@ -59,13 +60,13 @@ def test_api_errors_name_the_field():
     ({"initial_points": 2.5}, "initial_points: expected an integer >= 1, got 2.5"),
     ({"device": "gpu"}, "device: expected cpu, cuda or cuda:N, got 'gpu'"),
 ])
-def test_optimize_refuses_bad_settings_before_any_evaluation(kwargs, message):
-    calls = []
+def test_optimize_refuses_bad_settings_before_any_evaluation(kwargs, message, tmp_path):
+    calls = CallLog(tmp_path / "calls.log")
     problem = pinnbo.load_problem("dropwave")
     counted = pinnbo.Problem(problem.name, problem.domain, lambda x: calls.append(x) or problem.objective(x))
     with pytest.raises(ValueError) as error:
         pinnbo.optimize(counted, method="random", **{"budget": 6, "initial_points": 3, **kwargs})
-    assert str(error.value) == message and not calls
+    assert str(error.value) == message and not len(calls)
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")

@@ -88,7 +88,7 @@ def test_json_and_failed_tells_and_a_run_that_takes_over(tmp_path):
     assert logged[1]["error"] == "sample cracked" and logged[2]["x"] == list(third["x"].values())
     before = folder_digest(out)
     late = tell(case, out, "--x", measure(third)[0], "--y", "1.0")
-    assert late.exit_code == 2 and "was never asked" in late.stderr
+    assert late.exit_code == 2 and "is already recorded, as evaluation 2" in late.stderr
     assert folder_digest(out) == before
     summary = json.loads((out / "summary.json").read_text())
     assert summary["failed"] == 1 and summary["failures"][0]["error"] == "sample cracked"

@@ -171,11 +171,11 @@ TABLE = [
     Bad("external-constraint-is-a-variable", external(constraints="[x]"), "params.constraints[0]: 'x' is a design variable"),
     Bad("external-constraints-need-json", external(constraints="[c]").replace("params:", "oracle: {command: 'echo {x} {y}'}\nparams:"),
         "oracle.parse: the problem has black-box constraints (c) that the command must report; use parse: json"),
-    Bad("resume-other-constraints", case(constraints="['x1 <= 4']"), "--resume: __OUT__ was produced with a different constraints",
+    Bad("resume-other-constraints", case(constraints="['x1 <= 4']"), "constraints: __OUT__ was produced with a different constraints",
         command=["run", "--resume", "--quiet"]),
     # -- results folders ---------------------------------------------------------------------------
     Bad("rerun-without-overwrite", BASE, "output: __OUT__ is not empty; pass --resume to continue it or --overwrite"),
-    Bad("resume-other-seed", case(seed="4"), "--resume: __OUT__ was produced with a different seed (0, now 4)",
+    Bad("resume-other-seed", case(seed="4"), "seed: __OUT__ was produced with a different seed (0, now 4)",
         command=["run", "--resume", "--quiet"]),
     Bad("resume-other-problem", case(problem="styblinski_tang"), "different problem ('dropwave', now 'styblinski_tang')",
         command=["run", "--resume", "--quiet"]),

@@ -32,6 +32,7 @@ from pinnbo.oracles.external import CommandOracle
 from pinnbo.optimizers import make_optimizer
 from pinnbo.problem import Box, Constraint, Problem
 from pinnbo.run import RunSettings, evaluate, run
+from tests.survival import CallLog
 
 runner = CliRunner()
 F_STAR = math.sqrt(2.0)
@@ -221,7 +222,7 @@ def test_a_failing_known_constraint_fails_the_evaluation():
 
 # -- resume ---------------------------------------------------------------------------------------
 def test_resume_of_a_constrained_run_reproduces_the_history(tmp_path):
-    calls = []
+    calls = CallLog(tmp_path / "calls.log")
     straight = run(product_problem(noise=0.05), random_search(product_problem()), settings(tmp_path / "a"))
     run(product_problem(noise=0.05, calls=calls), random_search(product_problem()), settings(tmp_path / "b", budget=7))
     resumed = run(product_problem(noise=0.05, calls=calls), random_search(product_problem()),

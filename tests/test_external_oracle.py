@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pinnbo.cli import app
-from pinnbo.oracles.external import CommandOracle, OracleFailure
+from pinnbo.oracles.external import CommandOracle, OracleConfigError, OracleFailure
 from pinnbo.problem import Box, Problem
 from pinnbo.run import evaluate
 from tests.survival import pid_alive
@@ -138,3 +138,74 @@ def test_an_oracle_replaces_a_registered_problems_objective(simulator, tmp_path)
     lines = [json.loads(line) for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()]
     assert all(abs(r["y"] - ((r["x"][0] - 0.25) ** 2 + 3 * (r["x"][1] - 0.5) ** 2)) < 1e-12 for r in lines)
     assert max(abs(v) for r in lines for v in r["x"]) > 1  # dropwave's box, [-5.12, 5.12]²
+
+
+# An oracle that starts a grandchild and hangs; both write their pids so the test can watch them.
+SPAWNING = textwrap.dedent('''
+    import os, subprocess, sys, time
+    from pathlib import Path
+    from pinnbo import Box, Problem
+
+    def spawning(folder: str):
+        def f(p):
+            child = subprocess.Popen(["sleep", "600"])
+            Path(folder, "oracle.pid").write_text(str(os.getpid()))
+            Path(folder, "grandchild.pid").write_text(str(child.pid))
+            time.sleep(600)
+        return Problem("spawning", Box((0, 0), (1, 1), ("x", "y")), f)
+''')
+
+
+@pytest.mark.parametrize("kind", ["command", "python"])
+@pytest.mark.parametrize("timeout", [None, 300])
+def test_a_killed_runner_takes_its_oracle_and_what_it_started_with_it(simulator, tmp_path, kind, timeout):
+    """kill -9 of `pinnbo run` in the middle of an oracle call: the oracle and its grandchild die
+    too, with or without a timeout, so a --resume never races a simulation still computing."""
+    from tests.survival import kill_started, start_cli, wait_for
+
+    if kind == "command":
+        (tmp_path / "hang.sh").write_text(f'echo $$ > {tmp_path}/oracle.pid\n'
+                                          f'{PYTHON} simulate.py hang $1 $2 {tmp_path}/grandchild.pid\n')
+        case = _case(tmp_path, oracle={"command": "sh hang.sh {x} {y}"}, timeout=timeout, method="random",
+                     method_params=None)
+    else:
+        (tmp_path / "spawning.py").write_text(SPAWNING)
+        case = _case(tmp_path, problem="spawning.py:spawning", params={"folder": str(tmp_path)}, oracle=None,
+                     timeout=timeout, method="random", method_params=None)
+    process = start_cli("run", str(case), "--quiet")
+    try:
+        wait_for(lambda: (tmp_path / "grandchild.pid").exists() and (tmp_path / "oracle.pid").exists()
+                 and (tmp_path / "grandchild.pid").read_text().strip() != "", process=process)
+        oracle, grandchild = (int((tmp_path / f"{n}.pid").read_text()) for n in ("oracle", "grandchild"))
+        assert pid_alive(oracle) and pid_alive(grandchild)
+        process.kill()
+        process.communicate()
+        wait_for(lambda: not pid_alive(oracle) and not pid_alive(grandchild), timeout=10)
+    finally:
+        kill_started()
+
+
+@pytest.mark.parametrize("template,needle", [
+    ("echo {x!r} {y}", "oracle.command: {x!r}: conversions are not supported"),
+    ("echo {x!s} {y}", "oracle.command: {x!s}: conversions are not supported"),
+    ("echo {x:{y}} {y}", "oracle.command: {x:{y}}: a placeholder inside a format is not supported"),
+])
+def test_a_command_template_with_a_conversion_or_a_nested_format_is_refused(template, needle):
+    with pytest.raises(OracleConfigError, match=re.escape(needle)):
+        CommandOracle(template, ("x", "y"))
+
+
+def test_a_problem_file_is_found_next_to_the_case_only(tmp_path, monkeypatch):
+    """A relative problem file is resolved against the case file's folder, never the current one."""
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    (elsewhere / "bowl.py").write_text("from pinnbo import Box, Problem\n\ndef bowl():\n"
+                                       "    return Problem('bowl', Box((0,), (1,)), lambda p: float(p[0]))\n")
+    (tmp_path / "cases").mkdir()
+    case = tmp_path / "cases" / "c.yaml"
+    case.write_text(f"name: c\nproblem: bowl.py:bowl\nmethod: random\nbudget: 4\ninitial_points: 2\n"
+                    f"output: {tmp_path / 'out'}\n")
+    monkeypatch.chdir(elsewhere)
+    result = runner.invoke(app, ["run", str(case), "--quiet"])
+    assert result.exit_code == 2 and "problem: no such file 'bowl.py' (relative to" in result.stderr
+    assert not (tmp_path / "out").exists()

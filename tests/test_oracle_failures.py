@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -94,15 +95,41 @@ def test_evaluate_records_timeouts_and_exits_as_failures():
     record, seconds = evaluate(problem, np.array([0.5]), 3, seed=0, phase="optimizer", timeout=0.2)
     assert record.status == "failed" and record.error.startswith("timeout") and record.y is None
     assert 0.2 <= seconds < 5
-    # In-process (no timeout), an oracle that calls sys.exit must not end the run either.
+    # Without a timeout, an oracle that calls sys.exit must not end the run either.
     problem = Problem("p", Box((0,), (1,)), lambda p: exit(1))
     record, _ = evaluate(problem, np.array([0.5]), 0, seed=0, phase="initial")
     assert record.status == "failed" and record.error == "oracle called sys.exit(1)"
-    # Without a timeout the oracle runs in-process: its side effects stay (with one they would not).
+    # Every call runs in a forked worker: side effects in memory do not survive it.
     seen = []
     problem = Problem("p", Box((0,), (1,)), lambda p: seen.append(p) or 2.0)
     record, _ = evaluate(problem, np.array([0.5]), 0, seed=0, phase="initial")
-    assert record.y == 2.0 and len(seen) == 1
+    assert record.y == 2.0 and seen == []
+
+
+SEGFAULT = """import ctypes
+from pinnbo import Box, Problem
+
+def crashing():
+    def f(p):
+        if p[0] > 0.5:
+            ctypes.string_at(0)   # a segfault, as in a solver's C code
+        return float(p[0])
+    return Problem("crashing", Box((0,), (1,), ("x",)), f)
+"""
+
+
+def test_an_oracle_that_segfaults_without_a_timeout_is_a_failed_evaluation(tmp_path):
+    (tmp_path / "crashing.py").write_text(SEGFAULT)
+    (tmp_path / "case.yaml").write_text("name: c\nproblem: crashing.py:crashing\nmethod: random\nbudget: 8\n"
+                                        f"initial_points: 4\noutput: {tmp_path / 'out'}\n")
+    done = subprocess.run([sys.executable, "-m", "pinnbo.cli", "run", str(tmp_path / "case.yaml"), "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    logged = records(tmp_path / "out")
+    crashed = [r for r in logged if r["x"][0] > 0.5]
+    assert len(logged) == 8 and crashed
+    assert all(r["status"] == "failed" and r["error"].endswith("(killed by SIGSEGV)") for r in crashed)
+    assert all(r["status"] == "ok" for r in logged if r["x"][0] <= 0.5)
 
 
 def test_an_error_text_that_looks_like_markup_does_not_break_the_live_display(tmp_path):
@@ -115,5 +142,7 @@ def test_an_error_text_that_looks_like_markup_does_not_break_the_live_display(tm
     (tmp_path / "case.yaml").write_text("name: b\nproblem: brackets.py:brackets\nmethod: random\nbudget: 6\n"
                                         f"initial_points: 3\noutput: {tmp_path / 'out'}\n")
     result = runner.invoke(app, ["run", str(tmp_path / "case.yaml")])  # with the live display
-    assert result.exit_code == 0, result.output
-    assert [r["error"] for r in records(tmp_path / "out")] == ["ValueError: mesh [/x] failed [bold]"] * 6
+    # Every call fails: the run stops after its initial design, quoting the reason as written.
+    assert result.exit_code == 1, result.output
+    assert "evaluation 0) with: ValueError: mesh [/x] failed [bold]; every completed" in result.stderr
+    assert [r["error"] for r in records(tmp_path / "out")] == ["ValueError: mesh [/x] failed [bold]"] * 3

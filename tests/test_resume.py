@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from pinnbo.cli import app
 from pinnbo.history import History, locked
 from pinnbo.interrupts import held_interrupts
-from tests.survival import (SMALL_PINN, calls, kill_started, line_count, pid_alive, records, start_cli, wait_for,
-                            write_case)
+from tests.survival import (SMALL_PINN, calls, folder_digest, kill_started, line_count, pid_alive, records, start_cli,
+                            wait_for, write_case)
 
 runner = CliRunner()
 BUDGET = 10
@@ -185,13 +185,14 @@ def test_ctrl_c_during_ask_leaves_a_consistent_folder(tmp_path):
     history = History("minimize", out)
     history.load()
     assert len(history) == 4 and len(history.timings) == 4
-    assert torch.load(out / "checkpoint.pt", weights_only=False)["n_told"] == 4
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["n_told"] == 4
     assert not list(out.glob("*.tmp"))
 
 
 def test_resume_repairs_what_a_crash_leaves(tmp_path, reference):
     """The states a kill -9 can leave between the writes of one evaluation: a half-written record,
-    a missing timings line, a half-written checkpoint (.tmp), an unreadable checkpoint."""
+    a missing timings line, a half-written checkpoint (.tmp). A checkpoint that cannot be read is no
+    such state (it is replaced atomically): it is refused, naming the file, until it is deleted."""
     case = write_case(tmp_path)
     out = tmp_path / "out"
     assert cli("run", str(case), "--quiet", "--budget", "7").exit_code == 0
@@ -201,6 +202,11 @@ def test_resume_repairs_what_a_crash_leaves(tmp_path, reference):
     (out / "timings.jsonl").write_text("\n".join(timings[:5]) + "\n" + timings[6] + "\n")
     (out / "checkpoint.pt.tmp").write_bytes(b"half a checkpoint")
     (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    before = folder_digest(out)
+    result = cli("run", str(case), "--resume", "--quiet")
+    assert result.exit_code == 2 and "checkpoint.pt: corrupted state file" in result.stderr
+    assert folder_digest(out) == before
+    (out / "checkpoint.pt").unlink()
     result = cli("run", str(case), "--resume", "--quiet")
     assert result.exit_code == 0, result.output
     assert (out / "evaluations.jsonl").read_bytes() == reference

@@ -12,6 +12,7 @@ from pinnbo.history import History, HistoryError
 from pinnbo.optimizers import make_optimizer
 from pinnbo.problem import Box, Problem
 from pinnbo.run import RunSettings, evaluate, run
+from tests.survival import CallLog
 
 SMALL_PINN = {"hidden": [16], "initial_steps": 30, "steps_per_iteration": 10, "collocation_points": 64,
               "collocation_batch": 32, "n_pool": 128, "top_k": 2, "refine_iterations": 5}
@@ -68,7 +69,7 @@ def test_initial_design_is_shared_by_methods(tmp_path):
 def test_resume_continues_exactly(tmp_path):
     problem = sphere_problem()
     straight = run(problem, optimizer(problem), settings(tmp_path / "straight", budget=9))
-    calls = []
+    calls = CallLog(tmp_path / "calls.log")
     counted = sphere_problem(calls)
     run(counted, optimizer(counted), settings(tmp_path / "resumed", budget=6))
     resumed = run(counted, optimizer(counted), settings(tmp_path / "resumed", budget=9, resume=True))
@@ -89,7 +90,7 @@ def test_resume_without_checkpoint_replays_the_log(tmp_path):
 
 
 def test_failed_evaluations_are_recorded_and_the_run_goes_on(tmp_path):
-    calls = []
+    calls = CallLog(tmp_path / "calls.log")
     problem = sphere_problem(calls, fail_every=3)
     history = run(problem, optimizer(problem), settings(tmp_path, budget=10))
     assert len(history) == 10 and len(calls) == 10

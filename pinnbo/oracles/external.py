@@ -1,18 +1,21 @@
-"""Oracles that run outside the runner's process: a Python objective under a timeout, and a
-simulator that is a program (``oracle: {command: ...}`` in a case file).
+"""Oracle calls isolated from the runner: a Python objective in a forked worker, and a simulator
+that is a program (``oracle: {command: ...}`` in a case file).
 
-Why a forked worker for a Python objective with a ``timeout``: Python cannot stop a function
-running in a thread (there is no safe thread kill, and a thread stuck in C code never sees an
-exception), so a "thread whose result is abandoned" keeps burning a core for the rest of an
-hours-long simulation and may still mutate the objective's state afterwards. A child process can be
-killed outright, takes whatever it started with it (it leads its own process group) and, as a bonus,
-a segfaulting oracle becomes a failed evaluation instead of a dead run. ``fork`` (not ``spawn``)
-because objectives are closures and lambdas that cannot be pickled. The price, documented in the
-README: with a ``timeout`` each call runs in a copy of the process, so side effects in memory
-(caches, counters) do not survive the call; files do. The child also runs torch on one thread, as
-PyTorch's DataLoader workers do, since OpenMP thread pools do not survive a fork.
+Why a forked worker for every Python objective: an oracle that crashes (a segfault in a solver's C
+code, ``os._exit``) must be a failed evaluation, not a dead run that crashes again on the same
+design at every ``--resume``; and Python cannot stop a function running in a thread, so a
+``timeout`` needs a process it can kill. ``fork`` (not ``spawn``) because objectives are closures
+and lambdas that cannot be pickled. The price, documented in the README: each call runs in a copy
+of the process, so side effects in memory (caches, counters) do not survive the call; files do.
+The child runs torch on one thread, as PyTorch's DataLoader workers do, since OpenMP thread pools
+do not survive a fork. Where ``fork`` does not exist (Windows) the objective runs in-process.
 
-An external command has a natural timeout (the subprocess), so it needs no worker.
+Every call, Python or command, runs in a process group of its own whose leader is a guard: a
+``sh`` that waits for the runner to close a pipe, then kills the whole group. The runner closes it
+when the call is over (so whatever the oracle left running dies too); if the runner is killed
+(``kill -9``), the kernel closes it, and the simulation and everything it started die with the
+runner instead of computing on while ``--resume`` starts the same design again. The group is not
+the terminal's, so a Ctrl-C reaches the runner only, which then stops the group itself.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from pinnbo.errors import shown
 from pinnbo.interrupts import held_interrupts
 
 
@@ -46,25 +50,53 @@ class OracleConfigError(ValueError):
 def call_oracle(objective: Callable[..., Any], x: np.ndarray, timeout: float | None = None) -> Any:
     """One oracle result at ``x`` (d,), as the objective returned it: a number, or ``(f, c)`` for a
     problem with black-box constraints (the runner checks its shape). Raises :class:`OracleFailure`
-    on a timeout or a dead worker; anything the objective itself raises propagates (in-process) or
-    becomes an OracleFailure (worker)."""
+    on a timeout, a crash or anything the objective raises; KeyboardInterrupt when interrupted."""
     if isinstance(objective, CommandOracle):
         return objective(x, timeout=timeout)
-    if timeout is None:
+    if not _CAN_FORK:
         return objective(x)
     return call_in_worker(objective, x, timeout)
 
 
+_CAN_FORK = "fork" in multiprocessing.get_all_start_methods() and sys.platform != "win32"
+# The guard of a call's process group (module docstring): it waits for its stdin to close, then
+# kills its group, itself last. kill with pid 0 signals the caller's own process group.
+_GUARD = ("/bin/sh", "-c", "cat >/dev/null; kill -KILL 0")
+
+
+class ProcessGroup:
+    """A process group for one oracle call that dies with the runner (module docstring). Its id
+    is :attr:`id`; :meth:`close` kills every process in it."""
+
+    def __init__(self) -> None:
+        with held_interrupts():  # no Ctrl-C between the guard's start and its recording here
+            self.guard = subprocess.Popen(_GUARD, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, process_group=0)
+        self.id = self.guard.pid
+
+    def close(self) -> None:
+        with held_interrupts():
+            try:
+                self.guard.stdin.close()
+            except OSError:
+                pass
+            self.guard.wait()
+
+
 # -- a Python objective in a forked worker ---------------------------------------------------------
-def call_in_worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, timeout: float) -> Any:
-    """``objective(x)`` in a forked child; killed (with its process group) after ``timeout`` seconds.
+def call_in_worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, timeout: float | None) -> Any:
+    """``objective(x)`` in a forked child of its own process group; the group is killed after
+    ``timeout`` seconds (None: no limit), and whatever the call started dies with it.
 
     Ctrl-C in the parent kills the child too and propagates as KeyboardInterrupt, so an interrupted
-    evaluation is never mistaken for a failed one.
+    evaluation is never mistaken for a failed one; an objective that raises KeyboardInterrupt
+    itself is an interrupt too.
     """
     context = multiprocessing.get_context("fork")
+    group = ProcessGroup()
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(objective, np.array(x, dtype=np.float64), send, os.getpid()))
+    process = context.Process(target=_worker, args=(objective, np.array(x, dtype=np.float64), send, os.getpid(),
+                                                     group.id, group.guard.stdin.fileno()))
     answered = False
     try:
         # Not a daemon: an oracle may use multiprocessing itself; we always reap it. Ctrl-C is held
@@ -85,19 +117,25 @@ def call_in_worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, timeou
         with held_interrupts():
             send.close()
             receive.close()
+            if process.pid is not None and answered:
+                process.join(1)  # a moment to flush its output and exit on its own
+            group.close()  # a timeout, Ctrl-C, or anything the oracle left running
             if process.pid is not None:
-                if answered:
-                    process.join(1)  # a moment to flush its output and exit on its own
-                _kill_group(process.pid)  # a timeout, Ctrl-C, or anything the oracle left running
                 process.join()
+    if status == "interrupt":
+        raise KeyboardInterrupt
     if status == "error":
         raise OracleFailure(payload)
     return payload
 
 
-def _worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, send: Any, parent: int) -> None:
+def _worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, send: Any, parent: int, group: int,
+            guard_pipe: int) -> None:
+    # The fork copied the runner's end of the guard's pipe: only the runner may hold it, or the guard
+    # would not see it close.
+    os.close(guard_pipe)
     try:
-        os.setpgid(0, 0)  # own group: a timeout kills whatever the oracle started, too
+        os.setpgid(0, group)  # the call's group: a timeout or the runner's death kills what it started
     except OSError:
         pass
     _die_with_parent(parent)
@@ -107,6 +145,8 @@ def _worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, send: Any, pa
         # The result as returned (a number, or (f, c) with constraints): the runner checks its shape.
         # A result that cannot be pickled fails in send, before any byte is written, and is reported.
         send.send(("ok", _plain(objective(x))))
+    except KeyboardInterrupt:
+        send.send(("interrupt", None))
     except BaseException as exc:  # noqa: BLE001 -- everything the oracle does is reported, nothing printed
         send.send(("error", _describe(exc)))
     finally:
@@ -142,17 +182,6 @@ def _die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-
-
-def _kill_group(pid: int | None) -> None:
-    if pid is None:
-        return
-    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            kill()
-            return
-        except (ProcessLookupError, PermissionError, OSError):
-            continue
 
 
 def _exit_reason(code: int | None) -> str:
@@ -229,10 +258,20 @@ class CommandOracle:
         used: set[str] = set()
         for token in self._tokens:
             try:
-                fields = [f for _, f, _, _ in string.Formatter().parse(token) if f is not None]
+                parsed = [(f, spec, conversion) for _, f, spec, conversion in string.Formatter().parse(token)
+                          if f is not None]
             except ValueError as exc:
-                raise OracleConfigError(f"oracle.command: bad placeholder in {token!r} ({exc}); "
+                raise OracleConfigError(f"oracle.command: bad placeholder in {shown(token)} ({exc}); "
                                         "write {{ and }} for literal braces") from None
+            for name, spec, conversion in parsed:
+                # {x!r} would send an object's repr, {x:{y}} fails on every call: both are refused here.
+                if conversion is not None:
+                    raise OracleConfigError(f"oracle.command: {{{name}!{conversion}}}: conversions are not supported; "
+                                            f"write {{{name}}} (full precision) or a float format such as {{{name}:.6f}}")
+                if spec and ("{" in spec or "}" in spec):
+                    raise OracleConfigError(f"oracle.command: {{{name}:{spec}}}: a placeholder inside a format is not "
+                                            f"supported; write a float format such as {{{name}:.6f}}")
+            fields = [f for f, _, _ in parsed]
             for name in fields:
                 if name not in self.names:
                     raise OracleConfigError(f"oracle.command: unknown placeholder {{{name}}}; expected "
@@ -264,27 +303,31 @@ class CommandOracle:
 
     def __call__(self, x: Sequence[float], timeout: float | None = None) -> float | tuple[float, dict]:
         argv = self.argv(x)
+        # A process group of its own that dies with the runner (module docstring): a timeout, Ctrl-C
+        # or kill -9 of the runner stops the simulation's whole process tree.
+        group = ProcessGroup()
         try:
-            # A session of its own: a timeout (or Ctrl-C) kills the simulation's whole process tree;
-            # and since the terminal's Ctrl-C no longer reaches it, it is held until `try` can stop it.
-            with held_interrupts():
-                process = subprocess.Popen(argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True, errors="replace",
-                                           start_new_session=True)
-        except OSError as exc:
-            raise OracleFailure(f"command {argv[0]!r} could not start: {exc.strerror or exc}") from None
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with held_interrupts():
-                _kill_group(process.pid)
-                process.communicate()
-            raise OracleFailure(f"timeout: no value after {timeout:g} s (the command was stopped)") from None
-        except BaseException:  # Ctrl-C: stop the simulation, then let the runner stop cleanly
-            with held_interrupts():
-                _kill_group(process.pid)
-                process.communicate()
-            raise
+            try:
+                with held_interrupts():
+                    process = subprocess.Popen(argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True, errors="replace",
+                                               process_group=group.id)
+            except OSError as exc:
+                raise OracleFailure(f"command {argv[0]!r} could not start: {exc.strerror or exc}") from None
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with held_interrupts():
+                    group.close()
+                    process.communicate()
+                raise OracleFailure(f"timeout: no value after {timeout:g} s (the command was stopped)") from None
+            except BaseException:  # Ctrl-C: stop the simulation, then let the runner stop cleanly
+                with held_interrupts():
+                    group.close()
+                    process.communicate()
+                raise
+        finally:
+            group.close()
         if process.returncode == -signal.SIGINT:
             raise KeyboardInterrupt
         if process.returncode != 0:

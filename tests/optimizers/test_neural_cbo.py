@@ -23,6 +23,7 @@ from pinnbo.optimizers.neural_cbo import (
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Constraint
+from tests.survival import CallLog
 from tests.optimizers.constrained import PRODUCT, UNIT, disc, product, run
 from tests.optimizers.constrained import started as started_with
 
@@ -298,7 +299,7 @@ def resumed_run_is_identical(tmp_path, method, params):
     from pinnbo.problem import Problem
     from pinnbo.run import RunSettings, run as run_case
 
-    calls = []
+    calls = CallLog(tmp_path / "calls.log")
 
     def objective(p):
         calls.append(list(p))
