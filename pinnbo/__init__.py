@@ -9,8 +9,8 @@ Python API (mirrors the CLI)::
 and an ask/tell optimiser usable without the runner::
 
     from pinnbo import make_optimizer
-    opt = make_optimizer("pinn-bo", problem.domain, seed=0, pde=problem.pde)
-    x = opt.ask(); opt.tell(x, value)      # values in the minimisation convention
+    opt = make_optimizer("pinn-bo", problem, seed=0)
+    x = opt.ask(); opt.tell(x, value)      # values in the problem's own sense
 
 A constrained problem declares ``constraints=(Constraint("stress"), ...)`` (c_i(x) <= 0 feasible)
 and its objective returns ``(f, {"stress": c, ...})``; results then report the best feasible design.
@@ -21,10 +21,18 @@ from __future__ import annotations
 import numbers
 from pathlib import Path
 
+from pinnbo.errors import CaseError, shown
 from pinnbo.pde import PDE, PDEError
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 __version__ = "0.1.0"
+
+
+def initial_design(domain: Box, n: int, seed: int = 0):
+    """The initial design every method shares for ``seed``: n scrambled Sobol points, shape (n, d)."""
+    from pinnbo.optimizers.base import initial_design as _initial
+
+    return _initial(domain, n, seed)
 
 
 def load_problem(name: str, **params) -> Problem:
@@ -35,13 +43,27 @@ def load_problem(name: str, **params) -> Problem:
     return factory(**check_params(factory, params, name))
 
 
-def make_optimizer(method: str, domain: Box, seed: int = 0, *, params: dict | None = None, pde=None,
+def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params: dict | None = None, pde=None,
                    collocation_filter=None, device: str = "cpu", constraints=()):
-    """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...); it minimises. ``constraints``:
-    the problem's :class:`Constraint` outputs (then ``tell(x, y, c)`` with c of shape (K,))."""
+    """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...) for ``problem``.
+
+    Given a :class:`Problem`, it takes the problem's box, PDE, collocation filter and constraints,
+    and ``tell(x, y)`` takes ``y`` in the problem's own sense (a heat plate's temperature as it is).
+    Given a bare :class:`Box`, ``tell`` takes values to minimise, and ``pde``, ``collocation_filter``
+    and ``constraints`` (then ``tell(x, y, c)`` with c of shape (K,)) are given here."""
+    from pinnbo.optimizers import MethodError
     from pinnbo.optimizers import make_optimizer as _make
 
-    return _make(method, domain, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device,
+    if isinstance(problem, Problem):
+        if pde is not None or collocation_filter is not None or constraints:
+            raise MethodError("make_optimizer: a Problem brings its own pde, collocation_filter and constraints; "
+                              "give them only with a bare Box")
+        return _make(method, problem.domain, seed, params=params, pde=problem.pde,
+                     collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints,
+                     sense=problem.sense)
+    if not isinstance(problem, Box):
+        raise MethodError(f"make_optimizer: expected a Problem or a Box, got {type(problem).__name__}")
+    return _make(method, problem, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device,
                  constraints=constraints)
 
 
@@ -49,18 +71,20 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
              seed: int = 0, method_params: dict | None = None, output: str | Path | None = None,
              device: str = "cpu", resume: bool = False, overwrite: bool = False):
     """Optimise ``problem``; returns the :class:`pinnbo.history.History` (written to ``output`` if set)."""
-    from pinnbo.case import CaseError
+    from pinnbo.case import MAX_BUDGET, MAX_INITIAL_POINTS
     from pinnbo.report import write_report
     from pinnbo.run import RunSettings, run
 
-    for key, value in (("initial_points", initial_points), ("budget", budget)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise CaseError(f"{key}: expected an integer >= 1, got {value!r}")
+    for key, value, most in (("initial_points", initial_points, MAX_INITIAL_POINTS), ("budget", budget, MAX_BUDGET)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= most:
+            raise CaseError(f"{key}: expected an integer from 1 to {most}, got {shown(value)}")
     if budget <= initial_points:
         raise CaseError(f"budget: must exceed initial_points ({initial_points}), got {budget}")
-    optimizer = make_optimizer(method, problem.domain, seed, params=method_params, pde=problem.pde,
-                               collocation_filter=problem.collocation_filter, device=device,
-                               constraints=problem.constraints)
+    from pinnbo.optimizers import make_optimizer as _make
+
+    # The runner tells minimisation values (pinnbo.run): the optimiser minimises as built.
+    optimizer = _make(method, problem.domain, seed, params=method_params, pde=problem.pde,
+                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints)
     case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
             "initial_points": initial_points, "budget": budget}
     if problem.constraints:  # a resumed run must have the same constraints (the log's records carry them)
@@ -74,5 +98,5 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     return history
 
 
-__all__ = ["PDE", "PDEError", "Box", "Constraint", "Problem", "ProblemError", "register_problem", "load_problem",
-           "make_optimizer", "optimize"]
+__all__ = ["PDE", "PDEError", "Box", "CaseError", "Constraint", "Problem", "ProblemError", "register_problem",
+           "initial_design", "load_problem", "make_optimizer", "optimize"]

@@ -31,10 +31,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from pinnbo.case import Case
+from pinnbo.errors import shown
 from pinnbo.history import Evaluation, History, HistoryError, locked, write_json_atomic
 from pinnbo.optimizers.base import initial_design
 from pinnbo.problem import Problem
-from pinnbo.run import checkpoint, commit, observation, read_checkpoint, restore
+from pinnbo.run import checkpoint, commit, observation, read_checkpoint, record_imported, restore
 from pinnbo.state import CHECKPOINT, PENDING_STATE, load_state, run_identity
 
 PENDING = "pending.json"
@@ -52,33 +53,34 @@ def ask(case: Case) -> dict:
     "phase": ...}``. The pending design again if one is waiting for its tell."""
     problem = case.build_problem()
     optimizer = case.build_optimizer(problem)
+    settings = case.run_settings(problem, resume=True)
     folder = case.output_dir
-    n_init = case.initial_points
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
-                               labels=case.labels)
+                               labels=case.labels, budget=settings.budget)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
             return pending
-        if k >= case.budget:
-            raise HistoryError(f"budget: all {case.budget} evaluations are recorded; pass --budget to ask for more")
+        if max(k, len(settings.imported)) >= settings.budget:
+            raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
         saved = read_checkpoint(history, optimizer.device)   # before anything is written
         history.begin(case.to_dict())
         if pending is not None:
             # Stale: evaluation k was recorded since (a tell cut off before its cleanup, or
             # `pinnbo run --resume` went on); the design it holds is in the log.
             discard_pending(folder)
-        restore(history, optimizer, n_init, saved)
+        restore(history, optimizer, settings.first_proposal, saved)
+        record_imported(history, optimizer, problem, settings)
+        k = len(history)
         start = time.perf_counter()
-        if k < n_init:
-            x, phase = initial_design(problem.domain, n_init, case.seed)[k], "initial"
-        else:
+        x, phase = settings.planned_design(k, initial_design(problem.domain, case.initial_points, case.seed)), "initial"
+        if x is None:
             x = optimizer.ask()
             phase = getattr(optimizer, "last_role", "optimizer")
         ask_seconds = time.perf_counter() - start
-        if k + 1 >= n_init:
+        if k + 1 >= settings.first_proposal:
             checkpoint(history, optimizer, PENDING_STATE, n_told=k + 1)
         pending = {"index": k, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase,
                    "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
@@ -103,7 +105,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     if y is not None and failed is not None:
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed), not both")
     if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
-        raise TellError(f"--y: expected a finite number, got {y!r}; a measurement without a value is --failed \"reason\"")
+        raise TellError(f"--y: expected a finite number, got {shown(y)}; a measurement without a value is --failed \"reason\"")
     measured = measured_constraints(constraints, problem, failed=failed is not None)
     if not (folder / "case.json").exists():
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
@@ -190,23 +192,23 @@ def parse_x(text: str, names: Sequence[str]) -> list[float]:
         pairs = dict(p.split("=", 1) for p in parts)
         pairs = {k.strip(): v for k, v in pairs.items()}
         if sorted(pairs) != sorted(names) or len(pairs) != len(parts):
-            raise TellError(f"--x: expected {expected}, got {text!r}")
+            raise TellError(f"--x: expected {expected}, got {shown(text)}")
         parts = [pairs[n] for n in names]
     if len(parts) != len(names):
-        raise TellError(f"--x: expected {expected}, got {text!r}")
+        raise TellError(f"--x: expected {expected}, got {shown(text)}")
     try:
         return [float(p) for p in parts]
     except ValueError:
-        raise TellError(f"--x: expected {expected}, got {text!r}") from None
+        raise TellError(f"--x: expected {expected}, got {shown(text)}") from None
 
 
 def parse_y(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise TellError(f"--y: expected a number, got {text!r}") from None
+        raise TellError(f"--y: expected a number, got {shown(text)}") from None
     if not math.isfinite(value):
-        raise TellError(f"--y: expected a finite number, got {text!r}; a measurement without a value is --failed \"reason\"")
+        raise TellError(f"--y: expected a finite number, got {shown(text)}; a measurement without a value is --failed \"reason\"")
     return value
 
 
@@ -225,22 +227,22 @@ def measured_constraints(given: dict | Sequence[str] | None, problem: Problem, f
             name, sep, value = str(item).partition("=")
             name = name.strip()
             if not sep or not name:
-                raise TellError(f"--constraint: expected name=value, got {item!r}")
+                raise TellError(f"--constraint: expected name=value, got {shown(item)}")
             if name in pairs:
                 raise TellError(f"--constraint {name}: given twice")
             try:
                 pairs[name] = float(value)
             except ValueError:
-                raise TellError(f"--constraint {name}: expected a number, got {value.strip()!r}") from None
+                raise TellError(f"--constraint {name}: expected a number, got {shown(value.strip())}") from None
         given = pairs
     expected = ", ".join(blackbox) if blackbox else "none: the problem has no measured constraints"
     for name, value in given.items():
         if name in known:
             raise TellError(f"--constraint {name}: a known constraint, computed by pinnbo at the design; do not give it")
         if name not in blackbox:
-            raise TellError(f"--constraint: unknown constraint {name!r}; expected {expected}")
+            raise TellError(f"--constraint: unknown constraint {shown(name)}; expected {expected}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise TellError(f"--constraint {name}: expected a finite number, got {value!r}")
+            raise TellError(f"--constraint {name}: expected a finite number, got {shown(value)}")
     if failed:
         if given:
             raise TellError("--constraint: a failed measurement records no values; give --y with the constraints, "
@@ -264,15 +266,15 @@ def parse_json(text: str) -> dict:
         raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
     for key in data:
         if key not in ("x", "y", "failed", "constraints"):
-            raise TellError(f"--json: unknown key {key!r}; expected x, y, constraints, failed")
+            raise TellError(f"--json: unknown key {shown(key)}; expected x, y, constraints, failed")
     if data.get("constraints") is not None and not isinstance(data["constraints"], dict):
-        raise TellError(f"--json: \"constraints\" must be an object {{name: value}}, got {data['constraints']!r}")
+        raise TellError(f"--json: \"constraints\" must be an object {{name: value}}, got {shown(data['constraints'])}")
     if "x" not in data:
         raise TellError("--json: the design \"x\" is missing")
     if data.get("y") is not None and (isinstance(data["y"], bool) or not isinstance(data["y"], (int, float))):
-        raise TellError(f"--json: \"y\" must be a number, got {data['y']!r}")
+        raise TellError(f"--json: \"y\" must be a number, got {shown(data['y'])}")
     if data.get("failed") is not None and not isinstance(data["failed"], str):
-        raise TellError(f"--json: \"failed\" must be a string (the reason), got {data['failed']!r}")
+        raise TellError(f"--json: \"failed\" must be a string (the reason), got {shown(data['failed'])}")
     return data
 
 
@@ -282,11 +284,11 @@ def _design(x: Any, names: Sequence[str]) -> np.ndarray:
     if isinstance(x, dict):
         unknown = [k for k in x if k not in names]
         if unknown or len(x) != len(names):
-            raise TellError(f"tell: design {x!r} must give every variable ({', '.join(names)}) and no other")
+            raise TellError(f"tell: design {shown(x)} must give every variable ({', '.join(names)}) and no other")
         x = [x[n] for n in names]
     if not isinstance(x, (list, tuple, np.ndarray)) or len(x) != len(names) or \
             not all(isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) and math.isfinite(v) for v in x):
-        raise TellError(f"tell: design {x!r} must be {len(names)} finite numbers ({', '.join(names)})")
+        raise TellError(f"tell: design {shown(x)} must be {len(names)} finite numbers ({', '.join(names)})")
     return np.asarray(x, dtype=np.float64)
 
 

@@ -61,17 +61,19 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from pinnbo.case import Case, CaseError, load_case
+from pinnbo.case import MAX_BUDGET, MAX_SEED, Case, CaseError, load_case
 from pinnbo.errors import shown
 from pinnbo.history import (EXPLORATION, History, HistoryError, differing_key, holds_anything, read_stored_case,
                             write_failure, write_json_atomic, write_text_atomic)
-from pinnbo.state import CHECKPOINT, load_state, run_identity
 from pinnbo.interrupts import signals_ignored
 from pinnbo.optimizers import METHODS, MethodError
 from pinnbo.pde import PDEError
 from pinnbo.problem import ProblemError
+from pinnbo.state import CHECKPOINT, load_state, run_identity
 
 REFERENCE = "pinn-bo"       # the method tested against every other one
+MAX_SEEDS = 10_000          # seeds in one bench
+MAX_JOBS = 256              # parallel runs
 CONSTRAINED_REFERENCE = "neural-cbo"   # ... on a constrained case
 ALPHA = 0.05                # significance level of the BH-adjusted p-values shown in the table
 
@@ -113,15 +115,16 @@ class BenchSettings:
             raise BenchError("cases: give at least one case file")
         method_list = None if methods is None else parse_methods(methods)
         seeds = parse_seeds(seeds)
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise BenchError(f"--jobs: expected an integer >= 1, got {jobs!r}")
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
-            raise BenchError(f"--budget: expected an integer >= 2, got {budget!r}")
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+            raise BenchError(f"--jobs: expected an integer from 1 to {MAX_JOBS}, got {shown(jobs)}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                                   or not 2 <= budget <= MAX_BUDGET):
+            raise BenchError(f"--budget: expected an integer from 2 to {MAX_BUDGET}, got {shown(budget)}")
         if reference is not None and reference not in METHODS:
-            raise BenchError(f"--reference: unknown method {reference!r}; expected one of {', '.join(sorted(METHODS))}")
+            raise BenchError(f"--reference: unknown method {shown(reference)}; expected one of {', '.join(sorted(METHODS))}")
         if reference is not None and method_list is not None and reference not in method_list:
             # the tests would silently vanish from every table
-            raise BenchError(f"--reference: {reference!r} is not among --methods ({', '.join(method_list)}); "
+            raise BenchError(f"--reference: {shown(reference)} is not among --methods ({', '.join(method_list)}); "
                              "add it there or leave --reference out")
         return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget, jobs=jobs,
                    output=Path(output) if output is not None else Path("bench-results"),
@@ -132,30 +135,34 @@ class BenchSettings:
 def parse_seeds(seeds: int | str | Sequence[int]) -> tuple[int, ...]:
     """``--seeds``: N (seeds 0..N-1), a range ``5-9`` (inclusive), a list ``0,3,7``, or ranges and
     seeds mixed (``0-2,7``); so one grid can be split over machines and its folders merged."""
-    expected = "N (seeds 0..N-1, N >= 1), a range a-b or a list a,b,c of seeds >= 0"
+    expected = (f"N (seeds 0..N-1, 1 <= N <= {MAX_SEEDS}), a range a-b or a list a,b,c of at most {MAX_SEEDS} "
+                f"seeds from 0 to {MAX_SEED}")
     if isinstance(seeds, bool):
-        raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+        raise BenchError(f"--seeds: expected {expected}, got {shown(seeds)}")
     if isinstance(seeds, int):
-        if seeds < 1:
-            raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+        if not 1 <= seeds <= MAX_SEEDS:
+            raise BenchError(f"--seeds: expected {expected}, got {shown(seeds)}")
         return tuple(range(seeds))
     if not isinstance(seeds, str):
         out = tuple(seeds)
         if not out or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in out):
-            raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+            raise BenchError(f"--seeds: expected {expected}, got {shown(seeds)}")
     else:
         text = seeds.strip()
         if re.fullmatch(r"\d+", text):
             return parse_seeds(int(text))
         out = []
         for part in text.split(","):
-            match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-            if match is None or (match[2] is not None and int(match[2]) < int(match[1])):
-                raise BenchError(f"--seeds: expected {expected}, got {seeds!r}")
+            match = re.fullmatch(r"\s*(\d{1,20})\s*(?:-\s*(\d{1,20})\s*)?", part)
+            if match is None or (match[2] is not None and int(match[2]) < int(match[1])) \
+                    or len(out) + int(match[2] or match[1]) - int(match[1]) + 1 > MAX_SEEDS:
+                raise BenchError(f"--seeds: expected {expected}, got {shown(seeds)}")
             out += range(int(match[1]), int(match[2] or match[1]) + 1)
         out = tuple(out)
+    if len(out) > MAX_SEEDS or any(k > MAX_SEED for k in out):
+        raise BenchError(f"--seeds: expected {expected}, got {shown(seeds)}")
     if len(set(out)) != len(out):
-        raise BenchError(f"--seeds: seed {next(k for k in out if out.count(k) > 1)} is given twice in {seeds!r}")
+        raise BenchError(f"--seeds: seed {next(k for k in out if out.count(k) > 1)} is given twice in {shown(seeds)}")
     return tuple(sorted(out))
 
 
@@ -193,7 +200,7 @@ def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
             continue
         if item not in METHODS:
             hint = difflib.get_close_matches(item, METHODS, n=1)
-            raise BenchError(f"--methods: unknown method {item!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            raise BenchError(f"--methods: unknown method {shown(item)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                              + f"; expected one of {', '.join(sorted(METHODS))}")
         if item not in out:
             out.append(item)
@@ -211,7 +218,7 @@ def parse_params(params: str | dict | None, methods: Sequence[str]) -> dict[str,
         text = params
         if not text.lstrip().startswith("{"):
             if not Path(text).is_file():
-                raise BenchError(f"--params: {text!r} is neither a JSON object nor a JSON file; expected e.g. "
+                raise BenchError(f"--params: {shown(text)} is neither a JSON object nor a JSON file; expected e.g. "
                                  "'{\"pinn-bo\": {\"pde_weight\": 0.5}}' or params.json")
             text = Path(text).read_text()
         try:
@@ -224,7 +231,7 @@ def parse_params(params: str | dict | None, methods: Sequence[str]) -> dict[str,
     out = {}
     for method, overrides in params.items():
         if method not in methods:
-            raise BenchError(f"--params: {method!r} is not one of --methods ({', '.join(methods)})")
+            raise BenchError(f"--params: {shown(method)} is not one of --methods ({', '.join(methods)})")
         if not isinstance(overrides, dict):
             raise BenchError(f"--params: {method}: expected an object of parameters, got {type(overrides).__name__}")
         try:
@@ -295,7 +302,7 @@ def run_folder(case_folder: Path, method: str, seed: int) -> Path:
 def recorded_evaluations(folder: Path) -> int:
     """Complete lines in the run's evaluations.jsonl (0 when there is none)."""
     path = Path(folder) / "evaluations.jsonl"
-    if not path.exists():
+    if not path.is_file() or path.is_symlink():  # not a log: the run's own checks say what it is
         return 0
     return sum(1 for line in path.read_bytes().split(b"\n")[:-1] if line.strip())
 
@@ -342,10 +349,10 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
             message = str(exc)
             raise BenchError(message if message.startswith("case:") else f"{source}: {message}") from None
         if problem.metadata.get("oracle") == "outside":
-            raise BenchError(f"{source}: problem {problem.name!r} is measured outside pinnbo; a bench needs an "
+            raise BenchError(f"{source}: problem {shown(problem.name)} is measured outside pinnbo; a bench needs an "
                              "oracle it can call (give the case `oracle: {command: ...}`)")
         if any(p.case.name == base.name for p in plans):
-            raise BenchError(f"cases: two cases are named {base.name!r}; each case needs its own folder")
+            raise BenchError(f"cases: two cases are named {shown(base.name)}; each case needs its own folder")
         folder = settings.output / base.name
         constrained = bool(problem.constraints)
         reference = settings.reference or default_reference(constrained)
@@ -354,7 +361,7 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
             blind = [m for m in methods if not METHODS[m].handles_constraints]
             if blind:
                 able = ", ".join(sorted(m for m, c in METHODS.items() if c.handles_constraints))
-                raise BenchError(f"--methods: {blind[0]!r} ignores constraints and case {base.name!r} has "
+                raise BenchError(f"--methods: {shown(blind[0])} ignores constraints and case {shown(base.name)} has "
                                  f"{', '.join(problem.constraint_names)}; use methods among {able} (the default for "
                                  "a constrained case), and bench unconstrained cases separately")
         jobs = []
@@ -413,7 +420,7 @@ def execute(job: RunJob, notify: Callable[[tuple], None] | None = None) -> dict:
     try:
         problem = job.case.build_problem()
         optimizer = job.case.build_optimizer(problem)
-        settings = job.case.run_settings(resume=True)
+        settings = job.case.run_settings(problem, resume=True)
         observer = _Reporter(job.key, notify) if notify is not None else None
         history = run(problem, optimizer, settings, observer)
         write_json_atomic(job.folder / "summary.json", summarize(history, problem, job.case.to_dict()))
@@ -1017,7 +1024,8 @@ def rich_table(summary: dict) -> Table:
     headers, rows = table_rows(summary)
     table = Table(title=_caption(summary), title_justify="left")
     for header in headers:
-        table.add_column(header, justify="left" if header == "method" else "right")
+        # fold, never an ellipsis: a cut number (1.0266e-…) is a wrong number
+        table.add_column(header, justify="left" if header == "method" else "right", overflow="fold")
     for row in rows:
         table.add_row(*row)
     return table
@@ -1128,9 +1136,11 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
     failed = [{"case": k[0], "method": k[1], "seed": k[2], "error": o["error"]}
               for k, o in outcomes.items() if not o["ok"]]
     if not quiet:
+        from pinnbo.report import print_table
+
         console = console or Console()
         for summary, case_plan in zip(summaries, plans):
-            console.print(rich_table(summary))
+            print_table(console, rich_table(summary))
             console.print(f"results in {case_plan.folder}/ (table.md, curves.csv, convergence.png, summary.json)")
         if len(grid) - len(todo):
             console.print(f"{len(grid) - len(todo)} complete run(s) skipped")

@@ -45,20 +45,22 @@ import numpy as np
 import sympy as sp
 import yaml
 
-from pinnbo.errors import shown
+from pinnbo.errors import CaseError, shown
 from pinnbo.expressions import expression_of, numpy_function, split_relation
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.optimizers.base import MethodError, check_device, sobol_unit
 from pinnbo.pde import PDEError
 from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, ProblemError
 
-
-class CaseError(ValueError):
-    """A user mistake in a case file or its command-line overrides (one-line message)."""
-
+#: Limits of a case: far beyond any expensive design problem, and small enough that a mistake
+#: (a misplaced exponent) is an error now rather than a run that never starts.
+MAX_BUDGET = 100_000
+MAX_INITIAL_POINTS = 10_000
+MAX_SEED = 2**63 - 1
 
 FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
-          "seed", "output", "device", "noise", "timeout", "oracle", "constraints", "constraint_noise")
+          "seed", "output", "device", "noise", "timeout", "oracle", "constraints", "constraint_noise",
+          "warm_start", "target", "max_time")
 ORACLE_FIELDS = ("command", "parse")
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 
@@ -82,6 +84,11 @@ class Case:
     # text); parsed against the problem's variables when the problem is built.
     constraints: list = field(default_factory=list)
     constraint_noise: float | dict = 0.0   # fraction of each black-box constraint's std (or per name)
+    # Evaluations made elsewhere, recorded first: {"file": absolute path, "counted": whether they
+    # count in the budget, "digest": the file's, so a resume with another file is refused}.
+    warm_start: dict | None = None
+    target: float | None = None     # stop once the best observed value reaches this
+    max_time: float | None = None   # stop after this many seconds of one command
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
     labels: dict = field(default_factory=dict)   # field -> the command-line option that set it (messages)
@@ -100,6 +107,9 @@ class Case:
             data.pop("constraints")
         if not data["constraint_noise"]:
             data.pop("constraint_noise")
+        for key in ("warm_start", "target", "max_time"):
+            if data[key] is None:
+                data.pop(key)
         return data
 
     # -- building ---------------------------------------------------------------------------------
@@ -108,12 +118,21 @@ class Case:
         """Where relative paths of the case (problem files, the oracle's command) are resolved."""
         return Path(self.source).resolve().parent if self.source else Path.cwd()
 
-    def run_settings(self, *, resume: bool = False, overwrite: bool = False):
+    def run_settings(self, problem: Problem | None = None, *, resume: bool = False, overwrite: bool = False):
+        """The run's settings; ``problem`` (built from this case) is needed to read a warm start."""
         from pinnbo.run import RunSettings
+        from pinnbo.warm_start import read_evaluations
 
-        return RunSettings(budget=self.budget, initial_points=self.initial_points, seed=self.seed,
+        imported = ()
+        if self.warm_start is not None:
+            if problem is None:
+                problem = self.build_problem()
+            imported = tuple(read_evaluations(Path(self.warm_start["file"]), problem))
+        budget = self.budget + (0 if self.warm_start is None or self.warm_start["counted"] else len(imported))
+        return RunSettings(budget=budget, initial_points=self.initial_points, seed=self.seed,
                            output=self.output_dir, case=self.to_dict(), resume=resume, overwrite=overwrite,
-                           timeout=self.timeout, labels=dict(self.labels))
+                           timeout=self.timeout, labels=dict(self.labels), imported=imported, target=self.target,
+                           max_time=self.max_time)
 
     def build_problem(self) -> Problem:
         factory = resolve_problem(self.problem, self.base_dir)
@@ -123,13 +142,13 @@ class Case:
         except (ProblemError, CaseError):
             raise
         except PDEError as exc:
-            raise CaseError(f"problem: {self.problem!r} declares a PDE that cannot be used: {exc}") from None
+            raise CaseError(f"problem: {shown(self.problem)} declares a PDE that cannot be used: {exc}") from None
         except TypeError as exc:
             raise CaseError(f"params: {exc}") from None
         except Exception as exc:  # a user's factory is user code: its failure is a message, not a traceback
-            raise CaseError(f"problem: {self.problem!r} failed to build: {type(exc).__name__}: {exc}") from None
+            raise CaseError(f"problem: {shown(self.problem)} failed to build: {type(exc).__name__}: {exc}") from None
         if not isinstance(problem, Problem):
-            raise CaseError(f"problem: {self.problem!r} returned {type(problem).__name__}, expected a pinnbo Problem")
+            raise CaseError(f"problem: {shown(self.problem)} returned {type(problem).__name__}, expected a pinnbo Problem")
         if self.oracle is not None:
             problem = self._with_command_oracle(problem)
         if self.constraints:
@@ -151,7 +170,7 @@ class Case:
         for i, spec in enumerate(self.constraints):
             field = f"constraints[{i}]"
             if spec["name"] in own:
-                raise CaseError(f"{field}: name {spec['name']!r} is already a constraint of problem {problem.name!r}; "
+                raise CaseError(f"{field}: name {shown(spec['name'])} is already a constraint of problem {shown(problem.name)}; "
                                 "give this one another name ({name: ..., expr: ...})")
             expr = parse_constraint(spec["expr"], names, field)
             added.append(Constraint(spec["name"], function=formula_constraint(expr, names)))
@@ -226,7 +245,7 @@ def constraint_noise_fractions(spec: float | dict, problem: Problem) -> dict[str
                                 f"{', '.join(blackbox) or '(none: the problem has no black-box constraints)'}")
         return {name: float(v) for name, v in spec.items() if v > 0}
     if spec > 0 and not blackbox:
-        raise CaseError(f"constraint_noise: problem {problem.name!r} has no black-box constraints (the case's "
+        raise CaseError(f"constraint_noise: problem {shown(problem.name)} has no black-box constraints (the case's "
                         "constraints are known exactly)")
     return {name: float(spec) for name in blackbox} if spec > 0 else {}
 
@@ -281,13 +300,33 @@ def formula_constraint(expr: sp.Expr, variables: Sequence[str]) -> Callable[[np.
 
 
 # -- loading ----------------------------------------------------------------------------------------
+class DuplicateKey(yaml.constructor.ConstructorError):
+    """A mapping of a case file gives the same key twice (PyYAML would keep the last silently)."""
+
+
 class CaseLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading ``1e-3`` as a number.
+    """PyYAML's safe loader, reading ``1e-3`` as a number and refusing duplicate keys.
 
     PyYAML follows YAML 1.1, whose floats need a dot, so ``learning_rate: 1e-3`` would arrive as the
     text '1e-3'; YAML 1.2 (and every user) reads it as 0.001. The resolver below adds the exponent
-    form without a dot; every other scalar resolves as before.
+    form without a dot; every other scalar resolves as before. A key given twice in one mapping is an
+    error: which of two budgets the user meant is not ours to guess.
     """
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base constructor says so
+                continue
+            if duplicate:
+                raise DuplicateKey(None, None, f"duplicate key {shown(key)}", key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 CaseLoader.add_implicit_resolver(
@@ -304,29 +343,60 @@ def load_case(path: str | Path, overrides: dict | None = None) -> Case:
         if path.parent == Path(".") and candidate.exists():
             path = candidate
         else:
-            raise CaseError(f"case: no such file {str(path)!r}")
+            raise CaseError(f"case: no such file {shown(str(path))}")
     try:
+        if path.stat().st_size > MAX_CASE_BYTES:
+            raise CaseError(f"case: {shown(str(path))} is {path.stat().st_size} bytes; a case file is at most "
+                            f"{MAX_CASE_BYTES}")
         data = yaml.load(path.read_text(), Loader=CaseLoader)
+    except DuplicateKey as exc:
+        mark = exc.problem_mark
+        raise CaseError(f"{path.name}: line {mark.line + 1}: {exc.problem}; a key may appear once in a mapping") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or "invalid YAML"
         raise CaseError(f"{path.name}: YAML syntax error{where}: {reason}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise CaseError(f"case: cannot read {str(path)!r} ({exc.__class__.__name__})") from None
+        raise CaseError(f"case: cannot read {shown(str(path))} ({exc.__class__.__name__})") from None
+    if _expanded_size(data, MAX_CASE_VALUES) > MAX_CASE_VALUES:
+        raise CaseError(f"{path.name}: expands to more than {MAX_CASE_VALUES} values (through YAML aliases?); "
+                        "a case holds a few dozen")
     return case_from_dict(data, source=str(path), overrides=overrides)
+
+
+#: Largest case file read, in bytes, and most values it may expand to (YAML aliases share one
+#: object many times: a few hundred bytes can stand for billions of values).
+MAX_CASE_BYTES = 1_000_000
+MAX_CASE_VALUES = 100_000
+
+
+def _expanded_size(data: Any, limit: int) -> int:
+    """How many values ``data`` holds with every alias expanded, counting no further than ``limit + 1``."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        value = stack.pop()
+        count += 1
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return count
 
 
 def case_from_dict(data: Any, source: str | None = None, overrides: dict | None = None) -> Case:
     """The case of ``data`` (a parsed case file) with the command line's ``overrides``; a mistake
     in an overridden field names its option (``--seed``) rather than the field."""
-    labels = {key: f"--{key}" for key, value in (overrides or {}).items() if value is not None and key != "smoke"}
+    labels = {key: "--" + key.replace("_", "-") for key, value in (overrides or {}).items()
+              if value is not None and key != "smoke"}
     try:
         case = _case_from_dict(data, source, overrides)
     except CaseError as exc:
         message = str(exc)
-        key = message.split(":", 1)[0]
-        raise CaseError(labels[key] + message[len(key):] if key in labels else message) from None
+        field = message.split(":", 1)[0]
+        key = field.split(".", 1)[0]
+        raise CaseError(labels[key] + message[len(field):] if key in labels else message) from None
     case.labels = labels
     return case
 
@@ -353,9 +423,9 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         params=_mapping(data, "params"),
         method=_string(data, "method", "pinn-bo"),
         method_params=_mapping(data, "method_params"),
-        budget=_integer(data, "budget", 100, minimum=1),
-        initial_points=_integer(data, "initial_points", 10, minimum=1),
-        seed=_integer(data, "seed", 0, minimum=0),
+        budget=_integer(data, "budget", 100, minimum=1, maximum=MAX_BUDGET),
+        initial_points=_integer(data, "initial_points", 10, minimum=1, maximum=MAX_INITIAL_POINTS),
+        seed=_integer(data, "seed", 0, minimum=0, maximum=MAX_SEED),
         output=_string(data, "output", None),
         device=_string(data, "device", "cpu"),
         noise=_number(data, "noise", 0.0, minimum=0.0),
@@ -363,6 +433,9 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         oracle=_oracle(data),
         constraints=_constraints(data),
         constraint_noise=_constraint_noise(data),
+        warm_start=_warm_start(data, Path(source).resolve().parent if source else Path.cwd()),
+        target=None if data.get("target") is None else _number(data, "target", 0.0, minimum=-math.inf),
+        max_time=None if data.get("max_time") is None else _positive_seconds(data, "max_time"),
         source=source,
         smoke=smoke,
     )
@@ -375,7 +448,7 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         raise CaseError(f"budget: must exceed initial_points ({case.initial_points}), got {case.budget}")
     if case.method not in METHODS:
         hint = difflib.get_close_matches(case.method, METHODS, n=1)
-        raise CaseError(f"method: unknown method {case.method!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+        raise CaseError(f"method: unknown method {shown(case.method)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                         + f"; expected one of {', '.join(sorted(METHODS))}")
     try:
         check_device(case.device)
@@ -391,17 +464,48 @@ def _string(data: dict, key: str, default: Any = ...) -> Any:
         return default
     value = data[key]
     if not isinstance(value, str) or not value.strip():
-        raise CaseError(f"{key}: expected a non-empty string, got {value!r}")
+        raise CaseError(f"{key}: expected a non-empty string, got {shown(value)}")
     return value
 
 
 def _timeout(data: dict) -> float | None:
-    value = data.get("timeout")
+    return None if data.get("timeout") is None else _positive_seconds(data, "timeout")
+
+
+def _positive_seconds(data: dict, key: str) -> float:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise CaseError(f"{key}: expected a number of seconds > 0, got {shown(value)}")
+    return float(value)
+
+
+def _warm_start(data: dict, base: Path) -> dict | None:
+    """``warm_start: FILE`` or ``{file: FILE, counted: false}``: the file resolved against ``base``
+    (the case file's folder), with its digest."""
+    from pinnbo.warm_start import FORMATS, digest
+
+    value = data.get("warm_start")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise CaseError(f"timeout: expected a number of seconds > 0, got {value!r}")
-    return float(value)
+    if isinstance(value, str):
+        value = {"file": value}
+    if not isinstance(value, dict):
+        raise CaseError(f"warm_start: expected a file (.csv or .jsonl) or {{file: ..., counted: false}}, got "
+                        f"{shown(value)}")
+    for key in value:
+        if key not in ("file", "counted"):
+            raise CaseError(f"warm_start.{key}: unknown field; expected file, counted")
+    text, counted = value.get("file"), value.get("counted", False)
+    if not isinstance(text, str) or not text.strip():
+        raise CaseError(f"warm_start.file: expected the path of a .csv or .jsonl file, got {shown(text)}")
+    if not isinstance(counted, bool):
+        raise CaseError(f"warm_start.counted: expected true or false, got {shown(counted)}")
+    path = Path(text) if Path(text).is_absolute() else base / text
+    if path.suffix.lower() not in FORMATS:
+        raise CaseError(f"warm_start.file: {shown(text)}: expected a .csv or .jsonl file")
+    if not path.is_file():
+        raise CaseError(f"warm_start.file: no such file {shown(text)} (relative to {base})")
+    return {"file": str(path.resolve()), "counted": counted, "digest": digest(path)}
 
 
 def _oracle(data: dict) -> dict | None:
@@ -416,10 +520,10 @@ def _oracle(data: dict) -> dict | None:
     if "command" not in value:
         raise CaseError("oracle.command: required field is missing")
     if not isinstance(value["command"], str) or not value["command"].strip():
-        raise CaseError(f"oracle.command: expected a command line (string), got {value['command']!r}")
+        raise CaseError(f"oracle.command: expected a command line (string), got {shown(value['command'])}")
     parse = value.get("parse", "float")
     if parse not in ("float", "json"):
-        raise CaseError(f"oracle.parse: expected float or json, got {parse!r}")
+        raise CaseError(f"oracle.parse: expected float or json, got {shown(parse)}")
     return {"command": value["command"], "parse": parse}
 
 
@@ -443,16 +547,16 @@ def _constraints(data: dict) -> list[dict]:
                 raise CaseError(f"{field}.expr: required field is missing (the inequality, e.g. \"x + y <= 1.5\")")
             name, text = item.get("name", item["expr"]), item["expr"]
             if not isinstance(name, str) or not name.strip():
-                raise CaseError(f"{field}.name: expected a non-empty string, got {name!r}")
+                raise CaseError(f"{field}.name: expected a non-empty string, got {shown(name)}")
             where = f"{field}.expr"
         else:
             name, text, where = item, item, field
         if not isinstance(text, str) or not text.strip():
             raise CaseError(f"{where}: expected an inequality such as 'x + y <= 1.5' or an expression e meaning "
-                            f"e <= 0 (a string), got {text!r}")
+                            f"e <= 0 (a string), got {shown(text)}")
         name = " ".join(name.split())  # an unnamed constraint is named by its text, spaces normalised
         if any(c["name"] == name for c in out):
-            raise CaseError(f"{field}: the name {name!r} is used twice; give each constraint its own name")
+            raise CaseError(f"{field}: the name {shown(name)} is used twice; give each constraint its own name")
         out.append({"name": name, "expr": text})
     return out
 
@@ -464,12 +568,12 @@ def _constraint_noise(data: dict) -> float | dict:
         for name, fraction in value.items():
             if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction) \
                     or fraction < 0:
-                raise CaseError(f"constraint_noise.{name}: expected a finite number >= 0, got {fraction!r}")
+                raise CaseError(f"constraint_noise.{name}: expected a finite number >= 0, got {shown(fraction)}")
             out[str(name)] = float(fraction)
         return out
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise CaseError(f"constraint_noise: expected a finite number >= 0 (a fraction of each black-box "
-                        f"constraint's std) or a mapping {{name: fraction}}, got {value!r}")
+                        f"constraint's std) or a mapping {{name: fraction}}, got {shown(value)}")
     return float(value)
 
 
@@ -482,19 +586,21 @@ def _mapping(data: dict, key: str) -> dict:
     return dict(value)
 
 
-def _integer(data: dict, key: str, default: int, minimum: int) -> int:
+def _integer(data: dict, key: str, default: int, minimum: int, maximum: int | None = None) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CaseError(f"{key}: expected an integer, got {value!r}")
+        raise CaseError(f"{key}: expected an integer, got {shown(value)}")
     if value < minimum:
         raise CaseError(f"{key}: expected an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise CaseError(f"{key}: expected an integer <= {maximum}, got {shown(value)}")
     return value
 
 
 def _number(data: dict, key: str, default: float, minimum: float) -> float:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CaseError(f"{key}: expected a finite number, got {value!r}")
+        raise CaseError(f"{key}: expected a finite number, got {shown(value)}")
     if value < minimum:
         raise CaseError(f"{key}: expected a number >= {minimum}, got {value}")
     return float(value)
@@ -549,19 +655,82 @@ def resolve_problem(spec: str, base: Path) -> Callable[..., Problem]:
         try:
             spec_.loader.exec_module(module)
         except Exception as exc:
-            raise CaseError(f"problem: importing {file_part!r} failed: {import_failure(exc)}") from None
+            raise CaseError(f"problem: importing {shown(file_part)} failed: {import_failure(exc)}") from None
         factory = getattr(module, function, None)
         if not callable(factory):
-            raise CaseError(f"problem: {file_part!r} defines no function {function!r}")
+            raise CaseError(f"problem: {shown(file_part)} defines no function {shown(function)}")
         return factory
     factories = registered_problems()
     if spec not in factories:
         hint = difflib.get_close_matches(spec, factories, n=1)
         broken = "".join(f"; problems/{module}.py did not import ({reason})"
                          for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()))
-        raise CaseError(f"problem: unknown problem {spec!r}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+        raise CaseError(f"problem: unknown problem {shown(spec)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                         + f"; expected one of {', '.join(sorted(factories))} or path/to/file.py:function" + broken)
     return factories[spec]
+
+
+@dataclass
+class ProblemParameter:
+    """One keyword of a problem factory, as ``pinnbo problems NAME`` shows it."""
+
+    name: str
+    type: str
+    default: str          # "required" when there is none
+    meaning: str          # the first sentence of its entry in the docstring's Args section
+
+
+def describe_problem(name: str) -> tuple[str, list[ProblemParameter], str]:
+    """(one-line summary, parameters, an example case file) of the registered problem ``name``; the
+    example is a shipped case of that problem where there is one."""
+    factories = registered_problems()
+    if name not in factories:
+        hint = difflib.get_close_matches(name, factories, n=1)
+        raise CaseError(f"problems: unknown problem {shown(name)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; expected one of {', '.join(sorted(factories))}")
+    factory = factories[name]
+    doc = inspect.getdoc(factory) or ""
+    meanings = _docstring_arguments(doc)
+    parameters = []
+    for p in inspect.signature(factory).parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            continue
+        annotation = "" if p.annotation is inspect.Parameter.empty else str(p.annotation).replace("typing.", "")
+        default = "required" if p.default is inspect.Parameter.empty else shown(p.default, 60)
+        parameters.append(ProblemParameter(p.name, annotation, default, meanings.get(p.name, "")))
+    shipped = [path for path, data in list_cases() if data.get("problem") == name]
+    if shipped:
+        example = f"# {shipped[0].relative_to(CASES_DIR.parent)}\n" + shipped[0].read_text()
+    else:
+        required = {p.name: "..." for p in parameters if p.default == "required"}
+        example = yaml.safe_dump({"name": name, "problem": name, "params": required or {}, "method": "pinn-bo",
+                                  "budget": 100, "initial_points": 10, "seed": 0}, sort_keys=False)
+    return (doc.splitlines() or [""])[0], parameters, example
+
+
+def _docstring_arguments(doc: str) -> dict[str, str]:
+    """name -> first sentence of its entry, from a Google-style ``Args:`` section."""
+    out: dict[str, str] = {}
+    lines = doc.splitlines()
+    if "Args:" not in [line.strip() for line in lines]:
+        return out
+    start = [line.strip() for line in lines].index("Args:") + 1
+    current, indent = None, None
+    for line in lines[start:]:
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if indent is None:
+            indent = depth
+        if depth < indent:
+            break
+        match = re.match(r"\s*(\w+)(?: \([^)]*\))?:\s*(.*)", line) if depth == indent else None
+        if match:
+            current = match[1]
+            out[current] = match[2]
+        elif current is not None:
+            out[current] += " " + line.strip()
+    return {k: re.split(r"(?<=[.;])\s", v.strip(), maxsplit=1)[0] for k, v in out.items()}
 
 
 def check_params(factory: Callable[..., Problem], params: dict, name: str) -> dict:
@@ -572,11 +741,11 @@ def check_params(factory: Callable[..., Problem], params: dict, name: str) -> di
     takes_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
     for key in params:
         if key not in accepted and not takes_any:
-            raise CaseError(f"params.{key}: unknown parameter of problem {name!r}; expected one of "
+            raise CaseError(f"params.{key}: unknown parameter of problem {shown(name)}; expected one of "
                             f"{', '.join(accepted) or '(none)'}")
     for key, p in accepted.items():
         if p.default is inspect.Parameter.empty and key not in params:
-            raise CaseError(f"params.{key}: required parameter of problem {name!r} is missing")
+            raise CaseError(f"params.{key}: required parameter of problem {shown(name)} is missing")
     try:
         hints = typing.get_type_hints(factory)
     except Exception:  # an annotation that does not resolve is the factory's business, not the case's
@@ -618,7 +787,7 @@ def _check_annotated(where: str, value: Any, hint: Any) -> Any:
         if o in (str, dict, type(None)) and isinstance(value, o):
             return value
     expected = " or ".join(dict.fromkeys(_SCALARS[o] for o in options))
-    raise CaseError(f"{where}: expected {expected}, got {value!r}")
+    raise CaseError(f"{where}: expected {expected}, got {shown(value)}")
 
 
 def list_cases(folder: Path = CASES_DIR) -> list[tuple[Path, dict]]:

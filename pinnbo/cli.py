@@ -94,6 +94,11 @@ def run(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of an earlier run."),
     smoke: bool = SMOKE_OPTION,
     quiet: bool = typer.Option(False, "--quiet", help="No live display."),
+    warm_start: Optional[Path] = typer.Option(None, "--warm-start", help="Evaluations made elsewhere (.csv or "
+                                              ".jsonl), recorded before the first proposal."),
+    target: Optional[float] = typer.Option(None, help="Stop once the best observed value reaches this."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many seconds (the "
+                                             "evaluation under way finishes)."),
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
     from pinnbo.bench import recorded_evaluations
@@ -107,10 +112,12 @@ def run(
     try:
         loaded = load_case(case, {"seed": seed, "budget": budget, "device": device,
                                   "output": None if output is None else str(output),
-                                  "smoke": smoke_requested(smoke) or None})
+                                  "smoke": smoke_requested(smoke) or None,
+                                  "warm_start": None if warm_start is None else str(warm_start.resolve()),
+                                  "target": target, "max_time": max_time})
         problem = loaded.build_problem()
         optimizer = loaded.build_optimizer(problem)
-        settings = loaded.run_settings(resume=resume, overwrite=overwrite)
+        settings = loaded.run_settings(problem, resume=resume, overwrite=overwrite)
         recorded = recorded_evaluations(loaded.output_dir) if resume else 0
         observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
         try:
@@ -149,6 +156,13 @@ def run(
         console.print(f"optimum f* = {fmt(summary['optimum'])}, simple regret {fmt(summary['simple_regret'], 4)}")
     if summary["failed"]:
         console.print(f"[yellow]{summary['failed']} failed evaluation(s)[/yellow] (see summary.json)")
+    stopped = summary.get("stopped")
+    if stopped is not None and stopped["rule"] == "target":
+        console.print(f"stopped: the target {fmt(stopped['target'])} was reached at evaluation {stopped['evaluation']}",
+                      highlight=False)
+    elif stopped is not None:
+        console.print(f"stopped: --max-time {fmt(stopped['max_time'])} s passed after {stopped['evaluations']} "
+                      "evaluations (--resume continues)", highlight=False)
     console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
                   f"iteration; results in {loaded.output_dir}/")
 
@@ -194,37 +208,59 @@ def bench(
 
 
 @app.command()
-def problems() -> None:
-    """List the registered problems and the cases shipped in cases/."""
-    from pinnbo.case import PROBLEM_IMPORT_ERRORS, list_cases, registered_problems
+def problems(name: Optional[str] = typer.Argument(None, help="A problem: its parameters and an example case.")) -> None:
+    """List the registered problems and the cases shipped in cases/, or describe one problem."""
+    from pinnbo.case import PROBLEM_IMPORT_ERRORS, describe_problem, list_cases, registered_problems
 
-    table = Table(title="problems")
-    table.add_column("name")
-    table.add_column("description")
+    from pinnbo.report import print_table
+
+    if name is not None:
+        try:
+            summary, parameters, example = describe_problem(name)
+        except _user_errors() as exc:
+            fail(str(exc))
+        console.print(f"[bold]{escape(name)}[/bold]: {escape(summary)}", highlight=False)
+        table = Table(title="params (case file) = keyword arguments (Python)", title_justify="left")
+        for column in ("parameter", "type", "default", "meaning"):
+            table.add_column(column, overflow="fold")
+        for p in parameters:
+            table.add_row(p.name, p.type, p.default, p.meaning)
+        print_table(console, table)
+        console.print("example case:", highlight=False)
+        console.print(example.rstrip(), highlight=False, markup=False, soft_wrap=True)
+        return
+
+    table = Table(title="problems (pinnbo problems NAME: its parameters and an example case)")
+    table.add_column("name", overflow="fold")
+    table.add_column("description", overflow="fold")
     for name, factory in sorted(registered_problems().items()):
         doc = (factory.__doc__ or "").strip().splitlines()
         table.add_row(name, doc[0] if doc else "")
-    console.print(table)
+    print_table(console, table)
     for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()):
         err_console.print(f"[yellow]warning:[/yellow] problems/{escape(module)}.py did not import: {escape(reason)}",
                           soft_wrap=True, highlight=False)
     cases = Table(title="cases")
     for column in ("case", "problem", "method", "budget"):
-        cases.add_column(column)
+        cases.add_column(column, overflow="fold")
     for path, data in list_cases():
         # Outside the project the bare name is what to type: `pinnbo run heat_bc1.yaml` finds a shipped case.
         cases.add_row(str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path.name),
                       str(data.get("problem", "")), str(data.get("method", "pinn-bo")), str(data.get("budget", "")))
-    console.print(cases)
+    print_table(console, cases)
 
 
 @app.command()
 def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
                                                    "folder (bench-results/heat_bc1) or a bench root")) -> None:
     """Print the summary of a finished run, or the table of a bench."""
-    from pinnbo.report import fmt
+    from pinnbo.report import fmt, print_table
 
     path = results / "summary.json"
+    if not results.exists():
+        fail(f"results: {results} does not exist")
+    if not results.is_dir():
+        fail(f"results: {results} is not a folder; give a run's or a bench's results folder")
     if not path.exists():
         benches = [(p.parent, summary) for p in sorted(results.glob("*/summary.json"))
                    if _is_bench_summary(summary := _read_json(p))]
@@ -250,6 +286,8 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         _show_bench(results, summary)
         return
     table = Table(title=str(results), show_header=False)
+    table.add_column(overflow="fold")
+    table.add_column(overflow="fold")
     constrained = "n_feasible" in summary
     for key in ("problem", "sense", "evaluations", "failed", "best_value", "optimum", "simple_regret",
                 "seconds_per_iteration"):
@@ -272,7 +310,7 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         if not summary.get("best") and summary.get("least_violation"):
             closest = summary["least_violation"]
             table.add_row("closest to feasible", f"{closest['x']} (violation {fmt(closest['violation'], 4)})")
-    console.print(table)
+    print_table(console, table)
 
 
 def _read_json(path: Path):
@@ -290,8 +328,9 @@ def _is_bench_summary(summary) -> bool:
 def _show_bench(folder: Path, summary: dict) -> None:
     """The table ``pinnbo bench`` printed for this case folder, from its summary.json (``summary``)."""
     from pinnbo.bench import rich_table
+    from pinnbo.report import print_table
 
-    console.print(rich_table(summary))
+    print_table(console, rich_table(summary))
     console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
                   f"{folder / 'convergence.png'}", highlight=False, markup=False, soft_wrap=True)
 
@@ -317,7 +356,6 @@ def ask(
 ) -> None:
     """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
     from pinnbo.asktell import ask as ask_next
-
     from pinnbo.history import WriteFailure
 
     try:

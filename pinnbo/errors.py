@@ -1,4 +1,4 @@
-"""How a message quotes what the user gave: briefly.
+"""User mistakes and how their messages quote what the user gave: briefly.
 
 Error messages quote values from case files and the command line. Those can be huge (a long
 formula) or, through YAML aliases, exponentially large when expanded (a "billion laughs" mapping is
@@ -29,3 +29,7 @@ def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
     except Exception:  # a user object whose repr fails is still named
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class CaseError(ValueError):
+    """A user mistake in a case file or its command-line overrides (one-line message)."""

@@ -155,6 +155,7 @@ class History:
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
         self.case: dict = {}     # read(): the case of the run (binds its state files, pinnbo.state)
+        self.stopped: dict | None = None   # the stopping rule that ended the run early (pinnbo.run.stop)
         self._existing = False   # read(): the folder held files
         self._resumed = False    # read(): the evaluations on disk were loaded
 
@@ -173,7 +174,8 @@ class History:
     @classmethod
     def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
              resume: bool, overwrite: bool, constraints: Sequence[str] = (),
-             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None) -> "History":
+             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None,
+             budget: int | None = None) -> "History":
         """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
         log, design variables in another order, a budget below what is recorded are refused) and read
         its evaluations if ``resume``. Writes nothing, so a command refused now or by a later check
@@ -189,7 +191,7 @@ class History:
         history._resumed = resume
         if resume:
             history.load()
-            budget = case.get("budget")
+            budget = case.get("budget") if budget is None else budget
             if isinstance(budget, int) and budget < len(history.evaluations):
                 label = (labels or {}).get("budget", "budget")
                 raise HistoryError(f"{label}: {budget} is below the {len(history.evaluations)} evaluations already "
@@ -414,7 +416,7 @@ class History:
 
 # Keys of the case that may change between a run and its resumption (a longer timeout included:
 # evaluations already recorded stay as they are).
-RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout"}
+RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout", "target", "max_time"}
 # case.json's list of the design variables, in the order of the records' x. Not a case field: the
 # problem gives it, and _check_folder compares it on resume (a folder written before it existed has
 # none, and is not checked).

@@ -34,6 +34,8 @@ import sympy as sp
 import torch
 from sympy.core.function import AppliedUndef
 
+from pinnbo.errors import shown
+
 __all__ = ["PDE", "PDEError", "MAX_ORDER"]
 
 #: Highest total derivative order accepted (the Euler–Bernoulli beam needs 4).
@@ -111,12 +113,15 @@ def _as_tensor(value: torch.Tensor | float | bool, ref: torch.Tensor) -> torch.T
 
 
 def _sympify(value: object, where: str) -> sp.Basic:
+    if isinstance(value, torch.Tensor):
+        raise PDEError(f"{where}: a torch tensor; write coefficients and sources as sympy expressions or numbers "
+                       "(e.g. 2.0 or sp.exp(x)): the residual is compiled to torch from them")
     # strict=True: numbers and sympy objects only, so no user string reaches sympy's eval-based parser.
     try:
         return sp.sympify(value, strict=True)
     except (sp.SympifyError, TypeError):
         raise PDEError(
-            f"{where}: expected a sympy expression or a number, got {type(value).__name__} {value!r}"
+            f"{where}: expected a sympy expression or a number, got {type(value).__name__} {shown(value)}"
         ) from None
 
 
@@ -175,6 +180,11 @@ class PDE:
         raw_lhs = [self._expression(e, "lhs", i, lhs_list is not None) for i, e in enumerate(lhs_items)]
         raw_rhs = [self._expression(e, "rhs", i, lhs_list is not None) for i, e in enumerate(rhs_items)]
         raw = raw_lhs + raw_rhs
+        if not any(e.has(AppliedUndef) for e in raw) and any(e == 0 for e in raw_lhs):
+            # sympy differentiates T(x) with respect to y to 0 as the user writes it: say so.
+            raise PDEError("lhs: is 0, with no unknown in it: sympy folds a derivative of the unknown with respect "
+                           "to a symbol it is not applied to into 0; apply the unknown to every input, e.g. "
+                           "T = sp.Function('T')(x, y)")
 
         raw = self._substitute_params(raw, params or {})
         call = self._find_unknown(raw)
@@ -186,8 +196,8 @@ class PDE:
         self.n_equations: int = len(lhs_items)
         if inputs is not None and tuple(str(n) for n in inputs) != self.inputs:
             raise PDEError(
-                f"inputs={list(inputs)!r} do not match the arguments of {call}: expected "
-                f"{list(self.inputs)!r} (the points' column order)"
+                f"inputs={shown(list(inputs))} do not match the arguments of {call}: expected "
+                f"{shown(list(self.inputs))} (the points' column order)"
             )
         self._check_symbols(raw)
 
@@ -215,6 +225,11 @@ class PDE:
     def _expression(value: object, side: str, index: int, indexed: bool) -> sp.Expr:
         where = f"{side}[{index}]" if indexed else side
         expr = _sympify(value, where)
+        if expr.has(sp.Subs):
+            # What sympy makes of d/dx T(2x, y): a Subs over a dummy symbol the user never wrote.
+            raise PDEError(f"{where}: the unknown is differentiated at an argument other than the inputs "
+                           "themselves (e.g. T(2*x, y).diff(x)); apply the unknown to the inputs and write the "
+                           "chain rule out, e.g. 2*T(x, y).diff(x)")
         # Symbol subclasses Boolean in sympy, so "boolean" means Boolean and not an Expr.
         if isinstance(expr, sp.logic.boolalg.Boolean) and not isinstance(expr, sp.Expr):
             raise PDEError(
@@ -228,14 +243,19 @@ class PDE:
     def _substitute_params(exprs: list[sp.Expr], params: Mapping[str, object]) -> list[sp.Expr]:
         if not params:
             return exprs
-        values = {str(name): _sympify(v, f"params[{name!r}]") for name, v in params.items()}
+        values = {str(name): _sympify(v, f"params[{shown(name)}]") for name, v in params.items()}
         for name, v in values.items():
             if not isinstance(v, sp.Expr):
-                raise PDEError(f"params[{name!r}]: expected a number or expression, got {v}")
+                raise PDEError(f"params[{shown(name)}]: expected a number or expression, got {v}")
         arguments = {a for e in exprs for call in e.atoms(AppliedUndef) for a in call.args}
         for a in arguments:
             if isinstance(a, sp.Symbol) and a.name in values:
-                raise PDEError(f"params[{a.name!r}]: {a.name} is an input (an argument of the unknown), not a constant")
+                raise PDEError(f"params[{shown(a.name)}]: {a.name} is an input (an argument of the unknown), not a constant")
+        used = {s.name for e in exprs for s in e.free_symbols}
+        for name in values:
+            if name not in used:
+                raise PDEError(f"params[{shown(name)}]: the PDE has no symbol {name}; its symbols are "
+                               f"{', '.join(sorted(used)) or 'none'}")
         # Match by name: the user's symbol may carry assumptions (real=True) that Symbol(name) lacks.
         out = []
         for e in exprs:
@@ -288,7 +308,7 @@ class PDE:
             names = sorted(s.name for s in strangers)
             raise PDEError(
                 f"symbol {names[0]} is not an input of {self._call}: pass its value with "
-                f"params={{{names[0]!r}: ...}}" + (f" (also undeclared: {', '.join(names[1:])})" if names[1:] else "")
+                f"params={{{shown(names[0])}: ...}}" + (f" (also undeclared: {', '.join(names[1:])})" if names[1:] else "")
             )
 
     # ---------------------------------------------------------------- compilation (once)
@@ -412,8 +432,25 @@ class PDE:
             columns = [_as_tensor(eq(env, ref), ref) for eq in equations]
             return torch.stack(columns, dim=1).to(points.dtype)
 
-        residual.__doc__ = f"Residual of {self!r}: (N, {dim}) points -> (N, {self.n_equations})."
+        residual.__doc__ = f"Residual of {shown(self)}: (N, {dim}) points -> (N, {self.n_equations})."
         return residual
+
+    def for_variables(self, names: Sequence[str]) -> "PDE":
+        """This PDE with its inputs matched to design variables ``names`` by name: itself when they
+        come in that order, the same equations with the unknown's arguments reordered when they come
+        in another, a PDEError naming both lists when they are not the same names. (Matching by
+        position would train on the transposed physics when ``u(y, x)`` meets a box ``(x, y)``.)"""
+        names = tuple(str(n) for n in names)
+        if self.inputs == names:
+            return self
+        if sorted(self.inputs) != sorted(names):
+            raise PDEError(f"the unknown {self._call} has inputs ({', '.join(self.inputs)}) but the design "
+                           f"variables are ({', '.join(names)}); name the unknown's arguments after the design "
+                           "variables, one for each")
+        by_name = {s.name: s for s in self._symbols}
+        call = self._call.func(*(by_name[n] for n in names))
+        swap = {self._call: call}
+        return PDE([e.xreplace(swap) for e in self.lhs], [e.xreplace(swap) for e in self.rhs])
 
     def __repr__(self) -> str:
         eqs = "; ".join(f"{l} = {r}" for l, r in zip(self.lhs, self.rhs))

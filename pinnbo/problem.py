@@ -14,9 +14,27 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from pinnbo.errors import shown
+
+#: Most design variables a problem may have: the surrogates' cost grows with d, and beyond this
+#: a problem is better reduced before it is optimised.
+MAX_DIMENSION = 1000
+
 
 class ProblemError(ValueError):
     """A user mistake in a problem's definition or parameters (one-line message)."""
+
+
+def check_dimension(dim: object, minimum: int = 1, why: str = "") -> int:
+    """A problem factory's ``dim`` parameter as an int in [minimum, MAX_DIMENSION], or a one-line
+    ProblemError naming ``params.dim`` (``why`` says where a larger minimum comes from)."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise ProblemError(f"params.dim: expected an integer number of variables, got {shown(dim)}")
+    if dim < minimum:
+        raise ProblemError(f"params.dim: expected an integer >= {minimum}{why}, got {dim}")
+    if dim > MAX_DIMENSION:
+        raise ProblemError(f"params.dim: expected an integer <= {MAX_DIMENSION}, got {shown(dim)}")
+    return int(dim)
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,8 @@ class Box:
         object.__setattr__(self, "names", names)
         if len(lower) == 0:
             raise ProblemError("bounds: a domain needs at least one variable")
+        if len(lower) > MAX_DIMENSION:
+            raise ProblemError(f"bounds: at most {MAX_DIMENSION} design variables, got {len(lower)}")
         if len(lower) != len(upper) or len(names) != len(lower):
             raise ProblemError(
                 f"bounds: lower ({len(lower)}), upper ({len(upper)}) and names ({len(names)}) "
@@ -153,8 +173,15 @@ class Problem:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.pde is not None and hasattr(self.pde, "for_variables"):
+            from pinnbo.pde import PDEError
+
+            try:  # inputs matched to the design variables by name, when the problem is built
+                self.pde = self.pde.for_variables(self.domain.names)
+            except PDEError as exc:
+                raise ProblemError(f"pde: {exc}") from None
         if self.sense not in ("maximize", "minimize"):
-            raise ProblemError(f"sense: expected 'maximize' or 'minimize', got {self.sense!r}")
+            raise ProblemError(f"sense: expected 'maximize' or 'minimize', got {shown(self.sense)}")
         if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
             raise ProblemError(f"noise: expected a finite standard deviation >= 0, got {self.noise_std}")
         self.constraints = tuple(self.constraints)

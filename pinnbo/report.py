@@ -16,10 +16,12 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.segment import Segments
 from rich.table import Table
 
 from pinnbo.history import EXPLORATION, Evaluation, History, write_failure, write_json_atomic
 from pinnbo.problem import Problem
+from pinnbo.warm_start import IMPORTED
 
 
 def fmt(value: float | None, digits: int = 6) -> str:
@@ -135,6 +137,11 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "case": case,
         "versions": versions(),
     }
+    imported = sum(r.phase == IMPORTED for r in history.evaluations)
+    if imported:
+        summary["imported"] = imported
+    if history.stopped is not None:
+        summary["stopped"] = history.stopped
     if history.n_exploration:
         summary.update(exploration_summary(history, problem))
     if history.constrained:
@@ -229,6 +236,17 @@ def plot_convergence(history: History, problem: Problem, path: Path) -> None:
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` at its natural width even where the terminal is narrower: rich would
+    otherwise squeeze and crop its columns, and a cut number (``1.0266e-…``) reads as a wrong one.
+    The terminal then wraps the long lines; every digit is printed."""
+    natural = console.measure(table, options=console.options.update(width=100_000)).maximum
+    if natural <= console.width:
+        console.print(table)
+    else:  # rendered at its own width, printed uncropped (Console.print caps any width at its own)
+        console.print(Segments(console.render(table, console.options.update_width(natural))), crop=False)
 
 
 def save_figure(fig, path: Path) -> None:

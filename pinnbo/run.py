@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +33,14 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from pinnbo.errors import shown
 from pinnbo.history import Evaluation, History, HistoryError, locked
-from pinnbo.state import CHECKPOINT, load_state, run_identity, save_state
 from pinnbo.interrupts import held_interrupts
 from pinnbo.optimizers.base import Optimizer, initial_design, numpy_rng
 from pinnbo.oracles.external import OracleFailure, call_oracle
 from pinnbo.problem import Problem, ProblemError
+from pinnbo.state import CHECKPOINT, load_state, run_identity, save_state
+from pinnbo.warm_start import IMPORTED
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,22 @@ class RunSettings:
     overwrite: bool = False
     timeout: float | None = None    # seconds per oracle call; None: no limit
     labels: dict | None = None      # case field -> the command-line option that set it (messages)
+    imported: tuple = ()            # evaluations made elsewhere, recorded first (pinnbo.warm_start)
+    target: float | None = None     # stop once the best observed value reaches this (problem's sense)
+    max_time: float | None = None   # stop after this many seconds of this command
+
+    @property
+    def first_proposal(self) -> int:
+        """Index of the first evaluation the optimiser proposes: after the imported evaluations and
+        the initial-design points they leave (imported ones take initial points' places)."""
+        m = len(self.imported)
+        return m + max(self.initial_points - m, 0)
+
+    def planned_design(self, k: int, design: np.ndarray) -> np.ndarray | None:
+        """The initial-design point of evaluation ``k`` (``design`` the seed's initial design),
+        None for an imported evaluation or one the optimiser proposes."""
+        m = len(self.imported)
+        return design[k - m] if m <= k < self.first_proposal else None
 
 
 class RunObserver(Protocol):
@@ -117,7 +134,7 @@ def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str,
     except OracleFailure as exc:
         error = str(exc)
     except SystemExit as exc:  # an oracle wrapping a script must not end the run
-        error = f"oracle called sys.exit({exc.code!r})"
+        error = f"oracle called sys.exit({shown(exc.code)})"
     except Exception as exc:  # any oracle failure is data, not a crash
         error = f"{type(exc).__name__}: {exc}".strip()
     seconds = time.perf_counter() - start
@@ -269,11 +286,41 @@ def commit(history: History, optimizer: Optimizer | None, record: Evaluation, ti
                 checkpoint(history, optimizer)
 
 
+def record_imported(history: History, optimizer: Optimizer | None, problem: Problem, settings: RunSettings) -> None:
+    """Record the imported evaluations that are not in the log yet (each once, in order), before
+    the first evaluation of the run (:mod:`pinnbo.warm_start`)."""
+    for k in range(len(history), len(settings.imported)):
+        item = settings.imported[k]
+        record = observation(problem, item.x, k, settings.seed, IMPORTED,
+                             math.nan if item.value is None else item.value, item.error, add_noise=False,
+                             constraints=item.constraints)
+        commit(history, optimizer, record, {}, settings.first_proposal)
+
+
+def stop(history: History, settings: RunSettings, started: float) -> bool:
+    """Whether a stopping rule holds before the next evaluation: the best observed value has
+    reached ``settings.target``, or ``settings.max_time`` seconds have passed since ``started``
+    (time.monotonic). Sets ``history.stopped`` to what happened, for the summary."""
+    if settings.target is not None:
+        best = history.best(key="y")
+        if best is not None and (best.y >= settings.target if history.sense == "maximize"
+                                 else best.y <= settings.target):
+            history.stopped = {"rule": "target", "target": settings.target, "evaluation": best.index,
+                               "value": best.y}
+            return True
+    elapsed = time.monotonic() - started
+    if settings.max_time is not None and elapsed >= settings.max_time:
+        history.stopped = {"rule": "max_time", "max_time": settings.max_time, "seconds": round(elapsed, 3),
+                           "evaluations": len(history)}
+        return True
+    return False
+
+
 def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
         observer: RunObserver | None = None) -> History:
     """Run ``optimizer`` on ``problem`` until ``settings.budget`` evaluations are recorded."""
     if problem.metadata.get("oracle") == "outside":
-        raise ProblemError(f"oracle: problem {problem.name!r} is measured outside pinnbo; give the case "
+        raise ProblemError(f"oracle: problem {shown(problem.name)} is measured outside pinnbo; give the case "
                            "`oracle: {command: ...}` to run it, or use `pinnbo ask` / `pinnbo tell`")
     if settings.output is None:
         history = History(problem.sense, None, problem.optimum, problem.constraint_names)
@@ -282,7 +329,7 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
         history = History.read(settings.output, settings.case or {}, problem.sense, problem.optimum,
                                resume=settings.resume, overwrite=settings.overwrite,
                                constraints=problem.constraint_names, variables=problem.domain.names,
-                               labels=settings.labels)
+                               labels=settings.labels, budget=settings.budget)
         saved = read_checkpoint(history, optimizer.device) if settings.resume else None   # before any write
         history.begin(settings.case or {})
         return _loop(problem, optimizer, settings, history, observer, saved)
@@ -290,25 +337,26 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
 
 def _loop(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
           observer: RunObserver | None, saved: dict | None) -> History:
-    n_init = settings.initial_points
-    design = initial_design(problem.domain, n_init, settings.seed)
-    failures = FailureStreak(n_init)
+    first = settings.first_proposal
+    design = initial_design(problem.domain, settings.initial_points, settings.seed)
+    failures = FailureStreak(first)
+    started = time.monotonic()
     try:
-        restore(history, optimizer, n_init, saved)
+        restore(history, optimizer, first, saved)
+        record_imported(history, optimizer, problem, settings)
         if observer is not None:
             observer.on_start(problem, settings, history)
-        while len(history) < settings.budget:
+        while len(history) < settings.budget and not stop(history, settings, started):
             k = len(history)
             start = time.perf_counter()
-            if k < n_init:
-                x, phase = design[k], "initial"
-            else:
+            x, phase = settings.planned_design(k, design), "initial"
+            if x is None:
                 x = optimizer.ask()
                 phase = getattr(optimizer, "last_role", "optimizer")
             ask_seconds = time.perf_counter() - start
             record, oracle_seconds = evaluate(problem, x, k, settings.seed, phase, settings.timeout)
             timing = {"ask_seconds": round(ask_seconds, 6), "oracle_seconds": round(oracle_seconds, 6)}
-            commit(history, optimizer, record, timing, n_init)
+            commit(history, optimizer, record, timing, first)
             if observer is not None:
                 observer.on_evaluation(record, timing, history)
             failures.check(history, record)

@@ -17,8 +17,10 @@ import io
 import json
 import os
 from pathlib import Path
+
 import torch
 
+from pinnbo.errors import shown
 from pinnbo.history import RESUMABLE_KEYS, VARIABLES_KEY, HistoryError, write_failure
 
 #: Version of the file layout; a file of another version is not this run's state.
@@ -81,8 +83,8 @@ def load_state(path: Path, identity: dict, device: torch.device | str = "cpu",
             or not isinstance(data.get("state"), dict):
         raise HistoryError(f"{path}: not a state file of this pinnbo version; {remedy}")
     if data.get("case") != identity["case"] or data.get("seed") != identity["seed"]:
-        raise HistoryError(f"{path}: belongs to another run (seed {data.get('seed')!r}, case {data.get('case')!r}; "
-                           f"this run: seed {identity['seed']!r}, case {identity['case']!r}); {remedy}")
+        raise HistoryError(f"{path}: belongs to another run (seed {shown(data.get('seed'))}, case {shown(data.get('case'))}; "
+                           f"this run: seed {shown(identity['seed'])}, case {shown(identity['case'])}); {remedy}")
     if recorded is not None and data["n_told"] > recorded:
         raise HistoryError(f"{path}: saved after {data['n_told']} evaluations but the log beside it records "
                            f"{recorded}: evaluations.jsonl has lost records; restore it, or start afresh with "

@@ -51,7 +51,7 @@ def _singular_points(nodes: np.ndarray, flexibility: np.ndarray) -> np.ndarray:
 def beam(
     EI: str | float = PAPER_EI,
     q: str | float = PAPER_LOAD,
-    bc: dict | None = PAPER_BC,
+    bc: dict | None = None,
     bounds: Any = (0.0, 1.0),
     n: int = DEFAULT_INTERVALS,
     sense: str = "minimize",
@@ -64,9 +64,9 @@ def beam(
             symbolically, so a stiffness that is singular where its denominator vanishes is fine.
         q: distributed load, a formula of x (default eˣ).
         bc: two conditions per end, ``{left: {w: .., M: ..}, right: {..}}``, names among
-            w (deflection), slope (w'), M (bending moment EI·w''), V (shear M'); values are
-            constant formulas. Default (also for None): the paper's, w and M at both ends
-            (never mutated).
+            w (deflection), slope (w'), M (bending moment M = EI·w''), V (shear V = M'); values
+            are constant formulas. Required for any beam but the paper's; left out for the
+            paper's EI, q and bounds, it is the paper's (w and M at both ends).
         bounds: the beam [a, b].
         n: finite-difference grid intervals (error ≈ 5e-6 on the paper's beam at the default).
         sense: ``"minimize"`` (the paper) or ``"maximize"`` the deflection.
@@ -75,6 +75,13 @@ def beam(
     if flexibility is not None and EI != PAPER_EI:
         raise ProblemError("params.flexibility: give EI or flexibility (1/EI), not both")
     if bc is None:
+        try:
+            papers = EI == PAPER_EI and q == PAPER_LOAD and flexibility is None and tuple(bounds) == (0.0, 1.0)
+        except TypeError:
+            papers = False
+        if not papers:  # the paper's supports belong to the paper's beam: never a silent default
+            raise ProblemError("params.bc: missing; a beam other than the paper's needs two boundary conditions "
+                               "per end, e.g. {left: {w: 0, M: 0}, right: {w: 0, M: 0}} (simply supported)")
         bc = PAPER_BC
     solution = solve_beam(
         None if flexibility is not None else EI, q, bc, bounds, n, flexibility=flexibility, field="params"

@@ -38,7 +38,7 @@ def external(bounds: dict, sense: str = "minimize", pde: str | list | None = Non
     """A box declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
     names, lower, upper = _bounds(bounds)
     if sense not in ("minimize", "maximize"):
-        raise ProblemError(f"params.sense: expected minimize or maximize, got {sense!r}")
+        raise ProblemError(f"params.sense: expected minimize or maximize, got {shown(sense)}")
     equation = None if pde is None else parse_pde(pde, names)
     outputs = _constraint_names(constraints, names)
 
@@ -63,11 +63,11 @@ def _constraint_names(constraints: Any, variables: tuple[str, ...]) -> tuple[str
     for i, name in enumerate(constraints):
         field = f"params.constraints[{i}]"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-            raise ProblemError(f"{field}: constraint name {name!r} must be letters, digits and '_'")
+            raise ProblemError(f"{field}: constraint name {shown(name)} must be letters, digits and '_'")
         if name in variables:
-            raise ProblemError(f"{field}: {name!r} is a design variable; name the constraint output otherwise")
+            raise ProblemError(f"{field}: {shown(name)} is a design variable; name the constraint output otherwise")
         if name in seen:
-            raise ProblemError(f"{field}: {name!r} is declared twice")
+            raise ProblemError(f"{field}: {shown(name)} is declared twice")
         seen.append(name)
     return tuple(seen)
 
@@ -79,12 +79,12 @@ def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
     for name, pair in bounds.items():
         field = f"params.bounds.{name}"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-            raise ProblemError(f"params.bounds: variable name {name!r} must be letters, digits and '_'")
+            raise ProblemError(f"params.bounds: variable name {shown(name)} must be letters, digits and '_'")
         if name == UNKNOWN or name in RESERVED:
-            raise ProblemError(f"{field}: {name!r} is reserved (the PDE's unknown or a function); rename the variable")
+            raise ProblemError(f"{field}: {shown(name)} is reserved (the PDE's unknown or a function); rename the variable")
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
                 not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
-            raise ProblemError(f"{field}: expected [lower, upper], got {pair!r}")
+            raise ProblemError(f"{field}: expected [lower, upper], got {shown(pair)}")
         lo, hi = float(pair[0]), float(pair[1])
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
@@ -132,11 +132,11 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
         for expr in parsed:
             others = sorted({type(f).__name__ for f in expr.atoms(sp.core.function.AppliedUndef)} - {UNKNOWN})
             if others:
-                raise ProblemError(f"{field}: unknown function {others[0]!r} in {shown(item)}; the unknown is {UNKNOWN}")
+                raise ProblemError(f"{field}: unknown function {shown(others[0])} in {shown(item)}; the unknown is {UNKNOWN}")
         lhs.append(parsed[0])
         rhs.append(parsed[1] if len(parsed) == 2 else sp.Integer(0))
     if not any(e.has(unknown) for e in lhs + rhs):
-        raise ProblemError(f"{field}: the equation does not involve the unknown {UNKNOWN!r}")
+        raise ProblemError(f"{field}: the equation does not involve the unknown {shown(UNKNOWN)}")
     try:
         return PDE(lhs if isinstance(text, list) else lhs[0], rhs if isinstance(text, list) else rhs[0],
                    inputs=names)

@@ -22,10 +22,10 @@ level curve (|∇T| = 150 there); 89 % of the plate is feasible.
 
 from __future__ import annotations
 
-
 import numpy as np
 import sympy as sp
 
+from pinnbo.errors import shown
 from pinnbo.oracles.laplace import DEFAULT_BOUNDS, GradientLimitedPlate, HeatPlate, check_max_gradient
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
@@ -48,9 +48,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
     if isinstance(bounds, (str, bytes)) or not isinstance(bounds, (list, tuple)):
-        raise ProblemError(f"params.bounds: expected a list of two [lower, upper] pairs, got {bounds!r}")
+        raise ProblemError(f"params.bounds: expected a list of two [lower, upper] pairs, got {shown(bounds)}")
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 16:
-        raise ProblemError(f"params.grid: expected an integer >= 16, got {grid!r}")
+        raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
     if max_gradient is not None:
         max_gradient = check_max_gradient(max_gradient)  # before the solve: a typo costs no solve
 
@@ -64,8 +64,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     (x0, x1), (y0, y1) = plate.bounds
     description = (
         f"Steady heat plate ∇²T = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
-        f"left={plate.boundary['left']!r}, right={plate.boundary['right']!r}, "
-        f"bottom={plate.boundary['bottom']!r}, top={plate.boundary['top']!r}; "
+        f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
+        f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
         f"py-pde reference on a {plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Problem, ProblemError, check_dimension, register_problem
 
 __all__ = ["ackley", "levy", "ackley_values", "levy_values"]
 
@@ -46,14 +46,6 @@ def levy_values(X: np.ndarray) -> np.ndarray:
     return head + middle + tail
 
 
-def _check_dim(dim: object) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise ProblemError(f"params.dim: expected an integer number of variables, got {dim!r}")
-    if dim < 1:
-        raise ProblemError(f"params.dim: expected an integer >= 1, got {dim}")
-    return int(dim)
-
-
 def _oracle(fn: Callable[[np.ndarray], np.ndarray], dim: int, name: str) -> Callable[[np.ndarray], float]:
     def objective(x: np.ndarray) -> float:
         arr = np.asarray(x, dtype=np.float64)
@@ -68,7 +60,7 @@ def _oracle(fn: Callable[[np.ndarray], np.ndarray], dim: int, name: str) -> Call
 @register_problem
 def ackley(dim: int = 10) -> Problem:
     """Ackley on [−32.768, 32.768]^d (a = 20, b = 0.2, c = 2π), minimised, f* = 0 at 0."""
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     return Problem(
         name="ackley",
         domain=Box.cube(-ACKLEY_BOUND, ACKLEY_BOUND, dim),
@@ -84,7 +76,7 @@ def ackley(dim: int = 10) -> Problem:
 @register_problem
 def levy(dim: int = 10) -> Problem:
     """Levy on [−10, 10]^d, minimised, f* = 0 at (1, ..., 1)."""
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     return Problem(
         name="levy",
         domain=Box.cube(-LEVY_BOUND, LEVY_BOUND, dim),

@@ -37,8 +37,9 @@ import sympy as sp
 import torch
 from scipy.optimize import brentq
 
+from pinnbo.errors import shown
 from pinnbo.pde import PDE
-from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Problem, ProblemError, check_dimension, register_problem
 
 __all__ = [
     "TORCH_FUNCTIONS",
@@ -110,14 +111,6 @@ TORCH_FUNCTIONS: dict[str, Callable[..., torch.Tensor]] = {
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_dim(dim: object, minimum: int = 1, why: str = "") -> int:
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise ProblemError(f"params.dim: expected an integer number of variables, got {dim!r}")
-    if dim < minimum:
-        raise ProblemError(f"params.dim: expected an integer >= {minimum}{why}, got {dim}")
-    return int(dim)
-
-
 def _oracle(fn: Callable[[torch.Tensor], torch.Tensor], dim: int, name: str) -> Callable[[np.ndarray], float]:
     """The numpy objective ``x (d,) -> float``, evaluating the torch function in float64."""
 
@@ -152,7 +145,7 @@ def dropwave(dim: int = 2) -> Problem:
     generate the whole Lie algebra so(d) by commutators, so together they say exactly that f is
     radial. d = 1 has no rotations and is rejected.
     """
-    dim = _check_dim(dim, 2, " (DropWave's PDE is rotation invariance, which needs two variables)")
+    dim = check_dimension(dim, 2, " (DropWave's PDE is rotation invariance, which needs two variables)")
     box = Box.cube(-5.12, 5.12, dim)
     xs, f = _unknown(box)
     generators = [xs[k] * f.diff(xs[k + 1]) - xs[k + 1] * f.diff(xs[k]) for k in range(dim - 1)]
@@ -196,7 +189,7 @@ def styblinski_tang(dim: int = 10) -> Problem:
     PDE: Σ ∂f/∂x_i = Σ (2x_i³ − 16x_i + 5/2) (one equation). f* = −39.16616570… d at
     x_i = −2.90353402…, the root of 2t³ − 16t + 5/2 computed here (not typed in).
     """
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     box = Box.cube(-5.0, 5.0, dim)
     xs, f = _unknown(box)
     pde = PDE(
@@ -231,7 +224,7 @@ def rastrigin(dim: int = 20) -> Problem:
     2πx_i + πx_i sin 2πx_i − 1) drops the ½ and does not hold.) The residual's terms reach about
     10 d (1 + 5.12π) ≈ 3.4e3 at d = 20, so a float64 residual of the true f is ~1e-12, not 1e-16.
     """
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     box = Box.cube(-5.12, 5.12, dim)
     xs, f = _unknown(box)
     pde = PDE(
@@ -372,16 +365,16 @@ def michalewicz(
 
     f* is computed for any d and m (:func:`michalewicz_optimum`): ≈ −29.630884 at d = 30.
     """
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise ProblemError(f"params.m: expected an integer steepness >= 1, got {m!r}")
+        raise ProblemError(f"params.m: expected an integer steepness >= 1, got {shown(m)}")
     m = int(m)
     if (
         isinstance(collocation_h_max, bool)
         or not isinstance(collocation_h_max, (int, float, np.integer, np.floating))
         or not (math.isfinite(collocation_h_max) and collocation_h_max > 0)
     ):
-        raise ProblemError(f"params.collocation_h_max: expected a finite number > 0, got {collocation_h_max!r}")
+        raise ProblemError(f"params.collocation_h_max: expected a finite number > 0, got {shown(collocation_h_max)}")
     h_max = float(collocation_h_max)
 
     box = Box.cube(0.0, math.pi, dim)
@@ -437,7 +430,7 @@ def cosine_mixture(dim: int = 50) -> Problem:
     minimum is at x_i = ±0.184873 (2^d minimisers; we report all +), f* = −0.0630122 d ≈ −3.1506
     at d = 50.)
     """
-    dim = _check_dim(dim)
+    dim = check_dimension(dim)
     box = Box.cube(-1.0, 1.0, dim)
     xs, f = _unknown(box)
     pde = PDE(

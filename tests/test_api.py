@@ -56,8 +56,8 @@ def test_api_errors_name_the_field():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"initial_points": 0, "budget": 5}, "initial_points: expected an integer >= 1, got 0"),
-    ({"initial_points": 2.5}, "initial_points: expected an integer >= 1, got 2.5"),
+    ({"initial_points": 0, "budget": 5}, "initial_points: expected an integer from 1 to 10000, got 0"),
+    ({"initial_points": 2.5}, "initial_points: expected an integer from 1 to 10000, got 2.5"),
     ({"device": "gpu"}, "device: expected cpu, cuda or cuda:N, got 'gpu'"),
 ])
 def test_optimize_refuses_bad_settings_before_any_evaluation(kwargs, message, tmp_path):
@@ -125,3 +125,24 @@ def test_every_method_runs_on_cuda(method, problem, params):
     X = np.array([r.x for r in history.evaluations])
     assert len(X) == 8 and all(r.y is not None for r in history.evaluations)
     assert np.all(X >= prob.domain.lower) and np.all(X <= prob.domain.upper)
+
+
+def test_the_readme_python_example_runs_as_written_and_maximises(tmp_path, monkeypatch):
+    """The README's Python block, executed as it stands: the ask/tell loop, told the problem's own
+    values, proposes exactly what the runner proposed (which tells minimisation values) for the same
+    seed; a loop that minimised a maximised plate would go elsewhere."""
+    import re
+
+    from tests.survival import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)[1]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 -- the project's own README
+    history, opt = namespace["history"], namespace["opt"]
+    assert (tmp_path / "results" / "plate" / "summary.json").exists()
+    np.testing.assert_array_equal(np.stack(opt.X), history.X())
+    told = [r.true for r in history.evaluations]
+    assert opt.y == [-v for v in told]

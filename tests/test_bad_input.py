@@ -4,6 +4,7 @@ disk (the whole test folder, with a finished run in it, is hashed before and aft
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,9 @@ class Bad:
 
 
 TELL = ["tell", "--x", "0.1,0.2"]
+# A "billion laughs": 9^9 values through aliases, in a few hundred bytes.
+BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
 TABLE = [
     # -- the case file ---------------------------------------------------------------------------
     Bad("yaml-syntax", "name: t\nproblem: [dropwave\n", "case.yaml: YAML syntax error at line 3"),
@@ -209,7 +213,58 @@ TABLE = [
     Bad("ask-budget-spent", BASE, "budget: all 5 evaluations are recorded; pass --budget", command=["ask"]),
     Bad("ask-corrupted-pending", BASE, "pending.json: corrupted pending design", command=["ask"],
         prepare=lambda out, tmp: (out / "pending.json").write_text("{not json")),
+    Bad("ask-other-seed-names-the-option", BASE, "--seed: __OUT__ was produced with a different seed (0, now 5)",
+        command=["ask", "--seed", "5"]),
+    # -- sizes: a mistake is an error now, not a run that never starts -----------------------------------
+    Bad("dim-huge", case(params="{dim: 10000}"), "params.dim: expected an integer <= 1000, got 10000"),
+    Bad("initial-points-huge", case(initial_points="100000000"), "initial_points: expected an integer <= 10000"),
+    Bad("budget-huge", case(budget="1000000000"), "budget: expected an integer <= 100000, got 1000000000"),
+    Bad("bench-seeds-huge", BASE, "--seeds: expected N (seeds 0..N-1, 1 <= N <= 10000)",
+        command=["bench", "--seeds", "99999999999", "--quiet"]),
+    Bad("bench-jobs-huge", BASE, "--jobs: expected an integer from 1 to 256, got 100000",
+        command=["bench", "--jobs", "100000", "--quiet"]),
+    Bad("budget-override-huge", BASE, "--budget: expected an integer <= 100000", command=["run", "--budget",
+                                                                                        "1000000000", "--quiet"]),
+    # -- the case file's YAML ------------------------------------------------------------------------
+    Bad("yaml-duplicate-key", BASE + "budget: 7\n", "case.yaml: line 9: duplicate key 'budget'"),
+    Bad("yaml-alias-bomb", BOMB + BASE, "case.yaml: expands to more than 100000 values (through YAML aliases?)"),
+    Bad("long-value-quoted-briefly", case(method="'" + "x" * 5000 + "'"), "method: unknown method 'xxxx"),
+    Bad("name-dot", case(name="."), "name: expected letters, digits"),
+    Bad("name-dot-dot", case(name=".."), "name: expected letters, digits"),
+    Bad("beam-without-its-bc", case(problem="beam", params="{EI: '1 + x'}"), "params.bc: missing; a beam other"),
+    # -- results folders that are not what they should be -------------------------------------------------------
+    Bad("record-with-nan", BASE, "evaluations.jsonl:2: corrupted record: 'y' must be a finite number or null",
+        command=["run", "--resume", "--quiet"], prepare=lambda out, tmp: _replace_y(out, "NaN")),
+    Bad("record-with-infinity", BASE, "evaluations.jsonl:2: corrupted record: 'y' must be a finite number or null",
+        command=["run", "--resume", "--quiet"], prepare=lambda out, tmp: _replace_y(out, "Infinity")),
+    Bad("log-is-a-directory", BASE, "evaluations.jsonl: corrupted evaluation log (a directory",
+        command=["run", "--resume", "--quiet"], prepare=lambda out, tmp: _into_directory(out / "evaluations.jsonl")),
+    Bad("log-is-a-symlink", BASE, "evaluations.jsonl: corrupted evaluation log (a symbolic link",
+        command=["run", "--resume", "--quiet"], prepare=lambda out, tmp: _into_symlink(out / "evaluations.jsonl", tmp)),
+    Bad("checkpoint-is-a-directory", BASE, "checkpoint.pt: corrupted state file (not a regular file)",
+        command=["run", "--resume", "--quiet"], prepare=lambda out, tmp: _into_directory(out / "checkpoint.pt")),
+    Bad("resume-and-overwrite", BASE, "--resume and --overwrite: give one of them",
+        command=["run", "--resume", "--overwrite", "--quiet"]),
+    Bad("resume-budget-below-the-log", BASE, "--budget: 4 is below the 5 evaluations already recorded",
+        command=["run", "--resume", "--budget", "4", "--quiet"]),
 ]
+
+
+def _replace_y(out: Path, literal: str) -> None:
+    lines = (out / "evaluations.jsonl").read_text().splitlines()
+    lines[1] = re.sub(r'"y": [^,]+,', f'"y": {literal},', lines[1])
+    (out / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _into_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def _into_symlink(path: Path, tmp: Path) -> None:
+    target = tmp / "elsewhere.jsonl"
+    shutil.move(path, target)
+    path.symlink_to(target)
 
 
 def _ask(out: Path, tmp: Path) -> None:
@@ -244,6 +299,7 @@ def check(exit_code: int, stderr: str, stdout: str, needle: str) -> None:
     assert "Traceback" not in stderr + stdout
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
+    assert len(lines[0]) < 800, lines[0]   # a value is quoted in at most ~200 characters
     assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
     assert stdout.strip() == ""
 

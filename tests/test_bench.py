@@ -15,8 +15,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 import pinnbo.run
-from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, parse_seeds,
-                          run_bench, table_rows, welch_one_sided)
+from pinnbo.bench import (BenchSettings, benjamini_hochberg, compare_to_reference, mean_se, parse_seeds, run_bench,
+                          table_rows, welch_one_sided)
 from pinnbo.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,7 +240,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
     (["--methods", "pinn-bo,randm"], "--methods: unknown method 'randm' (did you mean 'random'?)"),
     (["--methods", "random", "--reference", "gp-ei"], "--reference: 'gp-ei' is not among --methods (random)"),
     (["--output", "__FILE__/sub"], "--output: cannot create"),
-    (["--seeds", "0"], "--seeds: expected N (seeds 0..N-1, N >= 1)"),
+    (["--seeds", "0"], "--seeds: expected N (seeds 0..N-1, 1 <= N <= 10000)"),
     (["--seeds", "5-3"], "--seeds: expected N"),
     (["--seeds", "1,x"], "--seeds: expected N"),
     (["--seeds", "0-2,2"], "--seeds: seed 2 is given twice in '0-2,2'"),

@@ -154,3 +154,85 @@ def test_problems_outside_the_project_names_cases_as_run_takes_them(tmp_path, mo
     assert "heat_bc1.yaml" in names and not any("/" in n for n in names)
     from pinnbo.case import load_case
     assert load_case("heat_bc1.yaml").name == "heat_bc1"      # the bare name finds the shipped case
+
+
+@pytest.mark.parametrize("name, rows", [
+    ("heat_plate", ["boundary", "required", "bounds", "grid", "256", "max_gradient"]),
+    ("beam", ["EI", "bending stiffness", "q", "bc", "two conditions per end", "flexibility", "sense"]),
+    ("dropwave", ["dim", "int", "2"]),
+])
+def test_problems_name_prints_its_parameters_and_an_example_case(name, rows):
+    result = runner.invoke(app, ["problems", name], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for text in rows:
+        assert text in result.output
+    example = result.output[result.output.index("example case:"):]
+    assert f"problem: {name}" in example
+
+
+def test_problems_of_an_unknown_name_is_one_line():
+    result = runner.invoke(app, ["problems", "dropwav"])
+    assert result.exit_code == 2 and "unknown problem 'dropwav' (did you mean 'dropwave'?)" in result.stderr
+
+
+def test_show_of_a_missing_folder_says_it_does_not_exist(tmp_path):
+    result = runner.invoke(app, ["show", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and result.stderr.strip() == f"error: results: {tmp_path / 'nowhere'} does not exist"
+
+
+def test_a_narrow_terminal_never_cuts_a_number_in_a_bench_table(tmp_path):
+    """A bench's table in 50 columns: every number of it is printed whole."""
+    from rich.console import Console
+
+    from pinnbo.bench import rich_table, table_rows
+    from pinnbo.report import print_table
+
+    args = ["bench", str(ROOT / "cases/dropwave.yaml"), "--methods", "random,gp-ei", "--reference", "random",
+            "--seeds", "2", "--budget", "6", "--output", str(tmp_path), "--quiet", "--smoke"]
+    assert runner.invoke(app, args).exit_code == 0
+    summary = json.loads((tmp_path / "dropwave" / "summary.json").read_text())
+    _, rows = table_rows(summary)
+    console = Console(width=50, record=True, file=open(os.devnull, "w"))
+    print_table(console, rich_table(summary))
+    text = console.export_text()
+    assert "…" not in text
+    for row in rows:
+        for cell in row:
+            assert cell in text, cell
+
+
+def test_the_field_map_legend_stays_off_the_plate(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pinnbo import load_problem, optimize
+    from pinnbo.report import plot_field
+
+    problem = load_problem("heat_plate", grid=32, boundary={"left": "0", "right": "y", "bottom": "0", "top": "x"})
+    history = optimize(problem, method="random", budget=8, initial_points=4, seed=0)
+    captured = {}
+    original = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        captured["fig"] = fig
+        return original(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        plot_field(history, problem, tmp_path / "field.png")
+    finally:
+        plt.Figure.savefig = original
+    fig = captured["fig"]
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert not legend.overlaps(ax.get_window_extent())
+
+
+def test_case_error_is_part_of_the_public_api():
+    import pinnbo
+
+    with pytest.raises(pinnbo.CaseError):
+        pinnbo.load_problem("dropwave", dimension=3)

@@ -23,13 +23,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from pinnbo.bench import (BenchError, BenchSettings, default_methods, default_reference, penalise_infeasible,
-                          run_bench)
+from pinnbo.bench import BenchError, BenchSettings, default_methods, default_reference, penalise_infeasible, run_bench
 from pinnbo.case import CaseError, case_from_dict, load_case, output_std
 from pinnbo.cli import app
 from pinnbo.history import Evaluation, History, HistoryError
-from pinnbo.oracles.external import CommandOracle
 from pinnbo.optimizers import make_optimizer
+from pinnbo.oracles.external import CommandOracle
 from pinnbo.problem import Box, Constraint, Problem
 from pinnbo.run import RunSettings, evaluate, run
 from tests.survival import CallLog

@@ -146,3 +146,31 @@ def test_an_error_text_that_looks_like_markup_does_not_break_the_live_display(tm
     assert result.exit_code == 1, result.output
     assert "evaluation 0) with: ValueError: mesh [/x] failed [bold]; every completed" in result.stderr
     assert [r["error"] for r in records(tmp_path / "out")] == ["ValueError: mesh [/x] failed [bold]"] * 3
+
+
+def test_an_oracle_that_keeps_failing_stops_the_run_and_a_fixed_one_resumes_it(tmp_path):
+    """Ten failures in a row end the run (exit 1, the first failure's reason); once the oracle is
+    fixed, --resume goes on: the streak counts the failures of one command only."""
+    (tmp_path / "flaky.py").write_text(
+        "from pathlib import Path\nfrom pinnbo import Box, Problem\n\n"
+        "def flaky(flag: str):\n"
+        "    def f(p):\n"
+        "        if Path(flag).exists():\n"
+        "            raise RuntimeError('licence server unreachable')\n"
+        "        return float(p[0] ** 2)\n"
+        "    return Problem('flaky', Box((-5,), (5,), ('x',)), f)\n")
+    flag = tmp_path / "broken"
+    (tmp_path / "case.yaml").write_text(f"name: f\nproblem: flaky.py:flaky\nparams: {{flag: {flag}}}\nmethod: random\n"
+                                        f"budget: 30\ninitial_points: 3\noutput: {tmp_path / 'out'}\n")
+    assert runner.invoke(app, ["run", str(tmp_path / "case.yaml"), "--quiet", "--budget", "5"]).exit_code == 0
+    flag.write_text("")
+    result = runner.invoke(app, ["run", str(tmp_path / "case.yaml"), "--resume", "--quiet"])
+    assert result.exit_code == 1
+    assert "error: oracle: 10 evaluations in a row failed, the first (evaluation " in result.stderr
+    assert "with: RuntimeError: licence server unreachable" in result.stderr and "--resume" in result.stderr
+    logged = records(tmp_path / "out")
+    assert [r["status"] for r in logged[-10:]] == ["failed"] * 10 and len(logged) < 30
+    flag.unlink()
+    resumed = runner.invoke(app, ["run", str(tmp_path / "case.yaml"), "--resume", "--quiet"])
+    assert resumed.exit_code == 0, resumed.output
+    assert len(records(tmp_path / "out")) == 30

@@ -211,7 +211,7 @@ ERRORS = [
     ("length-mismatch", lambda: PDE([T2.diff(x), T2.diff(y)], rhs=[0, 1, 2]), "3 right-hand sides for 2"),
     ("inputs-mismatch", lambda: PDE(T2.diff(x), inputs=["y", "x"]), "'y', 'x'"),
     ("integral", lambda: PDE(sp.Integral(T2, (x, 0, 1)) + T2.diff(y)), "Integral"),
-    ("subs", lambda: PDE(T2.diff(x).subs(x, 0) + T2), "Subs"),
+    ("subs", lambda: PDE(T2.diff(x).subs(x, 0) + T2), "differentiated at an argument other than the inputs"),
     ("derivative-of-non-unknown", lambda: PDE(sp.Derivative(sp.re(T2), x)), "re(T(x, y))"),
     ("relational", lambda: PDE(sp.Eq(T2.diff(x, 2), 0)), "Eq("),
     ("inequality", lambda: PDE(T2.diff(x) > 0), "T(x, y)"),
@@ -232,11 +232,67 @@ def test_declaration_errors_name_the_offender(name, declare, fragment):
     assert "\n" not in message
 
 
-def test_params_rejects_nothing_it_does_not_need_and_matches_by_name():
+def test_params_match_symbols_by_name():
     real_k = sp.Symbol("k", positive=True)  # assumptions differ from Symbol("k"); the name decides
-    pde = PDE(T2.diff(x, 2) + real_k * T2, params={"k": 3, "unused": 1.0})
+    pde = PDE(T2.diff(x, 2) + real_k * T2, params={"k": 3})
     model, pts = mlp(2, seed=14), points(8, 2, seed=15)
     ref_pts = pts.clone().requires_grad_(True)
     u = model(ref_pts).squeeze(-1)
     expected = d(u, ref_pts, 0, 0) + 3 * u
     assert (pde.compile()(model, pts)[:, 0] - expected).abs().max().item() <= 1e-12
+
+
+# -- inputs matched to the design variables by name ------------------------------------------------
+def test_the_unknowns_arguments_are_matched_to_the_design_variables_by_name():
+    """u(y, x) on a box (x, y): the residual of the true objective f = x² + 3y is zero, as it is for
+    u(x, y); matched by position it would be u_xx read as f_yy, a residual of −2 everywhere."""
+    from pinnbo import Box, Problem
+
+    xs, ys = sp.symbols("x y")
+    for unknown in (sp.Function("u")(ys, xs), sp.Function("u")(xs, ys)):
+        pde = PDE(unknown.diff(xs, 2) + unknown.diff(ys), rhs=5)
+        problem = Problem("p", Box((0, 0), (1, 1), ("x", "y")), lambda p: 0.0, pde=pde)
+        assert problem.pde.inputs == ("x", "y")
+        z = points(16, 2, seed=4)
+        residual = problem.pde.compile()(lambda q: q[:, 0] ** 2 + 3 * q[:, 1], z)
+        assert torch.allclose(residual, torch.zeros_like(residual), atol=1e-12)
+
+
+@pytest.mark.parametrize("arguments", ["t", "x", "x, y, z"])
+def test_a_pde_whose_inputs_are_not_the_design_variables_is_refused_before_any_evaluation(arguments, tmp_path):
+    from typer.testing import CliRunner
+
+    from pinnbo.cli import app
+
+    (tmp_path / "plate.py").write_text(
+        "import sympy as sp\nfrom pinnbo import PDE, Box, Problem\n\n"
+        "def plate(log: str):\n"
+        f"    args = sp.symbols('{arguments}', seq=True)\n"
+        "    u = sp.Function('u')(*args)\n"
+        "    def f(p):\n"
+        "        open(log, 'a').write('call\\n')\n"
+        "        return float(p[0])\n"
+        "    return Problem('plate', Box((0, 0), (1, 1), ('x', 'y')), f, pde=PDE(u.diff(args[0], 2), rhs=0))\n")
+    (tmp_path / "case.yaml").write_text(f"name: p\nproblem: plate.py:plate\nparams: {{log: {tmp_path / 'calls'}}}\n"
+                                        f"budget: 12\noutput: {tmp_path / 'out'}\n")
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "case.yaml"), "--quiet"])
+    assert result.exit_code == 2
+    assert f"error: pde: the unknown u({arguments}) has inputs ({arguments}) but the design variables are (x, y)" \
+        in result.stderr
+    assert not (tmp_path / "calls").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("declare, needle", [
+    (lambda: PDE(sp.Function("T")(2 * x, y).diff(x)), "lhs: the unknown is differentiated at an argument other"),
+    (lambda: PDE(T2.diff(x).subs(x, 0) + T2), "lhs: the unknown is differentiated at an argument other"),
+    (lambda: PDE(T2.diff(x, 2), rhs=torch.tensor([1.0, 2.0])), "rhs: a torch tensor; write coefficients"),
+    (lambda: PDE(T2.diff(x, 2), rhs=torch.tensor(1.0)), "rhs: a torch tensor; write coefficients"),
+    (lambda: PDE(sp.Function("T")(x).diff(y)), "lhs: is 0, with no unknown in it: sympy folds a derivative"),
+    (lambda: PDE(T2.diff(x, 2), params={"k": 2.0}), "params['k']: the PDE has no symbol k; its symbols are x, y"),
+])
+def test_declaration_mistakes_have_their_own_message_without_sympy_internals(declare, needle):
+    with pytest.raises(PDEError) as error:
+        declare()
+    message = str(error.value)
+    assert message.startswith(needle), message
+    assert "_xi" not in message and "Dummy" not in message and "\n" not in message

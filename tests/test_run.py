@@ -20,6 +20,7 @@ SMALL_PINN = {"hidden": [16], "initial_steps": 30, "steps_per_iteration": 10, "c
 
 def sphere_problem(calls=None, fail_every=0):
     import sympy as sp
+
     from pinnbo.pde import PDE
 
     x, y = sp.symbols("x y")

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 from typer.testing import CliRunner
 

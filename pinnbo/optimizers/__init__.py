@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pinnbo.errors import shown
 from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, check_device, initial_design
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
 from pinnbo.optimizers.gp_cbo import GPCEI
@@ -27,21 +28,34 @@ METHODS: dict[str, type[Optimizer]] = {
 
 
 def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
-                   collocation_filter=None, device: str = "cpu", constraints=()) -> Optimizer:
+                   collocation_filter=None, device: str = "cpu", constraints=(), sense: str = "minimize"
+                   ) -> Optimizer:
     """Build a method by name with validated ``params`` (its documented defaults overridden).
-    ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order."""
+    ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order; ``sense``:
+    that of the values ``tell`` will take."""
     if method not in METHODS:
-        raise MethodError(f"method: unknown method {method!r}; expected one of {', '.join(sorted(METHODS))}")
+        raise MethodError(f"method: unknown method {shown(method)}; expected one of {', '.join(sorted(METHODS))}")
     cls = METHODS[method]
     if constraints and not cls.handles_constraints:
         able = sorted(name for name, c in METHODS.items() if c.handles_constraints)
-        raise MethodError(f"method: {method!r} ignores constraints and this problem has "
+        raise MethodError(f"method: {shown(method)} ignores constraints and this problem has "
                           f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
+    if pde is not None:
+        from pinnbo.pde import PDEError
+
+        try:  # inputs matched to the design variables by name
+            pde = pde.for_variables(domain.names)
+        except PDEError as exc:
+            raise MethodError(f"pde: {exc}") from None
     settings = cls.Settings.from_params(params, method)
     check_device(device)
+    if sense not in ("minimize", "maximize"):
+        raise MethodError(f"sense: expected minimize or maximize, got {shown(sense)}")
     kwargs = {"constraints": tuple(constraints)} if constraints else {}
-    return cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
-               **kwargs)
+    optimizer = cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
+                    **kwargs)
+    optimizer.sense = sense
+    return optimizer
 
 
 __all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "PINNBO", "PINNBOSettings",

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pinnbo.errors import shown
 from pinnbo.problem import Box, Constraint
-
 
 # Floating-point types a network method can train in (``dtype`` in method_params).
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -41,13 +41,13 @@ def check_device(device: str) -> str:
         raise MethodError("device: 'mps' is not supported (pinnbo's GPs compute in float64, which Apple's MPS "
                           "lacks); expected cpu, cuda or cuda:N")
     if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise MethodError(f"device: expected cpu, cuda or cuda:N, got {device!r}")
+        raise MethodError(f"device: expected cpu, cuda or cuda:N, got {shown(device)}")
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise MethodError(f"device: {device!r} requested but CUDA is not available on this machine")
+            raise MethodError(f"device: {shown(device)} requested but CUDA is not available on this machine")
         index = int(device.partition(":")[2] or 0)
         if index >= torch.cuda.device_count():
-            raise MethodError(f"device: {device!r} requested but this machine has {torch.cuda.device_count()} "
+            raise MethodError(f"device: {shown(device)} requested but this machine has {torch.cuda.device_count()} "
                               f"CUDA device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
     return device
 
@@ -128,34 +128,34 @@ class MethodSettings:
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise MethodError(f"method_params.{name}: expected one of {', '.join(allowed)}, "
-                                  f"got {getattr(self, name)!r}")
+                                  f"got {shown(getattr(self, name))}")
 
 
 def _coerce(value: Any, default: Any, annotation: Any, field: str) -> Any:
     annotation = str(annotation)
     if isinstance(value, bool) and "bool" not in annotation:
-        raise MethodError(f"{field}: expected a number, got {value!r}")
+        raise MethodError(f"{field}: expected a number, got {shown(value)}")
     if annotation.startswith("bool"):
         if not isinstance(value, bool):
-            raise MethodError(f"{field}: expected true or false, got {value!r}")
+            raise MethodError(f"{field}: expected true or false, got {shown(value)}")
         return value
     if annotation.startswith("int"):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int):
-            raise MethodError(f"{field}: expected an integer, got {value!r}")
+            raise MethodError(f"{field}: expected an integer, got {shown(value)}")
         return value
     if annotation.startswith("float"):
         if not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise MethodError(f"{field}: expected a finite number, got {value!r}")
+            raise MethodError(f"{field}: expected a finite number, got {shown(value)}")
         return float(value)
     if annotation.startswith("str"):
         if not isinstance(value, str):
-            raise MethodError(f"{field}: expected a string, got {value!r}")
+            raise MethodError(f"{field}: expected a string, got {shown(value)}")
         return value
     if annotation.startswith("tuple") or annotation.startswith("list"):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise MethodError(f"{field}: expected a list of integers, got {value!r}")
+            raise MethodError(f"{field}: expected a list of integers, got {shown(value)}")
         return tuple(value)
     return value
 
@@ -168,6 +168,9 @@ class Optimizer(abc.ABC):
 
     name = "base"
     Settings = MethodSettings
+    # The sense of the values ``tell`` takes; every method minimises internally. The runner tells
+    # minimisation values; the Python API sets the problem's sense (pinnbo.make_optimizer).
+    sense = "minimize"
     # What the last ask() proposed, recorded as the evaluation's phase: "optimizer", or e.g.
     # "exploration" for the random points of GP-UCB+ / EXPLOIT+ (reported separately).
     last_role = "optimizer"
@@ -198,12 +201,15 @@ class Optimizer(abc.ABC):
         return len(self.X)
 
     def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None) -> None:
-        """Record one evaluation: ``x`` shape (d,), ``y`` the minimisation value or None if failed,
-        ``c`` the observed constraint values, shape (K,) in the order of ``self.constraints``
-        (required when the optimiser has constraints and the evaluation succeeded)."""
+        """Record one evaluation: ``x`` shape (d,), ``y`` the value in the optimiser's :attr:`sense`
+        (minimisation unless it was built for a maximised problem) or None if failed, ``c`` the
+        observed constraint values, shape (K,) in the order of ``self.constraints`` (required when
+        the optimiser has constraints and the evaluation succeeded)."""
         x = self._checked_design(x)
         if y is not None and not np.isfinite(y):
             y = None
+        if y is not None and self.sense == "maximize":
+            y = -float(y)
         k = len(self.constraints)
         if y is not None and k:
             c = None if c is None else np.asarray(c, dtype=np.float64).reshape(-1)
@@ -219,7 +225,7 @@ class Optimizer(abc.ABC):
         try:
             x = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
-            raise MethodError(f"tell: x: expected {self.domain.dim} numbers, got {x!r}") from None
+            raise MethodError(f"tell: x: expected {self.domain.dim} numbers, got {shown(x)}") from None
         names = ", ".join(self.domain.names)
         if x.size != self.domain.dim:
             raise MethodError(f"tell: x has {x.size} values; expected {self.domain.dim} ({names})")
@@ -227,9 +233,9 @@ class Optimizer(abc.ABC):
         tol = 1e-9 * self.domain.widths
         for i, (v, lo, hi) in enumerate(zip(x, self.domain.lower_array, self.domain.upper_array)):
             if not np.isfinite(v):
-                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {float(v)!r}; expected a finite number")
+                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {shown(float(v))}; expected a finite number")
             if v < lo - tol[i] or v > hi + tol[i]:
-                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {float(v)!r} is outside the box "
+                raise MethodError(f"tell: x[{i}] ({self.domain.names[i]}) = {shown(float(v))} is outside the box "
                                   f"[{lo:g}, {hi:g}]")
         return x
 

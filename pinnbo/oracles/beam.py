@@ -41,6 +41,7 @@ from scipy.interpolate import CubicSpline
 from scipy.optimize import minimize_scalar
 from scipy.sparse.linalg import splu
 
+from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.problem import ProblemError
 
@@ -155,7 +156,7 @@ def parse_boundary_conditions(bc: Any, field: str = "params.bc") -> dict[str, di
             except TypeError:
                 value = math.nan
             if not math.isfinite(value):
-                raise ProblemError(f"{field}.{end}.{name}: {text!r} is not a finite number")
+                raise ProblemError(f"{field}.{end}.{name}: {shown(text)} is not a finite number")
             conditions[end][name] = value
     _check_supports(conditions, field)
     return conditions
@@ -284,9 +285,9 @@ def solve_beam(EI: str | float | None = None, q: str | float = 0, bc: Mapping | 
     try:
         a, b = (float(v) for v in bounds)
     except (TypeError, ValueError):
-        raise ProblemError(f"{field}.bounds: expected two numbers [a, b], got {bounds!r}") from None
+        raise ProblemError(f"{field}.bounds: expected two numbers [a, b], got {shown(bounds)}") from None
     if not (math.isfinite(a) and math.isfinite(b) and a < b):
         raise ProblemError(f"{field}.bounds: expected finite a < b, got [{a}, {b}]")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < _MIN_INTERVALS:
-        raise ProblemError(f"{field}.n: expected an integer number of grid intervals >= {_MIN_INTERVALS}, got {n!r}")
+        raise ProblemError(f"{field}.n: expected an integer number of grid intervals >= {_MIN_INTERVALS}, got {shown(n)}")
     return _solve_cached(flex_text, flex_field, inverse, q_text, bc_key, a, b, int(n), field)

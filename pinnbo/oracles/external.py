@@ -197,7 +197,7 @@ def _exit_reason(code: int | None) -> str:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
-        return f"oracle called sys.exit({exc.code!r})"
+        return f"oracle called sys.exit({shown(exc.code)})"
     if isinstance(exc, KeyboardInterrupt):
         return "KeyboardInterrupt"
     return f"{type(exc).__name__}: {exc}".strip()
@@ -244,7 +244,7 @@ class CommandOracle:
         self.names = tuple(self.names)
         self.constraints = tuple(self.constraints)
         if self.parse not in PARSERS:
-            raise OracleConfigError(f"oracle.parse: expected one of {', '.join(PARSERS)}, got {self.parse!r}")
+            raise OracleConfigError(f"oracle.parse: expected one of {', '.join(PARSERS)}, got {shown(self.parse)}")
         if self.constraints and self.parse != "json":
             raise OracleConfigError(
                 f"oracle.parse: the problem has black-box constraints ({', '.join(self.constraints)}) that the "
@@ -252,7 +252,7 @@ class CommandOracle:
         try:
             self._tokens = shlex.split(self.command)
         except ValueError as exc:
-            raise OracleConfigError(f"oracle.command: cannot split {self.command!r} ({exc})") from None
+            raise OracleConfigError(f"oracle.command: cannot split {shown(self.command)} ({exc})") from None
         if not self._tokens:
             raise OracleConfigError("oracle.command: expected a program and its arguments, got an empty command")
         used: set[str] = set()
@@ -264,7 +264,7 @@ class CommandOracle:
                 raise OracleConfigError(f"oracle.command: bad placeholder in {shown(token)} ({exc}); "
                                         "write {{ and }} for literal braces") from None
             for name, spec, conversion in parsed:
-                # {x!r} would send an object's repr, {x:{y}} fails on every call: both are refused here.
+                # {shown(x)} would send an object's repr, {x:{y}} fails on every call: both are refused here.
                 if conversion is not None:
                     raise OracleConfigError(f"oracle.command: {{{name}!{conversion}}}: conversions are not supported; "
                                             f"write {{{name}}} (full precision) or a float format such as {{{name}:.6f}}")
@@ -284,7 +284,7 @@ class CommandOracle:
         try:
             self.argv(np.zeros(len(self.names)))
         except (ValueError, TypeError) as exc:
-            raise OracleConfigError(f"oracle.command: bad format in {self.command!r} ({exc})") from None
+            raise OracleConfigError(f"oracle.command: bad format in {shown(self.command)} ({exc})") from None
         program = self._tokens[0]
         if "{" not in program:
             where = Path(program) if os.sep in program else None
@@ -293,7 +293,7 @@ class CommandOracle:
             found = (where is not None and where.is_file() and os.access(where, os.X_OK)) or \
                     (where is None and shutil.which(program) is not None)
             if not found:
-                raise OracleConfigError(f"oracle.command: program {program!r} not found or not executable"
+                raise OracleConfigError(f"oracle.command: program {shown(program)} not found or not executable"
                                         + (f" (relative to {self.cwd})" if where is not None and self.cwd else ""))
 
     def argv(self, x: Sequence[float]) -> list[str]:
@@ -313,7 +313,7 @@ class CommandOracle:
                                                stderr=subprocess.PIPE, text=True, errors="replace",
                                                process_group=group.id)
             except OSError as exc:
-                raise OracleFailure(f"command {argv[0]!r} could not start: {exc.strerror or exc}") from None
+                raise OracleFailure(f"command {shown(argv[0])} could not start: {exc.strerror or exc}") from None
             try:
                 stdout, stderr = process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -345,7 +345,7 @@ class CommandOracle:
                 return float(lines[-1])
             except ValueError:
                 raise OracleFailure(f"unparsable output: expected a number on the last line of stdout, "
-                                    f"got {_clip(lines[-1])!r}") from None
+                                    f"got {shown(_clip(lines[-1]))}") from None
         expected = ("{\"objective\": ..., \"constraints\": {...}}" if self.constraints
                     else "a number or {\"value\": ...}")
         try:
@@ -355,22 +355,22 @@ class CommandOracle:
                 data = json.loads(lines[-1])
             except json.JSONDecodeError:
                 raise OracleFailure(f"unparsable output: expected JSON ({expected}) as stdout "
-                                    f"or its last line, got {_clip(lines[-1])!r}") from None
+                                    f"or its last line, got {shown(_clip(lines[-1]))}") from None
         if self.constraints and not isinstance(data, dict):
             raise OracleFailure(f"unparsable output: expected JSON {expected} (the problem has constraints "
-                                f"{', '.join(self.constraints)}), got {_clip(json.dumps(data))!r}")
+                                f"{', '.join(self.constraints)}), got {shown(_clip(json.dumps(data)))}")
         reported = None
         if isinstance(data, dict):
             key = next((k for k in ("value", "objective") if k in data), None)
             if key is None:
                 raise OracleFailure(f"unparsable output: JSON without a \"value\" (or \"objective\") key: "
-                                    f"{_clip(stdout.strip())!r}")
+                                    f"{shown(_clip(stdout.strip()))}")
             reported = data.get("constraints")
             data = data[key]
         if data is None:
             raise OracleFailure("command reported no value (\"value\": null)")
         if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise OracleFailure(f"unparsable output: \"value\" must be a number, got {_clip(json.dumps(data))!r}")
+            raise OracleFailure(f"unparsable output: \"value\" must be a number, got {shown(_clip(json.dumps(data)))}")
         if not self.constraints:
             return float(data)
         return float(data), self._constraint_values(reported)
@@ -380,7 +380,7 @@ class CommandOracle:
         if not isinstance(reported, dict):
             shape = ", ".join(f'"{n}": ...' for n in self.constraints)
             raise OracleFailure(f"unparsable output: expected \"constraints\": {{{shape}}} in the JSON, got "
-                                f"{_clip(json.dumps(reported))!r}")
+                                f"{shown(_clip(json.dumps(reported)))}")
         missing = [n for n in self.constraints if n not in reported]
         unexpected = [str(k) for k in reported if k not in self.constraints]
         if missing or unexpected:
@@ -393,7 +393,7 @@ class CommandOracle:
             v = reported[name]
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise OracleFailure(f"unparsable output: constraint {name} must be a number, got "
-                                    f"{_clip(json.dumps(v))!r}")
+                                    f"{shown(_clip(json.dumps(v)))}")
             values[name] = float(v)
         return values
 

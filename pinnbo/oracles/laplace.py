@@ -40,6 +40,7 @@ import sympy as sp
 from scipy.interpolate import RegularGridInterpolator
 from scipy.optimize import minimize_scalar
 
+from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.problem import ProblemError
 
@@ -119,7 +120,7 @@ class HeatPlate:
     ) -> None:
         self.bounds = _check_bounds(bounds)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
-            raise ProblemError(f"params.grid: expected an integer >= 4, got {grid!r}")
+            raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
 
@@ -177,7 +178,7 @@ class HeatPlate:
                 var = "y" if edge in ("left", "right") else "x"
                 raise ProblemError(
                     f"params.boundary.{edge}: boundary data is not finite at {var} = "
-                    f"{t[bad][0]:.6g} (formula {self.boundary[edge]!r}); it must be real and "
+                    f"{t[bad][0]:.6g} (formula {shown(self.boundary[edge])}); it must be real and "
                     f"finite on the whole closed edge [{lo:.6g}, {hi:.6g}]"
                 )
 
@@ -443,14 +444,14 @@ class HeatPlate:
         return (HeatPlate, (dict(self.boundary), self.bounds, self.grid, self.cache_dir))
 
     def __repr__(self) -> str:
-        return f"HeatPlate(boundary={self.boundary!r}, bounds={self.bounds!r}, grid={self.grid})"
+        return f"HeatPlate(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid})"
 
 
 def check_max_gradient(value) -> float:
     """``value`` as a float, or ProblemError naming ``params.max_gradient`` (a finite number > 0)."""
     if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
             or not (math.isfinite(value) and value > 0)):
-        raise ProblemError(f"params.max_gradient: expected a finite number > 0 (a bound on |grad T|), got {value!r}")
+        raise ProblemError(f"params.max_gradient: expected a finite number > 0 (a bound on |grad T|), got {shown(value)}")
     return float(value)
 
 
@@ -558,7 +559,7 @@ class GradientLimitedPlate:
         return (GradientLimitedPlate, (self.plate, self.max_gradient))
 
     def __repr__(self) -> str:
-        return f"GradientLimitedPlate({self.plate!r}, max_gradient={self.max_gradient!r})"
+        return f"GradientLimitedPlate({shown(self.plate)}, max_gradient={shown(self.max_gradient)})"
 
 
 def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -566,13 +567,13 @@ def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
     try:
         pairs = [list(pair) for pair in bounds]
     except TypeError:
-        raise ProblemError(f"{message}, got {bounds!r}") from None
+        raise ProblemError(f"{message}, got {shown(bounds)}") from None
     if len(pairs) != 2 or any(len(pair) != 2 for pair in pairs):
-        raise ProblemError(f"{message}, got {bounds!r}")
+        raise ProblemError(f"{message}, got {shown(bounds)}")
     out = []
     for name, (lo, hi) in zip("xy", pairs):
         if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
-            raise ProblemError(f"{message}, got {bounds!r}")
+            raise ProblemError(f"{message}, got {shown(bounds)}")
         lo, hi = float(lo), float(hi)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")

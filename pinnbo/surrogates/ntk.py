@@ -31,6 +31,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from pinnbo.errors import shown
+
 INVERSE_MODES = ("auto", "exact", "diagonal")
 
 
@@ -82,7 +84,7 @@ class NTKPrecision:
     def __init__(self, n_parameters: int, regularization: float, mode: str, *,
                  dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> None:
         if mode not in ("exact", "diagonal"):
-            raise ValueError(f"mode must be 'exact' or 'diagonal', got {mode!r}")
+            raise ValueError(f"mode must be 'exact' or 'diagonal', got {shown(mode)}")
         self.p = n_parameters
         self.regularization = float(regularization)
         self.mode = mode

@@ -17,15 +17,13 @@ import sympy as sp
 from pinnbo.acquisition import is_duplicate
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
 from pinnbo.optimizers.base import initial_design
-from pinnbo.optimizers.neural_cbo import (
-    expected_improvement, log_expected_improvement, log_probability_of_feasibility,
-)
+from pinnbo.optimizers.neural_cbo import expected_improvement, log_expected_improvement, log_probability_of_feasibility
 from pinnbo.optimizers.pinn_bo import PINNSurrogate
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Constraint
-from tests.survival import CallLog
 from tests.optimizers.constrained import PRODUCT, UNIT, disc, product, run
 from tests.optimizers.constrained import started as started_with
+from tests.survival import CallLog
 
 FAST = {"hidden": [32], "initial_steps": 200, "steps_per_iteration": 30, "n_candidates": 512,
         "local_candidates": 64}
@@ -297,7 +295,8 @@ def resumed_run_is_identical(tmp_path, method, params):
     """A run stopped after 7 evaluations and resumed writes the log of an uninterrupted run, byte for
     byte, without repeating an oracle call (checkpoint + deterministic re-asks, pinnbo.run)."""
     from pinnbo.problem import Problem
-    from pinnbo.run import RunSettings, run as run_case
+    from pinnbo.run import RunSettings
+    from pinnbo.run import run as run_case
 
     calls = CallLog(tmp_path / "calls.log")
 

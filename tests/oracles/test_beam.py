@@ -142,8 +142,20 @@ def test_variable_stiffness_beam_reproduces_a_chosen_deflection(support, given, 
     ],
 )
 def test_bad_parameters_name_their_field(params, field) -> None:
+    if "bc" not in params and params.keys() & {"EI", "q", "n", "bounds", "flexibility"}:
+        params = {**params, "bc": SIMPLY_SUPPORTED}   # any beam but the paper's states its supports
     with pytest.raises(ProblemError, match=rf"^{field.replace('.', '[.]')}[:.]"):
         beam(**params)
+
+
+SIMPLY_SUPPORTED = {"left": {"w": 0, "M": 0}, "right": {"w": 0, "M": 0}}
+
+
+def test_a_beam_other_than_the_papers_states_its_boundary_conditions() -> None:
+    with pytest.raises(ProblemError, match=r"^params[.]bc: missing; a beam other than the paper's"):
+        beam(EI="1 + x")
+    assert beam(EI="1 + x", bc=SIMPLY_SUPPORTED).optimum is not None
+    assert beam().optimum == pytest.approx(beam(bc=None).optimum)
 
 
 def test_queries_outside_the_beam_are_rejected() -> None:

@@ -1,0 +1,145 @@
+"""Evaluations made elsewhere, imported into a run before its first proposal (``warm_start:`` in a
+case, ``--warm-start FILE`` on the command line).
+
+An engineer rarely starts from nothing: earlier simulations, a previous campaign, measurements
+from the lab. They become the first records of the run's log, with phase ``imported``, and take the
+place of initial-design points (a case with ``initial_points: 10`` and 4 imported evaluations
+evaluates the first 6 points of its initial design). By default they come on top of the budget
+(``budget`` counts the evaluations this run makes); ``counted: true`` counts them in it.
+
+Formats, by extension:
+
+- ``.csv``: a header naming every design variable, ``y`` (the objective in the problem's own
+  sense; empty for a measurement that failed) and each black-box constraint; other columns are
+  ignored.
+- ``.jsonl`` / ``.json``: one object per line, ``{"x": [...] or {name: value}, "y": value or
+  null, "constraints": {name: value}}``: what ``pinnbo tell --json`` takes, and what a pinnbo
+  ``evaluations.jsonl`` holds.
+
+Every row is checked before the run starts: a design outside the box, a missing variable or
+constraint, a value that is not a finite number is one line naming the file and row.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pinnbo.errors import CaseError, shown
+from pinnbo.problem import Problem
+
+#: The phase of an imported evaluation in evaluations.jsonl.
+IMPORTED = "imported"
+#: Most evaluations one file may bring (far beyond any expensive design problem).
+MAX_IMPORTED = 10_000
+FORMATS = (".csv", ".jsonl", ".json")
+OBJECTIVE_KEYS = ("y", "value", "objective")
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One evaluation made elsewhere: the design (d,), the objective in the problem's sense (None
+    when it failed), the black-box constraint values {name: c}, and why it failed."""
+
+    x: np.ndarray
+    value: float | None
+    constraints: dict
+    error: str | None
+
+
+def digest(path: Path) -> str:
+    """What binds a run to the file it imported (a resume with a changed file is another run)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def read_evaluations(path: Path, problem: Problem, field: str = "warm_start") -> list[Imported]:
+    """The evaluations of ``path`` for ``problem``, checked; a one-line CaseError naming ``field``,
+    the file and the row for anything that does not fit."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise CaseError(f"{field}: {shown(str(path))}: expected a .csv or .jsonl file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(f"{field}: cannot read {shown(str(path))} ({type(exc).__name__})") from None
+    rows = _csv_rows(text, path, field) if path.suffix.lower() == ".csv" else _json_rows(text, path, field)
+    if not rows:
+        raise CaseError(f"{field}: {path.name} holds no evaluation")
+    if len(rows) > MAX_IMPORTED:
+        raise CaseError(f"{field}: {path.name} holds {len(rows)} evaluations; at most {MAX_IMPORTED}")
+    return [_checked(row, problem, f"{field}: {path.name}:{where}") for where, row in rows]
+
+
+def _csv_rows(text: str, path: Path, field: str) -> list[tuple[int, dict]]:
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None:
+        raise CaseError(f"{field}: {path.name} has no header row (the variables, y and the constraints)")
+    out = []
+    for number, row in enumerate(reader, start=2):
+        objective = next((k for k in OBJECTIVE_KEYS if k in row), None)
+        out.append((number, {"x": {k: v for k, v in row.items() if k is not None},
+                             "y": None if objective is None else row[objective],
+                             "constraints": {k: v for k, v in row.items() if k is not None}, "csv": True}))
+    return out
+
+
+def _json_rows(text: str, path: Path, field: str) -> list[tuple[int, dict]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CaseError(f"{field}: {path.name}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or "x" not in data:
+            raise CaseError(f"{field}: {path.name}:{number}: expected an object with \"x\" and \"y\"")
+        out.append((number, data))
+    return out
+
+
+def _number(value: Any, where: str, what: str) -> float:
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise CaseError(f"{where}: {what} must be a finite number, got {shown(value)}")
+    return number
+
+
+def _checked(row: dict, problem: Problem, where: str) -> Imported:
+    names = problem.domain.names
+    given = row["x"]
+    if isinstance(given, dict):
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise CaseError(f"{where}: no value for the design variable {missing[0]}")
+        given = [given[n] for n in names]
+    if not isinstance(given, list) or len(given) != len(names):
+        raise CaseError(f"{where}: \"x\" must give the {len(names)} design variables ({', '.join(names)})")
+    x = np.array([_number(v, where, f"x ({n})") for v, n in zip(given, names)])
+    for v, n, lo, hi in zip(x, names, problem.domain.lower, problem.domain.upper):
+        if not lo <= v <= hi:
+            raise CaseError(f"{where}: {n} = {float(v)!r} is outside the box [{lo:g}, {hi:g}]")
+    value = row.get("y")
+    failed = value is None or (isinstance(value, str) and not value.strip()) or row.get("status") == "failed"
+    if failed:
+        reason = row.get("error") or row.get("failed") or "failed before it was imported (no value)"
+        return Imported(x, None, {}, str(reason)[:500])
+    value = _number(value, where, "y")
+    constraints = {}
+    reported = row.get("constraints") or {}
+    for c in problem.oracle_constraints:
+        if not isinstance(reported, dict) or c.name not in reported:
+            raise CaseError(f"{where}: no value for the constraint {c.name}")
+        constraints[c.name] = _number(reported[c.name], where, f"constraint {c.name}")
+    return Imported(x, value, constraints, None)
