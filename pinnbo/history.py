@@ -550,12 +550,18 @@ TMP_SUFFIX = ".tmp"
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` so that a crash leaves either the old or the new file, fsynced
-    (and, if it can, no ``.tmp`` beside them)."""
+    """Replace ``path`` by ``text`` (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a crash leaves either the old or the new file, fsynced,
+    and no ``.tmp`` beside them; a failed write is a :class:`WriteFailure`."""
+    path = Path(path)
     tmp = path.with_suffix(path.suffix + TMP_SUFFIX)
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from pinnbo.errors import shown
-from pinnbo.history import RESUMABLE_KEYS, VARIABLES_KEY, HistoryError, write_failure
+from pinnbo.history import RESUMABLE_KEYS, VARIABLES_KEY, HistoryError, write_bytes_atomic
 
 #: Version of the file layout; a file of another version is not this run's state.
 FORMAT = 2
@@ -41,24 +41,11 @@ def save_state(path: Path, state: dict, n_told: int, identity: dict) -> None:
     """Write ``state`` (the optimiser's ``state_dict``: tensors and plain containers), valid once
     ``n_told`` evaluations are told, atomically: a crash or a full disk leaves the previous file and
     no ``.tmp``."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     data = {"format": FORMAT, "case": identity["case"], "seed": identity["seed"], "n_told": int(n_told),
             "state": state}
     buffer = io.BytesIO()
     torch.save(data, buffer)   # in memory: torch reports a failed file write as a RuntimeError, not an OSError
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(buffer.getbuffer())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise write_failure(path, exc) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(Path(path), buffer.getvalue())
 
 
 def load_state(path: Path, identity: dict, device: torch.device | str = "cpu",

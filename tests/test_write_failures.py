@@ -16,7 +16,6 @@ import yaml
 from typer.testing import CliRunner
 
 import pinnbo.history
-import pinnbo.state
 from pinnbo.cli import app
 from tests.survival import ROOT, environment, folder_digest, records
 
@@ -88,7 +87,7 @@ def test_a_full_disk_while_checkpointing_leaves_no_temporary_file(tmp_path, monk
                 raise OSError(errno.ENOSPC, "No space left on device")
         return real_open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(pinnbo.state, "open", full_disk, raising=False)
+    monkeypatch.setattr(pinnbo.history, "open", full_disk, raising=False)
     result = runner.invoke(app, ["run", str(case), "--quiet"])
     monkeypatch.undo()
     assert result.exit_code == 1

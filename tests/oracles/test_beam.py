@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -168,3 +170,34 @@ def test_queries_outside_the_beam_are_rejected() -> None:
     with pytest.raises(ValueError):
         problem.objective(np.array([1.01]))
     assert problem.objective(np.array([1.0])) == pytest.approx(float(_exact(PAPER_DEFLECTION)(1.0)), abs=1e-12)
+
+
+def test_the_readme_beam_case_builds_with_its_closed_form_minimum(tmp_path) -> None:
+    """The user-defined beam of the README, as written: EI = 1 + x on [0, 2], clamped at 0, simply
+    supported at 2, q = −1. Its deflection solves EI w'' = M with M'' = −1, M(2) = 0, and
+    w(0) = w'(0) = w(2) = 0; the finite-difference minimum matches a direct quadrature of that."""
+    import re
+
+    import yaml
+
+    from pinnbo.case import case_from_dict
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```yaml\n(name: my_beam\n.*?)```", text, re.S)[1]
+    problem = case_from_dict(yaml.safe_load(block)).build_problem()
+    assert problem.domain.lower == (0.0,) and problem.domain.upper == (2.0,)
+    # Closed form by the flexibility method: M = −(x − 2)²/2 + R (x − 2) with the reaction R fixed by
+    # w(2) = 0, where w(x) = ∫0^x (x − s) M(s)/EI(s) ds (w(0) = w'(0) = 0).
+    s = np.linspace(0.0, 2.0, 200001)
+
+    def deflection_at(x, reaction):
+        grid = s[s <= x]
+        moment = -(grid - 2.0) ** 2 / 2 + reaction * (grid - 2.0)
+        return np.trapezoid((x - grid) * moment / (1 + grid), grid)
+
+    a, b = deflection_at(2.0, 0.0), deflection_at(2.0, 1.0) - deflection_at(2.0, 0.0)
+    reaction = -a / b
+    xs = np.linspace(0.0, 2.0, 401)
+    values = np.array([deflection_at(x, reaction) for x in xs])
+    assert problem.optimum == pytest.approx(values.min(), rel=1e-4)
+    assert problem.optimum_location[0] == pytest.approx(xs[values.argmin()], abs=0.01)
