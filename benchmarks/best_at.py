@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from pinnbo.bench import mean_se, welch_one_sided
+from pinnbo.bench.statistics import mean_se, welch_one_sided
 
 
 def read_curves(folder: Path) -> tuple[str, dict[str, dict[int, dict[int, float]]]]:

@@ -39,12 +39,13 @@ def main() -> None:
                         help='method_params per method as JSON, e.g. \'{"pinn-bo": {"residual_gp": "none"}}\'')
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from pinnbo.case import load_case
+    from pinnbo import initial_design
     from pinnbo.optimizers import METHODS
-    from pinnbo.optimizers.base import initial_design
+    from pinnbo.runner.build import build_optimizer, build_problem
+    from pinnbo.runner.case import load_case
 
     case = load_case(args.case)
-    problem = case.build_problem()
+    problem = build_problem(case)
     methods = args.methods or [m for m, cls in METHODS.items() if m != "neural-cbo" and m != "gp-cei"]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch threads {args.threads}; "
           f"case {case.name} (d = {problem.domain.dim}); mean of {args.asks} asks after one untimed ask")
@@ -58,7 +59,7 @@ def main() -> None:
             X = initial_design(problem.domain, t + args.asks + 1, case.seed)[:t]
             case.method = method
             case.method_params = dict(args.params.get(method, {}))
-            optimizer = case.build_optimizer(problem)
+            optimizer = build_optimizer(case, problem)
             for x in X:
                 optimizer.tell(x, sign * problem.objective(x))
             x = optimizer.ask()

@@ -1,6 +1,6 @@
 """Kim & Sanz-Alonso's four methods run with the `bayes_opt` package (1.4.3) instead of pinnbo.
 
-The paper's GP-UCB+ / EXPLOIT+ table (REFERENCES §4) does not hold with pinnbo's GP methods
+Kim & Sanz-Alonso's GP-UCB+ / EXPLOIT+ table (docs/algorithms.md) does not hold with pinnbo's GP methods
 (docs/benchmarks.md, "Kim & Sanz-Alonso's random exploration"). The paper's §6.1 settings (Matérn
 ν = 2.5 from "the default" with initial lengthscale 1, β^½ = 2, EXPLOIT as β = 0, EI and PI as the
 other baselines) are those of `bayes_opt` (`BayesianOptimization` with `UtilityFunction("ucb",
@@ -46,7 +46,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pinnbo.history import write_json_atomic  # noqa: E402
+from pinnbo.runner.history import write_json_atomic  # noqa: E402
 from problems.sfu import ACKLEY_BOUND, LEVY_BOUND, ackley_values, levy_values  # noqa: E402
 
 FUNCTIONS = {"ackley": (ackley_values, ACKLEY_BOUND), "levy": (levy_values, LEVY_BOUND)}
@@ -113,7 +113,7 @@ def _g(x: float | None) -> str:
 
 
 def summarise(results: dict, methods: list[str]) -> str:
-    from pinnbo.bench import mean_se, welch_one_sided
+    from pinnbo.bench.statistics import mean_se, welch_one_sided
 
     lines = ["| function | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     tests = []

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from pinnbo.bench import benjamini_hochberg, mean_se, penalise_infeasible, welch_one_sided
+from pinnbo.bench.statistics import benjamini_hochberg, mean_se, penalise_infeasible, welch_one_sided
 
 
 def case_finals(folder: Path) -> tuple[dict, dict[str, list]]:

@@ -1,6 +1,6 @@
 """PINN-BO's PDE weight after each fit of a stored run, by replaying it ask by ask.
 
-The data-consistency backoff (module docstring of ``pinnbo/optimizers/pinn_bo.py``) halves the PDE
+The data-consistency backoff (module docstring of ``pinnbo/models/pinn.py``) halves the PDE
 weight after every fit whose median misfit exceeds ``misfit_tolerance``; the weight is in the
 checkpoint but not in the run's records. This script rebuilds the run's optimiser from its stored
 ``case.json`` (case file, seed, method parameters), tells it the initial designs, then for every
@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pinnbo.case import load_case
+from pinnbo.runner.build import build_optimizer, build_problem
+from pinnbo.runner.case import load_case
 
 
 def main() -> None:
@@ -33,8 +34,8 @@ def main() -> None:
     case = load_case(args.case, {"seed": stored["seed"]})
     case.method = stored.get("method", "pinn-bo")
     case.method_params = stored.get("method_params", {})
-    problem = case.build_problem()
-    opt = case.build_optimizer(problem)
+    problem = build_problem(case)
+    opt = build_optimizer(case, problem)
     rows = [json.loads(line) for line in (args.run / "evaluations.jsonl").read_text().splitlines() if line]
 
     def tell(row):
@@ -48,7 +49,7 @@ def main() -> None:
     for row in rows[len(initial):]:
         x = opt.ask()
         identical &= bool(np.allclose(x, row["x"], rtol=0.0, atol=1e-9))
-        trace.append((row["index"], opt.pde_weight))
+        trace.append((row["index"], opt.surrogate.pde_weight))
         tell(row)
     print(f"{args.run}: replayed proposals identical to the run's: {identical}")
     print("evaluation  pde_weight")

@@ -21,23 +21,17 @@ from __future__ import annotations
 import numbers
 from pathlib import Path
 
-from pinnbo.errors import CaseError, shown
-from pinnbo.pde import PDE, PDEError
-from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
+from pinnbo.errors import CaseError, MethodError, PDEError, ProblemError, UserError, shown
+from pinnbo.pde import PDE
+from pinnbo.problem import Box, Constraint, Problem, register_problem
+from pinnbo.streams import initial_design
 
 __version__ = "0.1.0"
 
 
-def initial_design(domain: Box, n: int, seed: int = 0):
-    """The initial design every method shares for ``seed``: n scrambled Sobol points, shape (n, d)."""
-    from pinnbo.optimizers.base import initial_design as _initial
-
-    return _initial(domain, n, seed)
-
-
 def load_problem(name: str, **params) -> Problem:
     """Build a registered problem (``problems/``) or ``path/to/file.py:function`` with ``params``."""
-    from pinnbo.case import check_params, resolve_problem
+    from pinnbo.runner.build import check_params, resolve_problem
 
     factory = resolve_problem(name, Path.cwd())
     return factory(**check_params(factory, params, name))
@@ -51,7 +45,6 @@ def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params
     and ``tell(x, y)`` takes ``y`` in the problem's own sense (a heat plate's temperature as it is).
     Given a bare :class:`Box`, ``tell`` takes values to minimise, and ``pde``, ``collocation_filter``
     and ``constraints`` (then ``tell(x, y, c)`` with c of shape (K,)) are given here."""
-    from pinnbo.optimizers import MethodError
     from pinnbo.optimizers import make_optimizer as _make
 
     if isinstance(problem, Problem):
@@ -70,10 +63,10 @@ def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params
 def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, initial_points: int = 10,
              seed: int = 0, method_params: dict | None = None, output: str | Path | None = None,
              device: str = "cpu", resume: bool = False, overwrite: bool = False):
-    """Optimise ``problem``; returns the :class:`pinnbo.history.History` (written to ``output`` if set)."""
-    from pinnbo.case import MAX_BUDGET, MAX_INITIAL_POINTS
-    from pinnbo.report import write_report
-    from pinnbo.run import RunSettings, run
+    """Optimise ``problem``; returns the :class:`pinnbo.runner.history.History` (written to ``output`` if set)."""
+    from pinnbo.report.summary import write_report
+    from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS
+    from pinnbo.runner.loop import RunSettings, run
 
     for key, value, most in (("initial_points", initial_points, MAX_INITIAL_POINTS), ("budget", budget, MAX_BUDGET)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= most:
@@ -82,7 +75,7 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
         raise CaseError(f"budget: must exceed initial_points ({initial_points}), got {budget}")
     from pinnbo.optimizers import make_optimizer as _make
 
-    # The runner tells minimisation values (pinnbo.run): the optimiser minimises as built.
+    # The runner tells minimisation values (pinnbo.runner.loop): the optimiser minimises as built.
     optimizer = _make(method, problem.domain, seed, params=method_params, pde=problem.pde,
                       collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints)
     case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
@@ -98,5 +91,5 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     return history
 
 
-__all__ = ["PDE", "PDEError", "Box", "CaseError", "Constraint", "Problem", "ProblemError", "register_problem",
-           "initial_design", "load_problem", "make_optimizer", "optimize"]
+__all__ = ["PDE", "Box", "Constraint", "Problem", "register_problem", "initial_design", "load_problem",
+           "make_optimizer", "optimize", "UserError", "CaseError", "MethodError", "PDEError", "ProblemError"]

@@ -17,17 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-USER_ERRORS: tuple[type[Exception], ...] = ()
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    from pinnbo.case import CaseError
-    from pinnbo.history import HistoryError
-    from pinnbo.optimizers.base import MethodError
-    from pinnbo.pde import PDEError
-    from pinnbo.problem import ProblemError
-
-    return (CaseError, HistoryError, MethodError, PDEError, ProblemError)
+from pinnbo.errors import RunStopped, UserError
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -39,7 +29,7 @@ err_console = Console(stderr=True)
 def _print_version(value: bool) -> None:
     if not value:
         return
-    from pinnbo.report import versions
+    from pinnbo.report.summary import versions
 
     found = versions()
     others = ", ".join(f"{name} {found[name]}" for name in ("torch", "botorch", "py-pde", "sympy", "numpy")
@@ -101,12 +91,14 @@ def run(
                                              "evaluation under way finishes)."),
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
-    from pinnbo.bench import recorded_evaluations
-    from pinnbo.case import load_case
-    from pinnbo.history import WriteFailure
-    from pinnbo.report import LiveProgress, fmt, write_report
-    from pinnbo.run import OracleBroken, RunInterrupted
-    from pinnbo.run import run as run_loop
+    from pinnbo.bench.plan import recorded_evaluations
+    from pinnbo.report.format import fmt
+    from pinnbo.report.live import LiveProgress
+    from pinnbo.report.summary import write_report
+    from pinnbo.runner.build import build_optimizer, build_problem, run_settings
+    from pinnbo.runner.case import load_case
+    from pinnbo.runner.loop import RunInterrupted
+    from pinnbo.runner.loop import run as run_loop
 
     loaded = None
     try:
@@ -115,9 +107,9 @@ def run(
                                   "smoke": smoke_requested(smoke) or None,
                                   "warm_start": None if warm_start is None else str(warm_start.resolve()),
                                   "target": target, "max_time": max_time})
-        problem = loaded.build_problem()
-        optimizer = loaded.build_optimizer(problem)
-        settings = loaded.run_settings(problem, resume=resume, overwrite=overwrite)
+        problem = build_problem(loaded)
+        optimizer = build_optimizer(loaded, problem)
+        settings = run_settings(loaded, problem, resume=resume, overwrite=overwrite)
         recorded = recorded_evaluations(loaded.output_dir) if resume else 0
         observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
         try:
@@ -126,10 +118,10 @@ def run(
             if observer is not None:
                 observer.stop()
         summary = write_report(history, problem, loaded.to_dict())
-    except (WriteFailure, OracleBroken) as exc:
+    except RunStopped as exc:
         where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
         fail(f"{exc}{where}. Continue with: {_resume_command(case, seed, budget, output, device, loaded)}", code=1)
-    except _user_errors() as exc:
+    except UserError as exc:
         fail(str(exc))
     except RunInterrupted as exc:
         err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
@@ -186,16 +178,15 @@ def bench(
 ) -> None:
     """Compare methods over seeds on cases: curves, table with tests, figure; restart to continue."""
     from pinnbo.bench import BenchInterrupted, BenchSettings, run_bench
-    from pinnbo.history import WriteFailure
 
     try:
         settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, jobs=jobs, output=output,
                                               params=params, reference=reference, device=device,
                                               smoke=smoke_requested(smoke))
         result = run_bench(settings, console=console, quiet=quiet)
-    except WriteFailure as exc:
+    except RunStopped as exc:
         fail(f"{exc}; rerun the same command once the folder can be written (complete runs are kept)", code=1)
-    except _user_errors() as exc:
+    except UserError as exc:
         fail(str(exc))
     except BenchInterrupted as exc:
         err_console.print(str(exc))
@@ -210,14 +201,15 @@ def bench(
 @app.command()
 def problems(name: Optional[str] = typer.Argument(None, help="A problem: its parameters and an example case.")) -> None:
     """List the registered problems and the cases shipped in cases/, or describe one problem."""
-    from pinnbo.case import PROBLEM_IMPORT_ERRORS, describe_problem, list_cases, registered_problems
+    from pinnbo.runner.build import PROBLEM_IMPORT_ERRORS, describe_problem, registered_problems
+    from pinnbo.runner.case import list_cases
 
-    from pinnbo.report import print_table
+    from pinnbo.report.format import print_table
 
     if name is not None:
         try:
             summary, parameters, example = describe_problem(name)
-        except _user_errors() as exc:
+        except UserError as exc:
             fail(str(exc))
         console.print(f"[bold]{escape(name)}[/bold]: {escape(summary)}", highlight=False)
         table = Table(title="params (case file) = keyword arguments (Python)", title_justify="left")
@@ -254,7 +246,7 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
 def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
                                                    "folder (bench-results/heat_bc1) or a bench root")) -> None:
     """Print the summary of a finished run, or the table of a bench."""
-    from pinnbo.report import fmt, print_table
+    from pinnbo.report.format import fmt, print_table
 
     path = results / "summary.json"
     if not results.exists():
@@ -265,7 +257,7 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         benches = [(p.parent, summary) for p in sorted(results.glob("*/summary.json"))
                    if _is_bench_summary(summary := _read_json(p))]
         if not benches and (results / "evaluations.jsonl").exists():
-            from pinnbo.bench import recorded_evaluations
+            from pinnbo.bench.plan import recorded_evaluations
 
             try:
                 budget = f" of {int(json.loads((results / 'case.json').read_text())['budget'])}"
@@ -295,11 +287,11 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         table.add_row(label, str(summary.get(key)))
     if summary.get("best"):
         table.add_row("best x", str(summary["best"]["x"]))
-    if summary.get("exploration_evaluations"):
-        table.add_row("best_value_without_exploration", str(summary.get("best_value_without_exploration"))
-                      + f" ({summary['exploration_evaluations']} random exploration points left out)")
-        if summary.get("simple_regret_without_exploration") is not None:
-            table.add_row("simple_regret_without_exploration", str(summary["simple_regret_without_exploration"]))
+    for key in [k for k in summary if k.startswith("best_value_without_")]:
+        phase = key[len("best_value_without_"):]     # a method's own phase (GP-UCB+'s exploration)
+        table.add_row(key, str(summary[key]) + f" ({summary.get(f'{phase}_evaluations')} {phase} evaluations left out)")
+        if summary.get(f"simple_regret_without_{phase}") is not None:
+            table.add_row(f"simple_regret_without_{phase}", str(summary[f"simple_regret_without_{phase}"]))
     if constrained:
         successful = summary.get("evaluations", 0) - summary.get("failed", 0)
         table.add_row("feasible", f"{summary['n_feasible']} of {successful} successful evaluations"
@@ -327,8 +319,8 @@ def _is_bench_summary(summary) -> bool:
 
 def _show_bench(folder: Path, summary: dict) -> None:
     """The table ``pinnbo bench`` printed for this case folder, from its summary.json (``summary``)."""
-    from pinnbo.bench import rich_table
-    from pinnbo.report import print_table
+    from pinnbo.bench.tables import rich_table
+    from pinnbo.report.format import print_table
 
     print_table(console, rich_table(summary))
     console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
@@ -339,7 +331,7 @@ CASE_ARGUMENT = typer.Argument(..., help="Case file (YAML) of the run")
 
 
 def _case_for_asktell(case: Path, seed, budget, output, device, smoke):
-    from pinnbo.case import load_case
+    from pinnbo.runner.case import load_case
 
     return load_case(case, {"seed": seed, "budget": budget, "device": device,
                             "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None})
@@ -355,14 +347,13 @@ def ask(
     smoke: bool = SMOKE_OPTION,
 ) -> None:
     """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
-    from pinnbo.asktell import ask as ask_next
-    from pinnbo.history import WriteFailure
+    from pinnbo.runner.asktell import ask as ask_next
 
     try:
         pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke))
-    except WriteFailure as exc:
+    except RunStopped as exc:
         fail(f"{exc}; ask again once the results folder can be written", code=1)
-    except _user_errors() as exc:
+    except UserError as exc:
         fail(str(exc))
     typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase", "constraints") if k in pending}))
 
@@ -384,10 +375,10 @@ def tell(
     smoke: bool = SMOKE_OPTION,
 ) -> None:
     """Record the measurement of the pending design (from pinnbo ask)."""
-    from pinnbo.asktell import TellError, parse_json, parse_y
-    from pinnbo.asktell import tell as tell_value
-    from pinnbo.history import WriteFailure
-    from pinnbo.report import fmt, write_report
+    from pinnbo.report.format import fmt
+    from pinnbo.report.summary import write_report
+    from pinnbo.runner.asktell import TellError, parse_json, parse_y
+    from pinnbo.runner.asktell import tell as tell_value
 
     try:
         loaded = _case_for_asktell(case, seed, budget, output, device, smoke)
@@ -404,10 +395,10 @@ def tell(
             design, value, measured = x, None if y is None else parse_y(y), constraint
         record, history, problem = tell_value(loaded, design, value, failed, measured)
         summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
-    except WriteFailure as exc:
+    except RunStopped as exc:
         fail(f"{exc}; tell again once the results folder can be written (a measurement already recorded "
              "is reported as such)", code=1)
-    except _user_errors() as exc:
+    except UserError as exc:
         fail(str(exc))
     state = fmt(record.y) if record.ok else f"failed ({record.error})"
     if record.feasible is not None:

@@ -34,7 +34,7 @@ import sympy as sp
 import torch
 from sympy.core.function import AppliedUndef
 
-from pinnbo.errors import shown
+from pinnbo.errors import PDEError, shown
 
 __all__ = ["PDE", "PDEError", "MAX_ORDER"]
 
@@ -45,10 +45,6 @@ MultiIndex = tuple[int, ...]
 # A compiled node: (values of the placeholder/input symbols, (N,) reference tensor) -> value.
 # Constant subtrees are folded to Python floats; everything else is an (N,) tensor.
 _Node = Callable[[Mapping[sp.Symbol, torch.Tensor], torch.Tensor], "torch.Tensor | float"]
-
-
-class PDEError(ValueError):
-    """A PDE declaration that cannot be compiled; the message names the offending symbol."""
 
 
 def _heaviside(x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:

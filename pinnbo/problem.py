@@ -3,7 +3,7 @@ optionally the PDE the objective obeys and its known optimum.
 
 Optimisers never see a Problem's oracle; they see a :class:`Box` and, for PINN-BO, the
 compiled PDE. The runner converts between the problem's sense and the minimisation that every
-optimiser performs internally (REFERENCES, conventions).
+optimiser performs internally (docs/algorithms.md, "Conventions").
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from pinnbo.errors import shown
+from pinnbo.errors import ProblemError, shown
 
 #: Most design variables a problem may have: the surrogates' cost grows with d, and beyond this
 #: a problem is better reduced before it is optimised.
 MAX_DIMENSION = 1000
-
-
-class ProblemError(ValueError):
-    """A user mistake in a problem's definition or parameters (one-line message)."""
 
 
 def check_dimension(dim: object, minimum: int = 1, why: str = "") -> int:
@@ -140,6 +136,7 @@ class Problem:
     domain: the box of design variables.
     objective: the expensive oracle, ``objective(x) -> float`` for one design ``x`` of shape (d,)
         in physical coordinates; returns the true (noise-free) value in the problem's own sense.
+        None: the problem is measured outside pinnbo (``pinnbo ask`` / ``pinnbo tell``).
     sense: ``"maximize"`` or ``"minimize"``.
     pde: optional :class:`pinnbo.pde.PDE` the objective satisfies, written in the symbols named by
         ``domain.names`` (in that order).
@@ -160,7 +157,7 @@ class Problem:
 
     name: str
     domain: Box
-    objective: Callable[[np.ndarray], float]
+    objective: Callable[[np.ndarray], float] | None
     sense: str = "minimize"
     pde: Any = None
     optimum: float | None = None
@@ -242,6 +239,18 @@ class Problem:
         if self.optimum is None or best_true is None:
             return None
         return abs(self.optimum - best_true)
+
+
+def read_outcome(problem: Problem, outcome) -> tuple[float, dict[str, float], str | None]:
+    """(objective, black-box constraint values, None) of one oracle result, or (nan, {}, reason)
+    when it does not have the problem's shape (a failed evaluation, not a crash)."""
+    if isinstance(outcome, np.ndarray) and outcome.ndim == 0:
+        outcome = outcome.item()   # a 0-d array is one number, as float() always accepted
+    try:
+        value, blackbox = problem.split_outcome(outcome)
+    except (TypeError, ValueError) as exc:
+        return float("nan"), {}, f"malformed oracle result: {exc}"
+    return value, blackbox, None
 
 
 # Problem factories by name: `problem: heat_plate` in a case file resolves here. Each module of the

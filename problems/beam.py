@@ -1,4 +1,4 @@
-"""Non-uniform Euler–Bernoulli beam (PINN-BO real task 2, REFERENCES §6.2): find the position x
+"""Non-uniform Euler–Bernoulli beam (PINN-BO real task 2; docs/algorithms.md, "The beam"): find the position x
 on the beam where the deflection w(x) is smallest (or largest), with (EI w'')'' = q as the PDE.
 
 The paper's stiffness is EI = eˣ/ρ(x) with ρ the second derivative of the manufactured solution

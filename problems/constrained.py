@@ -1,4 +1,5 @@
-"""Constrained benchmarks of the Neural-CBO paper (REFERENCES §6.4): min f(x) s.t. c_i(x) <= 0.
+"""Constrained benchmarks of the Neural-CBO paper (docs/algorithms.md, "Constrained problems"):
+min f(x) s.t. c_i(x) <= 0.
 
 Seven factories, registered for case files (``problem: speed_reducer``), all minimised, every
 constraint a black-box output of the same oracle call (coupled evaluation)::
@@ -13,18 +14,18 @@ constraint a black-box output of the same oracle call (coupled evaluation)::
                                                                                        5.286683)
     welded_beam            4, 6    [0.125, 10] x [0.1, 10]^3           1.724852       (0.20573, 3.470489, 9.036624, 0.20573)
 
-The formulas are those of REFERENCES §6.4, written once as vectorised numpy functions ``(n, d) ->
+The formulas are the classical ones the paper lists, written once as vectorised numpy functions ``(n, d) ->
 (f (n,), C (n, K))`` (:data:`BATCH_FUNCTIONS`, also in ``problem.metadata["batch_function"]``);
 the oracle ``objective(x)`` evaluates one design of shape (d,) and returns ``(f, [c_1, ..., c_K])``.
-Where the Neural-CBO paper's appendix differs from REFERENCES (its speed reducer has
-un-normalised constraints, 16.91e6 inside c5 and 7.477 in f), REFERENCES is followed.
+Where the Neural-CBO paper's appendix differs (its speed reducer has un-normalised constraints,
+16.91e6 inside c5 and 7.477 in f), the classical form is followed.
 
 Every declared optimum was verified (:func:`multistart_minimum`; ``python -m problems.constrained``
 reruns it): SLSQP from 200 Sobol starts per problem on the unit-scaled box, objective and
 constraints divided by their standard deviations over the box, then a trust-constr polish; for the
 2-D problems also a 2001² grid. No feasible point found beats the declared f* (beyond the 1e-9
 scaled feasibility tolerance of the search); where the optimum is a vertex of active constraints
-it was then solved for exactly. REFERENCES' values are right to the digits it prints; its rounded
+it was then solved for exactly. The published values are right to the digits printed; the rounded
 locations are not all feasible, and the locations declared here are the polished ones:
 
 - Branin: f* = 5/(4 pi) = 0.3978873577 at (pi, 2.275) exactly, strictly feasible (c = -22.29);
@@ -37,20 +38,20 @@ locations are not all feasible, and the locations declared here are the polished
 - Ackley: f >= 0 with equality only at 0, which is feasible (c1 = 1 - (sqrt 5 - 5.5)^2 = -9.65,
   c2 = -9). f(0) evaluates to 4.4e-16 in floating point.
 - Hartmann-6: the standard unconstrained minimiser has ||x|| = 0.9463 < 1, so the constraint is
-  inactive and f* = -3.3223680114 (REFERENCES' -3.32237); 198 of 200 SLSQP runs end feasible,
+  inactive and f* = -3.3223680114 (published: -3.32237); 198 of 200 SLSQP runs end feasible,
   most of them at this point, the rest in Hartmann's other local minima. Declared location: the
-  BFGS-polished minimiser (REFERENCES' rounded one gives f = -3.3223680114 + 2.4e-11, feasible).
+  BFGS-polished minimiser (the published rounded one gives f = -3.3223680114 + 2.4e-11, feasible).
 - Gas transmission: x1 = 50 on its upper bound (df/dx1 = -313 < 0) and the constraint ACTIVE
   (x4 = x2^2 - 1); with x3 eliminated in closed form (df/dx3 = 0 gives x3 = (2K/(3 * 3.69e4))^0.6,
   K = 8.61e5 sqrt(x1) x2 / sqrt(x4)) a 1-D minimisation in x2 gives f* = 2964895.41734 at
-  (50, 1.1782839513, 24.5925901302, 0.3883530700); 199/200 SLSQP runs reach it. REFERENCES' value
+  (50, 1.1782839513, 24.5925901302, 0.3883530700); 199/200 SLSQP runs reach it. The published value
   2 964 895.4 is right, but its rounded location (50, 1.17828, 24.5926, 0.38835) is INFEASIBLE
   (c = +4.5e-6) and there f = 2 964 884.48, below f*: f is steep in x4 along the active constraint.
 - Speed reducer: the optimum is the vertex x1 = 5 x2 = 3.5 (c08 active), x2 = 0.7, x3 = 17,
   x4 = 7.3, x5 = 7.8 at their lower bounds, and x6, x7 from c05 = 0 and c06 = 0 (closed form:
   x6 = (sqrt((745 x4/(x2 x3))^2 + 16.9e6)/110)^(1/3), likewise x7 with 157.5e6, 85):
   f* = 2996.3481650 at (3.5, 0.7, 17, 7.3, 7.8, 3.3502146661, 5.2866832298); all 200 SLSQP runs
-  agree. REFERENCES' 2996.348 is right; its rounded location is borderline (c06 = +1.3e-7, and
+  agree. The published 2996.348 is right; its rounded location is borderline (c06 = +1.3e-7, and
   f = 2996.34810 there, 6e-5 below f*). (The often-quoted 2994.47 has x5 = 7.715 < 7.8, outside
   these bounds.)
 - Welded beam: the classical 1.724852 holds with these formulas (J with x2^2/12, R with x2^2/4,
@@ -102,7 +103,7 @@ def _columns(X: np.ndarray, d: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Vectorised definitions: X (n, d) -> (f (n,), C (n, K)), formulas of REFERENCES §6.4
+# Vectorised definitions: X (n, d) -> (f (n,), C (n, K)), the classical formulas
 # ---------------------------------------------------------------------------------------------
 
 
@@ -119,7 +120,7 @@ def branin_batch(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def simionescu_batch(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Simionescu f = 0.1 x1 x2, c = x1² + x2² − (1 + 0.2 cos(8 atan2(x1, x2)))².
 
-    The angle is atan2(x1, x2), i.e. arctan(x1/x2) extended to x2 = 0 (REFERENCES writes
+    The angle is atan2(x1, x2), i.e. arctan(x1/x2) extended to x2 = 0 (the paper writes
     arctan(x1/x2); the paper arctan(x2/x1): both give the same c, since cos 8θ is unchanged by
     θ -> π/2 − θ and by adding multiples of π/4 — atan2 only removes the division by zero).
     """
@@ -164,7 +165,7 @@ def hartmann6_batch(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gas_transmission_batch(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gas transmission compressor cost and c = x4 x2⁻² + x2⁻² − 1 (REFERENCES' form, not the
+    """Gas transmission compressor cost and c = x4 x2⁻² + x2⁻² − 1 (the classical form, not the
     rescaled, negated one of the authors' code)."""
     X = _columns(X, 4)
     x1, x2, x3, x4 = X.T
@@ -201,7 +202,7 @@ WELDED_BEAM = {"P": 6000.0, "L": 14.0, "E": 30e6, "G": 12e6,
 
 
 def welded_beam_batch(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Welded beam cost and its 6 constraints (classical form, REFERENCES §6.4)."""
+    """Welded beam cost and its 6 constraints (classical form)."""
     X = _columns(X, 4)
     x1, x2, x3, x4 = X.T
     P, L, E, G = (WELDED_BEAM[k] for k in ("P", "L", "E", "G"))

@@ -20,12 +20,10 @@ import math
 import re
 from typing import Any
 
-import numpy as np
 import sympy as sp
 
 from pinnbo.errors import shown
 from pinnbo.expressions import RESERVED, FormulaError, expression_of
-from pinnbo.oracles.external import OracleFailure
 from pinnbo.pde import MAX_ORDER, PDE, PDEError
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
@@ -42,13 +40,9 @@ def external(bounds: dict, sense: str = "minimize", pde: str | list | None = Non
     equation = None if pde is None else parse_pde(pde, names)
     outputs = _constraint_names(constraints, names)
 
-    def not_measured(x: np.ndarray) -> float:
-        raise OracleFailure("problem 'external' has no oracle: give the case `oracle: {command: ...}`, "
-                            "or measure with pinnbo ask / pinnbo tell")
-
-    return Problem("external", Box(lower, upper, names), not_measured, sense, pde=equation,
-                   constraints=tuple(Constraint(n) for n in outputs),
-                   description="declared in the case file", metadata={"oracle": "outside"})
+    # No objective: measured outside pinnbo until the case gives an oracle (pinnbo ask / tell meanwhile).
+    return Problem("external", Box(lower, upper, names), None, sense, pde=equation,
+                   constraints=tuple(Constraint(n) for n in outputs), description="declared in the case file")
 
 
 def _constraint_names(constraints: Any, variables: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,21 +1,21 @@
-"""Steady heat plate (PINN-BO real task 1, REFERENCES §6.1): find the hottest point of a plate
+"""Steady heat plate (PINN-BO real task 1; docs/algorithms.md, "The heat plate"): find the hottest point of a plate
 whose temperature obeys ∇²T = 0, with Dirichlet data on its four edges that the optimiser never
 sees; it sees only the PDE.
 
 The oracle is a py-pde finite-volume solve, done once per boundary set and cached
-(:mod:`pinnbo.oracles.laplace`). On an edge it returns the Dirichlet data, at a corner the mean of
+(:mod:`pinnbo.oracles.heat_plate`). On an edge it returns the Dirichlet data, at a corner the mean of
 the two edges' data; f* is the supremum over the closed plate with those semantics, which by the
 maximum principle is the supremum of the boundary data (BC1 ≈ 3374.59 next to (2π, 0),
 BC2 ≈ 880.32 next to (2π, 2π), BC3 ≈ 885.58 next to (0, 2π)).
 
 With ``max_gradient`` = G the problem gains one black-box constraint, ``gradient`` =
 |∇T(x, y)| − G <= 0 (a thermal-stress limit at the chosen point), computed from the same cached
-solve (:meth:`pinnbo.oracles.laplace.HeatPlate.gradient`: second-order differences of the solved
+solve (:meth:`pinnbo.oracles.heat_plate.HeatPlate.gradient`: second-order differences of the solved
 cells, ≈ 7e-4 of max |∇T| on a harmonic test field at 256²); the oracle then returns
 ``(T, [|∇T| − G])``. The hot corners and edges have huge gradients (BC1: |∇T| ≈ 9e4 next to
 (2π, 0)), so the unconstrained optimum is infeasible and f* is the constrained maximum, found on
 the cached field by a dense grid and a local refinement
-(:meth:`pinnbo.oracles.laplace.GradientLimitedPlate.supremum`). Case ``heat_bc1_gradient``:
+(:meth:`pinnbo.oracles.heat_plate.GradientLimitedPlate.supremum`). Case ``heat_bc1_gradient``:
 BC1 with G = 150, f* ≈ 205.8947 at (4.27272, 1.30867), well inside the plate on the constraint's
 level curve (|∇T| = 150 there); 89 % of the plate is feasible.
 """
@@ -26,7 +26,7 @@ import numpy as np
 import sympy as sp
 
 from pinnbo.errors import shown
-from pinnbo.oracles.laplace import DEFAULT_BOUNDS, GradientLimitedPlate, HeatPlate, check_max_gradient
+from pinnbo.oracles.heat_plate import DEFAULT_BOUNDS, GradientLimitedPlate, HeatPlate, check_max_gradient
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 

@@ -1,6 +1,6 @@
 """Ackley and Levy in any dimension, as in the Virtual Library of Simulation Experiments
 (Surjanovic & Bingham, https://www.sfu.ca/~ssurjano): the benchmarks of Kim & Sanz-Alonso's
-GP-UCB+ / EXPLOIT+ paper (REFERENCES §4, seed 002, d = 10). No PDE: these are for the GP methods.
+GP-UCB+ / EXPLOIT+ paper (d = 10). No PDE: these are for the GP methods.
 
 Two factories, registered for case files (``problem: ackley``), both minimised::
 

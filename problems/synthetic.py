@@ -9,9 +9,10 @@ Five factories, registered for case files (``problem: rastrigin``)::
     cosine_mixture(dim=50)     [-1, 1]^d         one equation per coordinate    f* = -3.1506 (d=50)
 
 All are minimised and written in the variables ``x1..xd``; observation noise is a case-level
-setting (``noise:`` in the case file, a fraction of the objective's standard deviation). The PDEs are the corrected ones of REFERENCES §6.3, checked here and in
-``tests/test_synthetic.py`` by applying each compiled residual to the true function. Where the
-paper's appendix (A.1) differs:
+setting (``noise:`` in the case file, a fraction of the objective's standard deviation). The PDEs
+are the corrected ones of docs/algorithms.md, "Synthetic functions", checked here and in
+``tests/problems/test_synthetic.py`` by applying each compiled residual to the true function.
+Where the paper's appendix (A.1) differs:
 
 - DropWave: the paper's denominator reads 0.5(x1² + x1²) + 2, a typo for 0.5(x1² + x2²) + 2.
 - Rastrigin: the paper writes xᵀ∇f − f = 10 Σ (cos 2πx_i + πx_i sin 2πx_i − 1); that identity is
@@ -292,7 +293,7 @@ def michalewicz_collocation_filter(
     about 90 % of uniform points in [0, π]^30 are kept). Typical |h_i| away from poles is
     ≈ 0.002–0.03, so the bound leaves the operator at most ~30–500 times its typical gain.
 
-    Note the points REFERENCES §6.3 names as singular, sin x_i = 0 and tan(i x_i²/π) = 0
+    Note the points docs/algorithms.md names as singular, sin x_i = 0 and tan(i x_i²/π) = 0
     (x_i = π√(k/i)), are where the cot-form of h_i has infinite terms but h_i itself → 0
     (removable, see :func:`michalewicz_h`); they need no exclusion beyond x_i = 0 exactly (0/0,
     rejected as non-finite).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pinnbo
-from pinnbo.case import CaseError
+from pinnbo.runner.case import CaseError
 from tests.survival import CallLog
 
 

@@ -152,7 +152,7 @@ def test_problems_outside_the_project_names_cases_as_run_takes_them(tmp_path, mo
     names = [row.split("│")[1].strip() for row in result.output.splitlines()
              if row.startswith("│") and ".yaml" in row]
     assert "heat_bc1.yaml" in names and not any("/" in n for n in names)
-    from pinnbo.case import load_case
+    from pinnbo.runner.case import load_case
     assert load_case("heat_bc1.yaml").name == "heat_bc1"      # the bare name finds the shipped case
 
 
@@ -184,8 +184,8 @@ def test_a_narrow_terminal_never_cuts_a_number_in_a_bench_table(tmp_path):
     """A bench's table in 50 columns: every number of it is printed whole."""
     from rich.console import Console
 
-    from pinnbo.bench import rich_table, table_rows
-    from pinnbo.report import print_table
+    from pinnbo.bench.tables import rich_table, table_rows
+    from pinnbo.report.format import print_table
 
     args = ["bench", str(ROOT / "cases/dropwave.yaml"), "--methods", "random,gp-ei", "--reference", "random",
             "--seeds", "2", "--budget", "6", "--output", str(tmp_path), "--quiet", "--smoke"]
@@ -208,7 +208,7 @@ def test_the_field_map_legend_stays_off_the_plate(tmp_path):
     import matplotlib.pyplot as plt
 
     from pinnbo import load_problem, optimize
-    from pinnbo.report import plot_field
+    from pinnbo.report.figures import plot_field
 
     problem = load_problem("heat_plate", grid=32, boundary={"left": "0", "right": "y", "bottom": "0", "top": "x"})
     history = optimize(problem, method="random", budget=8, initial_points=4, seed=0)
@@ -236,3 +236,4 @@ def test_case_error_is_part_of_the_public_api():
 
     with pytest.raises(pinnbo.CaseError):
         pinnbo.load_problem("dropwave", dimension=3)
+

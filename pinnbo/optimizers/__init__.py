@@ -1,15 +1,19 @@
-"""Optimisation methods, all behind the ask/tell interface of :class:`Optimizer`."""
+"""The methods, one ask/tell optimiser per module, and the registry that maps names to them.
+
+Each method composes models (:mod:`pinnbo.models`) and acquisition machinery
+(:mod:`pinnbo.acquisition`); no method imports another.
+"""
 
 from __future__ import annotations
 
-from pinnbo.errors import shown
-from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, check_device, initial_design
+from pinnbo.errors import MethodError, PDEError, shown
+from pinnbo.optimizers.base import MethodSettings, Optimizer, check_device
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
-from pinnbo.optimizers.gp_cbo import GPCEI
+from pinnbo.optimizers.gp_cei import GPCEI
 from pinnbo.optimizers.neural_bo import NeuralBO
 from pinnbo.optimizers.neural_cbo import NeuralCBO
 from pinnbo.optimizers.neural_greedy import NeuralGreedy
-from pinnbo.optimizers.pinn_bo import PINNBO, PINNBOSettings
+from pinnbo.optimizers.pinn_bo import PINNBO
 from pinnbo.optimizers.random_search import RandomSearch
 
 METHODS: dict[str, type[Optimizer]] = {
@@ -41,8 +45,6 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
         raise MethodError(f"method: {shown(method)} ignores constraints and this problem has "
                           f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
     if pde is not None:
-        from pinnbo.pde import PDEError
-
         try:  # inputs matched to the design variables by name
             pde = pde.for_variables(domain.names)
         except PDEError as exc:
@@ -58,5 +60,4 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     return optimizer
 
 
-__all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "PINNBO", "PINNBOSettings",
-           "RandomSearch", "initial_design", "make_optimizer"]
+__all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "make_optimizer"]

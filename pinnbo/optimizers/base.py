@@ -1,7 +1,8 @@
 """The one ask/tell interface every method implements.
 
 Optimisers minimise. They see the design box in physical coordinates and values in the
-minimisation convention (the runner multiplies a maximisation problem's values by −1).
+minimisation convention (the runner multiplies a maximisation problem's values by −1; the Python
+API sets :attr:`Optimizer.sense` and ``tell`` converts).
 
 Reproducibility contract: every random draw an optimiser makes at step t comes from a generator
 derived from (seed, purpose, t), where t is the number of evaluations told so far. ``ask`` is
@@ -12,24 +13,20 @@ what lets an interrupted run resume to the identical history.
 from __future__ import annotations
 
 import abc
-import copy
-import hashlib
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from pinnbo.errors import shown
+from pinnbo.errors import MethodError, shown
 from pinnbo.problem import Box, Constraint
+from pinnbo.settings import Settings
+from pinnbo.streams import numpy_rng, torch_generator
 
 # Floating-point types a network method can train in (``dtype`` in method_params).
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-
-
-class MethodError(ValueError):
-    """A user mistake in a method's name or parameters (one-line message)."""
 
 
 def check_device(device: str) -> str:
@@ -52,112 +49,9 @@ def check_device(device: str) -> str:
     return device
 
 
-def derived_seed(seed: int, *keys: Any) -> int:
-    """A 63-bit seed for the random stream named by ``keys`` under the case seed.
-
-    Streams never share state, so adding a draw to one cannot shift any other.
-    """
-    text = "/".join([str(int(seed))] + [str(k) for k in keys])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 63) - 1)
-
-
-def numpy_rng(seed: int, *keys: Any) -> np.random.Generator:
-    return np.random.default_rng(derived_seed(seed, *keys))
-
-
-def torch_generator(seed: int, *keys: Any) -> torch.Generator:
-    gen = torch.Generator(device="cpu")
-    gen.manual_seed(derived_seed(seed, *keys))
-    return gen
-
-
-def sobol_unit(n: int, dim: int, seed: int, *keys: Any) -> np.ndarray:
-    """n scrambled Sobol points in [0, 1]^dim, shape (n, dim), from the named stream."""
-    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=derived_seed(seed, *keys) % (2**31))
-    return engine.draw(n, dtype=torch.float64).numpy()
-
-
-def initial_design(domain: Box, n: int, seed: int) -> np.ndarray:
-    """The initial design shared by every method for a seed: scrambled Sobol, shape (n, d)."""
-    return domain.from_unit(sobol_unit(n, domain.dim, seed, "initial-design"))
-
-
 @dataclass
-class MethodSettings:
-    """Base for a method's documented defaults; subclasses list their parameters as fields."""
-
-    @classmethod
-    def from_params(cls, params: dict | None, method: str) -> "MethodSettings":
-        params = dict(params or {})
-        known = {f.name: f for f in fields(cls)}
-        for key, value in params.items():
-            if key not in known:
-                raise MethodError(
-                    f"method_params.{key}: unknown parameter of method '{method}'; expected one of "
-                    f"{', '.join(sorted(known))}"
-                )
-            default = getattr(cls, key, None) if not callable(getattr(cls, key, None)) else None
-            expected = known[key].type
-            params[key] = _coerce(value, default, expected, f"method_params.{key}")
-        settings = cls(**params)
-        settings.validate()
-        return settings
-
-    # Range rules, declared per subclass and checked by validate(); the message's noun follows the
-    # field's type ("a positive integer" for int fields, "a positive number" for float fields).
-    POSITIVE: ClassVar[tuple[str, ...]] = ()          # > 0
-    NON_NEGATIVE: ClassVar[tuple[str, ...]] = ()      # >= 0
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
-    WIDTHS: ClassVar[tuple[str, ...]] = ()            # non-empty lists of positive layer widths
-
-    def validate(self) -> None:
-        """Raise MethodError naming the field for values out of range (subclasses may add rules)."""
-        types = {f.name: str(f.type) for f in fields(self)}
-        for name in self.WIDTHS:
-            widths = getattr(self, name)
-            if not widths or any(w < 1 for w in widths):
-                raise MethodError(f"method_params.{name}: expected a non-empty list of positive widths")
-        for name in self.POSITIVE:
-            if not getattr(self, name) > 0:
-                noun = "integer" if types[name].startswith("int") else "number"
-                raise MethodError(f"method_params.{name}: expected a positive {noun}")
-        for name in self.NON_NEGATIVE:
-            if not getattr(self, name) >= 0:
-                noun = "an integer" if types[name].startswith("int") else "a number"
-                raise MethodError(f"method_params.{name}: expected {noun} >= 0")
-        for name, allowed in self.CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise MethodError(f"method_params.{name}: expected one of {', '.join(allowed)}, "
-                                  f"got {shown(getattr(self, name))}")
-
-
-def _coerce(value: Any, default: Any, annotation: Any, field: str) -> Any:
-    annotation = str(annotation)
-    if isinstance(value, bool) and "bool" not in annotation:
-        raise MethodError(f"{field}: expected a number, got {shown(value)}")
-    if annotation.startswith("bool"):
-        if not isinstance(value, bool):
-            raise MethodError(f"{field}: expected true or false, got {shown(value)}")
-        return value
-    if annotation.startswith("int"):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int):
-            raise MethodError(f"{field}: expected an integer, got {shown(value)}")
-        return value
-    if annotation.startswith("float"):
-        if not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise MethodError(f"{field}: expected a finite number, got {shown(value)}")
-        return float(value)
-    if annotation.startswith("str"):
-        if not isinstance(value, str):
-            raise MethodError(f"{field}: expected a string, got {shown(value)}")
-        return value
-    if annotation.startswith("tuple") or annotation.startswith("list"):
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise MethodError(f"{field}: expected a list of integers, got {shown(value)}")
-        return tuple(value)
-    return value
+class MethodSettings(Settings):
+    """Base of a method's documented defaults (``method_params`` in a case)."""
 
 
 class Optimizer(abc.ABC):
@@ -171,9 +65,10 @@ class Optimizer(abc.ABC):
     # The sense of the values ``tell`` takes; every method minimises internally. The runner tells
     # minimisation values; the Python API sets the problem's sense (pinnbo.make_optimizer).
     sense = "minimize"
-    # What the last ask() proposed, recorded as the evaluation's phase: "optimizer", or e.g.
-    # "exploration" for the random points of GP-UCB+ / EXPLOIT+ (reported separately).
-    last_role = "optimizer"
+    # The phase of the last ask's design, recorded with its evaluation: "optimizer", or a method's
+    # own (GP-UCB+'s random points are "exploration"); the report shows the best without each
+    # phase other than the initial design and the optimiser's.
+    phase = "optimizer"
     # Whether the method uses constraint observations. make_optimizer refuses a constrained
     # problem for a method that would silently ignore its constraints.
     handles_constraints: ClassVar[bool] = False
@@ -284,18 +179,3 @@ class Optimizer(abc.ABC):
 
     def load_state_dict(self, state: dict) -> None:
         del state
-
-
-def network_state(model: torch.nn.Module, adam: torch.optim.Optimizer, **extra: Any) -> dict:
-    """A checkpointable snapshot of a trained network, its Adam moments and ``extra`` values.
-
-    Deep-copied, not views: module and Adam state dicts alias the live tensors, and
-    ``Adam.load_state_dict`` keeps tensors that already match, so without the copy two optimisers
-    (or a checkpoint and the run that keeps training) would share their moments.
-    """
-    return copy.deepcopy({"model": model.state_dict(), "adam": adam.state_dict(), **extra})
-
-
-def load_network_state(model: torch.nn.Module, adam: torch.optim.Optimizer, state: dict) -> None:
-    model.load_state_dict(state["model"])
-    adam.load_state_dict(state["adam"])

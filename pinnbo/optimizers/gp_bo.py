@@ -1,41 +1,26 @@
-"""GP baselines: GP-EI, GP-UCB, and Kim & Sanz-Alonso's GP-UCB+, EXPLOIT+ and EXPLOIT.
+"""GP baselines: GP-EI, GP-UCB, and Kim & Sanz-Alonso's GP-UCB+, EXPLOIT+ and EXPLOIT
+(docs/algorithms.md, "GP baselines").
 
-References: REFERENCES §4 (seed 002) and §5. The surrogate (:func:`pinnbo.surrogates.gp.fit_gp`)
-is a BoTorch SingleTaskGP of −y on the unit cube, Matérn-5/2 ARD kernel with BoTorch's
-dimension-scaled priors, standardised outputs, hyper-parameters refit by maximum marginal
-likelihood at every step. Acquisitions are maximised with ``botorch.optim.optimize_acqf``
-(``raw_samples`` Sobol points, the best ``num_restarts`` refined by L-BFGS-B):
+A BoTorch SingleTaskGP of −y (:func:`pinnbo.models.gp.fit_gp`), hyper-parameters refitted by
+maximum marginal likelihood at every step; acquisitions maximised with ``optimize_acqf``:
 
-- ``gp-ei``: LogExpectedImprovement with best_f = the best observation; learned noise.
-- ``gp-ucb``: UpperConfidenceBound μ + √β σ, β = 4 (β^{1/2} = 2 as in Kim & Sanz-Alonso); learned noise.
-- ``gp-ucb+``: each iteration = the GP-UCB point AND a point drawn uniformly in D; noise-free GP.
-- ``exploit+``: the same with the posterior-mean argmax (β = 0) instead of UCB; noise-free GP.
-- ``exploit``: EXPLOIT+ without the random points; noise-free GP.
+- ``gp-ei``: LogExpectedImprovement with best_f the best observation; learned noise.
+- ``gp-ucb``: UpperConfidenceBound μ + √β σ, β = 4 (β^½ = 2 as in Kim & Sanz-Alonso); learned noise.
+- ``gp-ucb+``: each iteration the GP-UCB point and a point drawn uniformly in the box
+  (Kim & Sanz-Alonso, Algorithm 2); noise-free GP.
+- ``exploit+``: the same with the posterior-mean argmax (β = 0) instead of UCB (Algorithm 3).
+- ``exploit``: EXPLOIT+ without the random points.
 
-One-point ask/tell for the "+" methods: asks alternate, the ask after an acquisition point returns
-the random point, with ``last_role = "exploration"`` so the runner records it apart (REFERENCES §4:
-report the best value with and without the random points). The budget counts observations, so a
-"+" run makes half as many acquisition steps. Which kind comes next is decided by how many asked
-points have been told (initial-design tells do not count), so ``ask`` stays repeatable and the
-count is checkpointed.
+One point per ask: the "+" methods' asks alternate, the ask after an acquisition point returning
+the random point with phase ``exploration``, so a run reports the best with and without them.
+Which kind comes next is decided by how many asked points have been told (initial-design tells do
+not count), so ``ask`` stays repeatable; the count is checkpointed. The budget counts observations,
+so a "+" run makes half as many acquisition steps.
 
-``kernel``: ``ard`` (the default, :func:`pinnbo.surrogates.gp.fit_gp`) or ``isotropic``, the GP
-Kim & Sanz-Alonso's experiments describe (one Matérn-5/2 lengthscale by maximum likelihood, no
-hyper-prior); their ordering of GP-UCB+ and EXPLOIT+ over GP-UCB and EXPLOIT was measured with both
-(docs/benchmarks.md).
-
-"Noise-free" (seed 002): the likelihood noise is fixed at ``noise_floor`` in standardised units
-(1e-5 by default; GPyTorch rounds fixed noise below 1e-6 up anyway) rather than learned: a nugget
-for the Cholesky, not a noise model.
-
-Determinism: the raw samples are seeded through ``options={"seed": ...}`` and everything else that
-might touch the global torch RNG (a restarted hyper-parameter fit) runs inside
-``torch.random.fork_rng()`` seeded from the step's derived seed, so a run never perturbs, nor
-depends on, the caller's RNG.
-
-Repeats: if the best restart is a design already evaluated (the noise-free posterior mean peaks
-at the incumbent, typically), the next-best restart is taken, then points nudged just beyond
-``duplicate_tol`` of the optimum (pinnbo.acquisition), then the best point of a fresh Sobol pool.
+If the best restart repeats an evaluated design (a noise-free posterior mean peaks at its
+incumbent), the next-best restart is taken, then points nudged just beyond ``duplicate_tol`` of the
+optimum, then the best point of a fresh Sobol pool. Every call that may touch the global torch RNG
+runs inside ``torch.random.fork_rng`` seeded from the step's stream.
 """
 
 from __future__ import annotations
@@ -49,47 +34,37 @@ from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConf
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
 
-from pinnbo.acquisition import _nudged, farthest_from, is_duplicate
-from pinnbo.history import EXPLORATION
-from pinnbo.optimizers.base import MethodError, MethodSettings, Optimizer, derived_seed, sobol_unit
-from pinnbo.surrogates.gp import KERNELS, fit_gp
+from pinnbo.acquisition.search import best_new, farthest_from, is_duplicate, nudged
+from pinnbo.models.gp import KERNELS, fit_gp
+from pinnbo.optimizers.base import Optimizer
+from pinnbo.optimizers.gp_settings import GPSettings
+from pinnbo.streams import derived_seed, sobol_unit
+
+#: The phase of the "+" methods' uniformly random points.
+EXPLORATION = "exploration"
 
 
 @dataclass
-class GPSettings(MethodSettings):
-    """Documented defaults shared by the GP methods (override with ``method_params``)."""
+class GPBOSettings(GPSettings):
+    """The GP methods of this module: the shared settings and the kernel."""
 
-    num_restarts: int = 10          # L-BFGS-B starts of optimize_acqf
-    raw_samples: int = 512          # Sobol points scored to choose the starts
-    maxiter: int = 200              # L-BFGS-B iterations per start
-    noise_free: bool = False        # true: noise fixed at noise_floor; false: learned noise
-    noise_floor: float = 1e-5       # fixed noise variance, standardised units (noise_free only)
-    duplicate_tol: float = 1e-4     # sup-norm distance (unit box) that counts as a repeat
     kernel: str = "ard"             # ard: BoTorch's dimension-scaled ARD Matérn | isotropic: Kim & Sanz-Alonso's
 
-    POSITIVE = ("num_restarts", "raw_samples", "maxiter", "noise_floor")
-    NON_NEGATIVE = ("duplicate_tol",)
     CHOICES = {"kernel": KERNELS}
-
-    def validate(self) -> None:
-        super().validate()
-        if self.raw_samples < self.num_restarts:
-            raise MethodError("method_params.raw_samples: must be at least num_restarts "
-                              f"({self.num_restarts}), got {self.raw_samples}")
 
 
 @dataclass
-class GPEISettings(GPSettings):
+class GPEISettings(GPBOSettings):
     """GP-EI: LogExpectedImprovement, learned noise."""
 
 
 @dataclass
-class GPUCBSettings(GPSettings):
+class GPUCBSettings(GPBOSettings):
     """GP-UCB: μ + √β σ; BoTorch's β (β = 4 ⇔ β^{1/2} = 2, Kim & Sanz-Alonso's benchmarks)."""
 
     beta: float = 4.0
 
-    NON_NEGATIVE = GPSettings.NON_NEGATIVE + ("beta",)
+    NON_NEGATIVE = GPBOSettings.NON_NEGATIVE + ("beta",)
 
 
 @dataclass
@@ -100,7 +75,7 @@ class GPUCBPlusSettings(GPUCBSettings):
 
 
 @dataclass
-class ExploitSettings(GPSettings):
+class ExploitSettings(GPBOSettings):
     """EXPLOIT / EXPLOIT+: posterior-mean argmax; noise-free GP."""
 
     noise_free: bool = True
@@ -110,7 +85,7 @@ class GPBO(Optimizer):
     """Base of the GP methods; subclasses set ``acquisition`` and ``random_exploration``."""
 
     name = "gp"
-    Settings = GPSettings
+    Settings = GPBOSettings
     acquisition = "ei"               # ei | ucb | mean
     random_exploration = False       # the "+" methods: alternate with uniform random points
     SMOKE_PARAMS = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
@@ -120,10 +95,10 @@ class GPBO(Optimizer):
         self.asked_told = 0        # asked points told so far (initial-design tells excluded)
         self._pending = False      # an ask awaits its tell
         self.model = None          # the last fitted GP (rebuilt from the data at every ask)
-        self.last_role = "optimizer"
+        self.phase = "optimizer"
 
     # -- the role sequence ----------------------------------------------------------------------------
-    def next_role(self) -> str:
+    def next_phase(self) -> str:
         if self.random_exploration and self.asked_told % 2 == 1:
             return EXPLORATION
         return "optimizer"
@@ -141,10 +116,10 @@ class GPBO(Optimizer):
 
     # -- proposals ------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:
-        self.last_role = self.next_role()
+        self.phase = self.next_phase()
         X, y = self.observed()
         evaluated = self.evaluated_unit()
-        if self.last_role == EXPLORATION or len(y) == 0:
+        if self.phase == EXPLORATION or len(y) == 0:
             rng = self.rng("exploration")
             u = rng.random(self.domain.dim)
             while is_duplicate(u, evaluated, self.settings.duplicate_tol):
@@ -185,18 +160,18 @@ class GPBO(Optimizer):
                 )
             candidates = candidates.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
             values = values.reshape(-1).detach().cpu().double().numpy()
-            choice = _best_new(candidates, values, evaluated, s.duplicate_tol)
+            choice = best_new(candidates, values, evaluated, s.duplicate_tol)
             if choice is not None:
                 return choice
             # Every restart converged onto an evaluated design: look just beside the optima,
             # then over a fresh pool.
-            for pool in (_nudged(candidates, evaluated, s.duplicate_tol),
+            for pool in (nudged(candidates, evaluated, s.duplicate_tol),
                          sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "fallback-pool")):
                 if len(pool) == 0:
                     continue
                 with torch.no_grad():
                     pool_values = acq(torch.as_tensor(pool, dtype=dtype, device=self.device).unsqueeze(1))
-                choice = _best_new(pool, pool_values.detach().cpu().double().numpy(), evaluated, s.duplicate_tol)
+                choice = best_new(pool, pool_values.detach().cpu().double().numpy(), evaluated, s.duplicate_tol)
                 if choice is not None:
                     return choice
         return pool[farthest_from(pool, evaluated)]
@@ -208,14 +183,6 @@ class GPBO(Optimizer):
     def load_state_dict(self, state: dict) -> None:
         self.asked_told = int(state.get("asked_told", 0))
         self._pending = False
-
-
-def _best_new(points: np.ndarray, values: np.ndarray, evaluated: np.ndarray, tol: float) -> np.ndarray | None:
-    """The highest-valued row of ``points`` (n, d) that is finite and not a repeat, or None."""
-    for i in np.argsort(-values, kind="stable"):
-        if np.isfinite(values[i]) and not is_duplicate(points[i], evaluated, tol):
-            return points[i]
-    return None
 
 
 class GPEI(GPBO):

@@ -1,8 +1,9 @@
-"""NeuralGreedy: minimise a network fit to randomly perturbed targets.
+"""NeuralGreedy: minimise a network fit to randomly perturbed targets (docs/algorithms.md,
+"Neural baselines").
 
 Reference: Paria, Póczos, Ravikumar, Schneider, Suggala, "Be greedy — a simple algorithm for
-blackbox optimization using neural networks" (ICML 2022 workshop); REFERENCES §5; described in
-seed 001 §6 as "fits a neural network to the current set of observations, where the function
+blackbox optimization using neural networks" (ICML 2022 workshop); described in the Neural-BO
+paper (§6) as "fits a neural network to the current set of observations, where the function
 values are randomly perturbed before learning the neural network; the learnt network is then used
 as the acquisition function". The perturbation is the only source of exploration: each step the
 network is trained towards ỹ_i + ε_i, ε_i ~ N(0, σ²) drawn afresh from the step's random stream,
@@ -11,14 +12,10 @@ over the box (pinnbo.acquisition: Sobol pool + perturbed incumbents, top-k, L-BF
 is the next design.
 
 Decided (the reference's own settings, Appendix F.2 of Paria et al., are not reproduced here):
-the NTK-parametrised tanh MLP of pinnbo.surrogates.mlp with two hidden layers of 64 on inputs in
+the NTK-parametrised tanh MLP of pinnbo.models.mlp with two hidden layers of 64 on inputs in
 [−1, 1]^d, mean-squared loss, Adam warm-started from the previous step (weights and moments
 checkpointed), 500 steps for the first fit and 50 per later step at lr 0.01, σ = 0.2 std(y).
-Measured with 6 seeds, 10 initial + 40 asks (mean best value; quadratic f* 0, Branin f* 0.398,
-DropWave f* −1): σ = 0.1, lr 5e-3: 0.148 / 0.861 / −0.659; σ = 0.3, lr 5e-3: 0.060 / 0.797 /
-−0.635; σ = 0.2, lr 0.01 (default): 0.051 / 0.661 / −0.738.
-``reinitialize: true`` instead draws a fresh network every step (from the step's stream) and
-trains it for ``initial_steps``: more exploration, ≈ 5× slower.
+σ and the learning rate were chosen on a quadratic, Branin and DropWave (docs/archive/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -28,12 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pinnbo.acquisition import minimize_surrogate
-from pinnbo.optimizers.base import (
-    DTYPES, MethodSettings, Optimizer, derived_seed, load_network_state, network_state, torch_generator,
-)
-from pinnbo.surrogates.mlp import MLP
-
+from pinnbo.acquisition.search import minimize_surrogate
+from pinnbo.models.mlp import MLP, load_network_state, network_state
+from pinnbo.optimizers.base import DTYPES, MethodSettings, Optimizer
+from pinnbo.streams import derived_seed, torch_generator
 
 
 @dataclass
@@ -42,10 +37,9 @@ class NeuralGreedySettings(MethodSettings):
 
     hidden: tuple[int, ...] = (64, 64)     # hidden layer widths
     perturbation: float = 0.2              # σ of the target perturbation, in units of std(y)
-    initial_steps: int = 500               # Adam steps of the first fit (every fit if reinitialize)
+    initial_steps: int = 500               # Adam steps of the first fit
     steps_per_iteration: int = 50          # Adam steps per later fit (warm start)
     learning_rate: float = 1e-2
-    reinitialize: bool = False             # true: a fresh network every step
     n_pool: int = 2048
     top_k: int = 8
     refine_iterations: int = 40
@@ -68,22 +62,16 @@ class NeuralGreedy(Optimizer):
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
-        self.dtype = DTYPES[self.settings.dtype]
-        self._build(torch_generator(self.seed, "network-init"))
-        self.fitted = False
-
-    def _build(self, generator: torch.Generator) -> None:
         s = self.settings
-        self.model = MLP(self.domain.dim, s.hidden, generator).to(self.device, self.dtype)
+        self.dtype = DTYPES[s.dtype]
+        self.model = MLP(self.domain.dim, s.hidden, torch_generator(self.seed, "network-init")).to(self.device,
+                                                                                                  self.dtype)
         self.adam = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
+        self.fitted = False
 
     def _fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
         s = self.settings
-        if s.reinitialize:
-            self._build(self.generator("network-init"))
-            steps = s.initial_steps
-        else:
-            steps = s.steps_per_iteration if self.fitted else s.initial_steps
+        steps = s.steps_per_iteration if self.fitted else s.initial_steps
         for _ in range(steps):
             self.adam.zero_grad(set_to_none=True)
             (self.model(Z) - targets).pow(2).mean().backward()

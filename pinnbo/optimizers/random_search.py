@@ -1,7 +1,7 @@
 """Random search: the scrambled Sobol sequence of the initial design, continued.
 
 Point t of the run is point t of the same sequence that produced the shared initial design, so
-random search differs from the other methods only after the initial design (REFERENCES §7).
+random search differs from the other methods only after the initial design.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pinnbo.optimizers.base import MethodSettings, Optimizer, derived_seed
+from pinnbo.optimizers.base import MethodSettings, Optimizer
+from pinnbo.streams import derived_seed
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Non-uniform Euler–Bernoulli beam, (EI(x) w'')'' = q(x) on [a, b], solved by finite differences.
 
-Formulation (REFERENCES §6.2). The paper's stiffness EI = eˣ/ρ(x) is singular wherever ρ = 0
+Formulation (docs/algorithms.md, "The beam"). The paper's stiffness EI = eˣ/ρ(x) is singular wherever ρ = 0
 (26 sign changes on [0, 1]), so a fourth-order stencil on EI is ill-posed. We split the equation
 at the bending moment M = EI·w'' into two second-order problems,
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from pinnbo.acquisition.search import is_duplicate
 from pinnbo.optimizers import make_optimizer
-from pinnbo.optimizers.base import initial_design
 from pinnbo.problem import Box, Constraint
+from pinnbo.streams import initial_design
 
 UNIT = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
 PRODUCT = (Constraint("product"),)
@@ -40,3 +41,22 @@ def run(opt, f, steps: int):
         x = opt.ask()
         opt.tell(x, *f(x))
     return opt
+
+
+def repeats_nothing(opt) -> bool:
+    """No told design lies within ``duplicate_tol`` of another."""
+    unit = opt.evaluated_unit()
+    return not any(is_duplicate(u, np.delete(unit, i, axis=0), opt.settings.duplicate_tol) for i, u in enumerate(unit))
+
+
+def until_feasible(opt, steps: int) -> tuple[np.ndarray, list[str]]:
+    """Ask/tell ``disc`` until a design is feasible or ``steps`` are spent: the last design and the
+    acquisition (``last_mode``) behind each ask."""
+    modes = []
+    for _ in range(steps):
+        x = opt.ask()
+        modes.append(opt.last_mode)
+        opt.tell(x, *disc(x))
+        if disc(x)[1][0] <= 0:
+            break
+    return x, modes

@@ -1,4 +1,4 @@
-"""GP baselines: improvement without repeats, determinism, checkpoints, the alternating roles of
+"""GP baselines: improvement without repeats, determinism, checkpoints, the alternating phases of
 GP-UCB+ / EXPLOIT+, EXPLOIT's proposal against a dense grid, the repeat guard, validation."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from pinnbo.acquisition import is_duplicate
+from pinnbo.acquisition.search import is_duplicate
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
-from pinnbo.optimizers.base import derived_seed, initial_design
+from pinnbo.streams import derived_seed, initial_design
 from pinnbo.problem import Box
 
 BOX = Box((-2.0, -1.0), (3.0, 4.0), ("x", "y"))
@@ -58,15 +58,15 @@ def test_asks_are_deterministic_and_leave_the_global_rng_alone(method):
 
 
 @pytest.mark.parametrize("method", ["gp-ucb+", "exploit+"])
-def test_plus_methods_alternate_roles_and_checkpoint_the_alternation(method):
+def test_plus_methods_alternate_phases_and_checkpoint_the_alternation(method):
     opt = started(method)
-    roles, asks = [], []
+    phases, asks = [], []
     for _ in range(4):
         x = opt.ask()
-        roles.append(opt.last_role)
+        phases.append(opt.phase)
         asks.append(x)
         opt.tell(x, quadratic(x))
-    assert roles == ["optimizer", "exploration", "optimizer", "exploration"]
+    assert phases == ["optimizer", "exploration", "optimizer", "exploration"]
     # The exploration point is the step's uniform draw, independent of the GP.
     u = opt.domain.to_unit(asks[1])
     expected = np.random.default_rng(derived_seed(0, method, 9, "exploration")).random(2)
@@ -82,7 +82,7 @@ def test_plus_methods_alternate_roles_and_checkpoint_the_alternation(method):
     for x in asks[:3]:
         restored.tell(x, quadratic(x))
     x_replay, x_restored = replay.ask(), restored.ask()
-    assert replay.last_role == restored.last_role == "exploration"
+    assert replay.phase == restored.phase == "exploration"
     np.testing.assert_array_equal(x_replay, x_restored)
     np.testing.assert_array_equal(x_restored, asks[3])
     # Without the state, told designs are initial-design points: the alternation restarts.
@@ -90,15 +90,15 @@ def test_plus_methods_alternate_roles_and_checkpoint_the_alternation(method):
     for x in asks[:3]:
         fresh.tell(x, quadratic(x))
     fresh.ask()
-    assert fresh.last_role == "optimizer"
+    assert fresh.phase == "optimizer"
 
 
 def test_asking_twice_without_a_tell_does_not_advance_the_alternation():
     opt = started("gp-ucb+")
     first = opt.ask()
-    assert opt.last_role == "optimizer"
+    assert opt.phase == "optimizer"
     np.testing.assert_array_equal(opt.ask(), first)
-    assert opt.last_role == "optimizer"
+    assert opt.phase == "optimizer"
 
 
 def test_exploit_proposes_the_posterior_mean_argmin():
@@ -148,50 +148,6 @@ def test_an_evaluated_optimum_is_not_proposed_again():
 def test_bad_parameters_name_the_field(method, params, field):
     with pytest.raises(MethodError, match=rf"method_params\.{field}\b"):
         make_optimizer(method, BOX, 0, params=params)
-
-
-def test_the_isotropic_kernel_is_kim_and_sanz_alonsos_gp_at_its_maximum_likelihood():
-    """``kernel: isotropic``: one lengthscale for every input, zero mean and unit prior variance on
-    the standardised outputs, noise at the floor, and the lengthscale at the maximum of the marginal
-    likelihood: no lengthscale on a dense grid scores higher, and the posterior mean is the textbook
-    k(x, X) K⁻¹ ỹ computed by hand with the fitted lengthscale."""
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
-    from pinnbo.surrogates.gp import fit_gp
-
-    rng = np.random.default_rng(5)
-    X = rng.random((40, 3))
-    y = np.sin(5 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2]
-    model = fit_gp(X, y, noise_free=True, kernel="isotropic")
-    ell = model.covar_module.lengthscale.detach().reshape(-1)
-    assert ell.numel() == 1 and not hasattr(model.covar_module, "outputscale")
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    model.train()
-
-    def score(lengthscale):
-        model.covar_module.lengthscale = lengthscale
-        with torch.no_grad():
-            return float(mll(model(*model.train_inputs), model.train_targets))
-
-    fitted = float(ell)
-    best = score(fitted)
-    assert all(score(float(g)) <= best + 1e-9 for g in np.logspace(-2, 1.5, 400))
-    model.covar_module.lengthscale = fitted
-    model.eval()
-    ytilde = (-y - (-y).mean()) / (-y).std(ddof=1)            # Standardize: sample sd, of −y
-
-    def matern52(a, b):
-        r = np.sqrt(5.0) * np.linalg.norm(a[:, None] - b[None], axis=-1) / fitted
-        return (1 + r + r ** 2 / 3) * np.exp(-r)
-
-    noise = model.likelihood.noise.detach().numpy().reshape(-1)     # the floor, in standardised units
-    assert noise == pytest.approx(1e-5 * (len(X) - 1) / len(X))     # np.var's n against Standardize's n − 1
-    K = matern52(X, X) + np.diag(noise)
-    new = rng.random((7, 3))
-    expected = matern52(new, X) @ np.linalg.solve(K, ytilde) * (-y).std(ddof=1) + (-y).mean()
-    with torch.no_grad():
-        got = model.posterior(torch.as_tensor(new)).mean.reshape(-1).numpy()
-    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("method", ["gp-ucb", "exploit"])

@@ -1,4 +1,4 @@
-"""Finite-difference beam oracle against closed-form deflections (REFERENCES §6.2)."""
+"""Finite-difference beam oracle against closed-form deflections (docs/algorithms.md, "The beam")."""
 
 from __future__ import annotations
 
@@ -180,11 +180,12 @@ def test_the_readme_beam_case_builds_with_its_closed_form_minimum(tmp_path) -> N
 
     import yaml
 
-    from pinnbo.case import case_from_dict
+    from pinnbo.runner.build import build_problem
+    from pinnbo.runner.case import case_from_dict
 
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = re.search(r"```yaml\n(name: my_beam\n.*?)```", text, re.S)[1]
-    problem = case_from_dict(yaml.safe_load(block)).build_problem()
+    problem = build_problem(case_from_dict(yaml.safe_load(block)))
     assert problem.domain.lower == (0.0,) and problem.domain.upper == (2.0,)
     # Closed form by the flexibility method: M = −(x − 2)²/2 + R (x − 2) with the reaction R fixed by
     # w(2) = 0, where w(x) = ∫0^x (x − s) M(s)/EI(s) ds (w(0) = w'(0) = 0).

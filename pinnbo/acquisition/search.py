@@ -1,0 +1,188 @@
+"""Searching the design box for the next design, shared by every method: candidate pools, the
+minimisation of a differentiable surrogate, and the duplicate rule.
+
+The papers say ``x_t = argmin_x h(x)`` without saying how. :func:`minimize_surrogate` does what
+BoTorch's ``optimize_acqf`` does in spirit: score a scrambled Sobol pool (plus perturbations of the
+best designs seen), keep the top-k, refine them jointly with bounded L-BFGS-B on the torch
+gradient. Whatever the method, the proposal is never within ``duplicate_tol`` (sup norm, unit box)
+of an evaluated design: at a discontinuous corner a surrogate can keep pointing at the same design,
+and a repeat costs a full evaluation and teaches nothing (docs/algorithms.md, "The duplicate rule").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.optimize
+import torch
+
+SurrogateFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class Proposal:
+    unit_x: np.ndarray  # (d,) in [0, 1]^d
+    value: float        # surrogate value there
+
+
+def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
+    """Whether ``u`` (d,) lies within ``tol`` (sup norm, unit coordinates) of an evaluated design."""
+    if evaluated_unit.size == 0:
+        return False
+    return bool(np.min(np.max(np.abs(evaluated_unit - u), axis=1)) < tol)
+
+
+def farthest_from(points: np.ndarray, evaluated_unit: np.ndarray) -> int:
+    """Index of the row of ``points`` (N, d) whose sup-norm distance to the nearest evaluated design
+    is largest: the fallback when every candidate repeats an evaluated design."""
+    gaps = np.min(np.max(np.abs(points[:, None, :] - evaluated_unit[None, :, :]), axis=2), axis=1)
+    return int(np.argmax(gaps))
+
+
+def _evaluate(fn: SurrogateFn, points: torch.Tensor, batch: int) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.cat([fn(points[i:i + batch]).reshape(-1) for i in range(0, len(points), batch)])
+
+
+def minimize_surrogate(
+    fn: SurrogateFn,
+    dim: int,
+    *,
+    seed: int,
+    evaluated_unit: np.ndarray,
+    n_pool: int = 2048,
+    top_k: int = 8,
+    refine_iterations: int = 50,
+    duplicate_tol: float = 1e-4,
+    local_starts: np.ndarray | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str = "cpu",
+    batch: int = 8192,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+) -> Proposal:
+    """Approximate ``argmin_{u in [lower, upper]} fn(u)`` avoiding evaluated designs.
+
+    ``fn`` maps unit-cube points (N, d) to surrogate values (N,) and must be differentiable.
+    ``lower``, ``upper`` (d,): a sub-box of the unit cube to search (a trust region); the whole
+    cube by default. ``local_starts`` (M, d) are extra pool points (e.g. perturbed incumbents),
+    clipped to the box. Returns the best non-duplicate candidate among the refined starts and
+    the pool.
+    """
+    lower = np.zeros(dim) if lower is None else np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
+    upper = np.ones(dim) if upper is None else np.clip(np.asarray(upper, dtype=np.float64), 0.0, 1.0)
+    if lower.shape != (dim,) or upper.shape != (dim,) or np.any(upper < lower):
+        raise ValueError(f"minimize_surrogate: lower/upper must be ({dim},) with lower <= upper")
+    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed % (2**31))
+    pool = torch.as_tensor(lower) + engine.draw(n_pool, dtype=torch.float64) * torch.as_tensor(upper - lower)
+    if local_starts is not None and len(local_starts):
+        pool = torch.cat([pool, torch.as_tensor(np.clip(local_starts, lower, upper), dtype=torch.float64)])
+    pool = pool.to(device=device, dtype=dtype)
+    values = _evaluate(fn, pool, batch)
+    order = torch.argsort(values)
+    k = min(top_k, len(pool))
+    starts = pool[order[:k]].detach().cpu().double().numpy()
+    refined = (_refine(fn, starts, refine_iterations, dtype, device, lower, upper)
+               if refine_iterations > 0 else starts)
+
+    refined = np.concatenate([refined, np.clip(nudged(refined, evaluated_unit, duplicate_tol), lower, upper)])
+    refined_t = torch.as_tensor(refined, dtype=dtype, device=device)
+    refined_values = _evaluate(fn, refined_t, batch).cpu().double().numpy()
+    candidates = np.concatenate([refined, pool[order].detach().cpu().double().numpy()])
+    candidate_values = np.concatenate([refined_values, values[order].cpu().double().numpy()])
+    ranking = np.argsort(candidate_values, kind="stable")
+    for i in ranking:
+        if np.all(np.isfinite(candidates[i])) and not is_duplicate(candidates[i], evaluated_unit, duplicate_tol):
+            return Proposal(candidates[i], float(candidate_values[i]))
+    # Every candidate repeats an evaluated design: take the pool point farthest from all of them.
+    pool_np = pool.detach().cpu().double().numpy()
+    i = farthest_from(pool_np, evaluated_unit)
+    return Proposal(pool_np[i], float(values[i]))
+
+
+def nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.ndarray:
+    """Neighbours just beyond ``tol`` of the refined optima that repeat an evaluated design.
+
+    When the surrogate's optimum is a design already evaluated (typically a corner of the box),
+    the best new design is usually right beside it; the Sobol pool is far too coarse to hold it.
+    Each duplicate gets 2d axis steps and one step towards the box centre, of size 1.05·tol
+    (sup norm), so a boundary optimum is approached as closely as the tolerance allows.
+    """
+    out = []
+    d = points.shape[1]
+    for u in points:
+        if not is_duplicate(u, evaluated_unit, tol):
+            continue
+        steps = np.concatenate([np.eye(d), -np.eye(d), np.sign(0.5 - u)[None, :]]) * 1.05 * tol
+        out.append(np.clip(u + steps, 0.0, 1.0))
+    return np.concatenate(out) if out else np.zeros((0, d))
+
+
+def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.dtype,
+            device: torch.device | str, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] (d,); the sum
+    decouples across starts."""
+    k, d = starts.shape
+
+    def value_and_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        u = torch.tensor(flat.reshape(k, d), dtype=dtype, device=device, requires_grad=True)
+        total = fn(u).sum()
+        (grad,) = torch.autograd.grad(total, u)
+        return float(total.detach()), grad.detach().cpu().double().numpy().reshape(-1)
+
+    result = scipy.optimize.minimize(
+        value_and_grad, starts.reshape(-1), jac=True, method="L-BFGS-B",
+        bounds=list(zip(np.tile(lower, k), np.tile(upper, k))), options={"maxiter": iterations},
+    )
+    return np.clip(result.x.reshape(k, d), lower, upper)
+
+
+def candidate_pool(dim: int, seed: int, n_candidates: int, anchors: np.ndarray, local_candidates: int,
+                   local_scale: float, rng: np.random.Generator) -> np.ndarray:
+    """Candidates in the unit box: ``n_candidates`` scrambled Sobol points (scrambled by ``seed``)
+    followed by ``local_candidates`` Gaussian perturbations (std ``local_scale``, clipped to the
+    box) of the rows of ``anchors`` (k, d), taken in turn; shape (n_candidates + local, d)."""
+    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed)
+    pool = engine.draw(n_candidates, dtype=torch.float64).numpy()
+    if local_candidates > 0 and len(anchors):
+        noise = rng.standard_normal((local_candidates, dim)) * local_scale
+        local = np.clip(anchors[np.arange(local_candidates) % len(anchors)] + noise, 0.0, 1.0)
+        pool = np.concatenate([pool, local])
+    return pool
+
+
+def best_new(points: np.ndarray, values: np.ndarray, evaluated: np.ndarray, tol: float) -> np.ndarray | None:
+    """The highest-valued row of ``points`` (n, d) that is finite and not a repeat, or None."""
+    for i in np.argsort(-values, kind="stable"):
+        if np.isfinite(values[i]) and not is_duplicate(points[i], evaluated, tol):
+            return points[i]
+    return None
+
+
+def best_allowed(points: np.ndarray, values: np.ndarray, violation: np.ndarray, evaluated: np.ndarray,
+                 tol: float) -> np.ndarray:
+    """The best row of ``points`` by ``values`` (higher is better; non-finite last) among those with
+    zero known ``violation`` that repeat no evaluated design; else the least violating new one; else
+    the point farthest from every evaluated design."""
+    score = np.where(np.isfinite(values), values, -np.inf)
+    for i in np.lexsort((-score, violation)):
+        if not is_duplicate(points[i], evaluated, tol):
+            return points[i]
+    return points[farthest_from(points, evaluated)]
+
+
+def bound_snaps(u: np.ndarray, step: float) -> np.ndarray:
+    """``u`` (d,) in the unit box with each coordinate alone moved to its lower and to its upper
+    bound, and with every coordinate within ``step`` of a bound moved to it at once: at most
+    (2d + 1, d) rows, the repeats of ``u`` (a coordinate already on that bound) removed.
+    Engineering optima often have active box bounds, which Gaussian steps reach only by luck."""
+    d = len(u)
+    single = np.repeat(u[None, :], 2 * d, axis=0)
+    single[np.arange(d), np.arange(d)] = 0.0
+    single[d + np.arange(d), np.arange(d)] = 1.0
+    nearer = np.where(u < 0.5, 0.0, 1.0)
+    together = np.where(np.abs(u - nearer) <= step, nearer, u)[None, :]
+    snaps = np.concatenate([single, together])
+    return snaps[np.any(snaps != u, axis=1)]

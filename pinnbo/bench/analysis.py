@@ -1,0 +1,158 @@
+"""A bench case's analysis: each complete run's best-so-far curve and numbers, each method's mean ±
+standard error over seeds, and the tests of the reference method against the others."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from pinnbo.bench.plan import CasePlan, RunJob, run_is_complete
+from pinnbo.bench.statistics import compare_to_reference, mean_se, mean_se_curve, penalise_infeasible
+from pinnbo.report.summary import versions
+from pinnbo.runner.history import History
+
+
+def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
+    """Best-so-far curve over the first ``budget`` evaluations (best feasible with constraints),
+    the run's numbers, and its constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
+    optimum = case_plan.optimum
+    history = History(case_plan.sense, job.folder, optimum, case_plan.constraints)
+    history.load()
+    history.evaluations = history.evaluations[: job.budget]
+    history.timings = history.timings[: job.budget]
+    curve = history.best_so_far()
+    asks = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
+            if r.phase == "optimizer" and t.get("ask_seconds") is not None]
+    final = float(curve[-1]) if len(curve) and math.isfinite(curve[-1]) else None
+    numbers = {
+        "seed": job.seed,
+        "final_best": final,
+        "simple_regret": None if optimum is None or final is None else abs(optimum - final),
+        "seconds_per_iteration": float(np.mean(asks)) if asks else None,
+        "failed_evaluations": history.n_failed,
+        "initial_x": [r.x for r in history.evaluations[: job.case.initial_points]],
+    }
+    extra = {}
+    for phase in history.own_phases():
+        # A method's own phase (GP-UCB+'s random points): the best without those evaluations too.
+        without = history.best_so_far(without_phase=phase)
+        value = float(without[-1]) if len(without) and math.isfinite(without[-1]) else None
+        numbers[f"final_best_without_{phase}"] = value
+        numbers[f"simple_regret_without_{phase}"] = None if optimum is None or value is None else abs(optimum - value)
+    if history.constrained:
+        violation = history.cumulative_violation()
+        first = next((r.index + 1 for r in history.evaluations if r.feasible), None)
+        numbers.update(n_feasible=history.n_feasible, feasible_fraction=history.feasible_fraction(),
+                       cumulative_violation=violation["total"],
+                       cumulative_violation_per_constraint=violation["per_constraint"],
+                       first_feasible_evaluation=first)
+        extra = {"n_feasible": history.feasible_so_far(), "cumulative_violation": history.cumulative_violation_curve()}
+    return curve, numbers, extra
+
+
+def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None = None,
+            reference: str | None = None) -> tuple[dict, list[list]]:
+    """The case's summary (every number of the table) and the rows of curves.csv."""
+    methods = list(methods if methods is not None else case_plan.methods)
+    reference = reference or case_plan.reference
+    rows: list[list] = []
+    results: dict[str, dict] = {}
+    finals: dict[str, list[float]] = {}
+    optimum = case_plan.optimum
+    constrained = case_plan.constrained
+    for method in methods:
+        jobs = [j for j in case_plan.jobs if j.method == method]
+        curves, runs, failed_runs = [], [], []
+        for job in jobs:
+            outcome = outcomes.get(job.key)
+            if outcome is not None and not outcome["ok"]:
+                failed_runs.append({"seed": job.seed, "error": outcome["error"], "traceback": outcome.get("traceback")})
+                continue
+            if not run_is_complete(job.folder, job.budget):
+                continue
+            curve, numbers, extra = _curves(job, case_plan)
+            numbers.pop("initial_x")
+            curves.append(curve)
+            runs.append(numbers)
+            for k, value in enumerate(curve, start=1):
+                finite = math.isfinite(value)
+                row = [method, job.seed, k, float(value) if finite else None,
+                       abs(optimum - float(value)) if finite and optimum is not None else None]
+                if constrained:
+                    row += [int(extra["n_feasible"][k - 1]), float(extra["cumulative_violation"][k - 1])]
+                rows.append(row)
+        stacked = np.array(curves) if curves else np.zeros((0, case_plan.budget))
+        mean_curve, se_curve = mean_se_curve(stacked)
+        finals[method] = [r["final_best"] for r in runs]
+        results[method] = {
+            "runs": len(jobs),
+            "completed": len(runs),
+            "seeds": [r["seed"] for r in runs],
+            "final_best": {**mean_se(finals[method]), "values": finals[method]},
+            "simple_regret": None if optimum is None else
+            {**mean_se([r["simple_regret"] for r in runs]), "values": [r["simple_regret"] for r in runs]},
+            "seconds_per_iteration": {**mean_se([r["seconds_per_iteration"] for r in runs]),
+                                      "values": [r["seconds_per_iteration"] for r in runs]},
+            "failed_evaluations": int(sum(r["failed_evaluations"] for r in runs)),
+            "failed_runs": failed_runs,
+            "mean_curve": mean_curve,
+            "se_curve": se_curve,
+        }
+        for key in dict.fromkeys(k for r in runs for k in r if k.startswith("final_best_without_")):
+            if all(key in r for r in runs):
+                phase = key[len("final_best_without_"):]
+                values = [r[key] for r in runs]
+                results[method][key] = {**mean_se(values), "values": values}
+                if optimum is not None:
+                    regrets = [r[f"simple_regret_without_{phase}"] for r in runs]
+                    results[method][f"simple_regret_without_{phase}"] = {**mean_se(regrets), "values": regrets}
+        if constrained:
+            results[method].update(constraint_results(runs, case_plan.constraints))
+    tests = None
+    if len(methods) > 1:
+        if constrained:
+            penalised, penalty = penalise_infeasible(finals, case_plan.sense)
+            tests = compare_to_reference(penalised, reference, case_plan.sense)
+            if tests is not None:
+                tests["statistic"] = "final best feasible true value"
+                tests["infeasible_seed_value"] = penalty
+                tests["infeasible_seeds"] = ("a seed without a feasible point counts as the worst final best-feasible "
+                                             "value of any run of the case (every method, every seed)")
+        else:
+            tests = compare_to_reference(finals, reference, case_plan.sense)
+    summary = {
+        "case": case_plan.case.name,
+        "source": str(case_plan.source),
+        "problem": case_plan.problem_name,
+        "sense": case_plan.sense,
+        "optimum": optimum,
+        "budget": case_plan.budget,
+        "initial_points": case_plan.initial_points,
+        "seeds": sorted({j.seed for j in case_plan.jobs}),
+        "methods": list(methods),
+        "smoke": case_plan.case.smoke,
+        "device": case_plan.case.device,
+        "results": results,
+        "tests": tests,
+        "versions": versions(),
+    }
+    if constrained:
+        summary["constraints"] = list(case_plan.constraints)
+    return summary, rows
+
+
+def constraint_results(runs: list[dict], names: Sequence[str]) -> dict:
+    """A method's constraint numbers over its completed runs (the per-seed values kept)."""
+    fractions = [r["feasible_fraction"] for r in runs]
+    totals = [r["cumulative_violation"] for r in runs]
+    return {
+        "no_feasible_seeds": [r["seed"] for r in runs if not r["n_feasible"]],
+        "feasible_fraction": {**mean_se(fractions), "values": fractions},
+        "cumulative_violation": {**mean_se(totals), "values": totals,
+                                 "per_constraint": {n: mean_se([r["cumulative_violation_per_constraint"][n]
+                                                                for r in runs])["mean"] for n in names}},
+        "first_feasible_evaluation": {**mean_se([r["first_feasible_evaluation"] for r in runs]),
+                                      "values": [r["first_feasible_evaluation"] for r in runs]},
+    }

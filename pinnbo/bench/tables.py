@@ -1,0 +1,201 @@
+"""What a bench case leaves: the table (markdown and terminal), curves.csv and the convergence figure."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from rich.table import Table
+
+from pinnbo.bench.options import seeds_text
+from pinnbo.bench.plan import CasePlan
+from pinnbo.errors import write_failure
+from pinnbo.report.figures import pyplot, save_figure
+from pinnbo.report.format import fmt
+from pinnbo.runner.history import write_json_atomic, write_text_atomic
+
+
+# Columns of the table: (header, cell(summary, method) -> text); constrained cases add theirs
+# (best feasible, seeds without one, feasible fraction, violation) in table_columns.
+def _pm(stats: dict | None, digits: int = 5) -> str:
+    if not stats or stats.get("mean") is None:
+        return "—"
+    return fmt(stats["mean"], digits) + ("" if stats.get("se") is None else f" ± {fmt(stats['se'], 2)}")
+
+
+def _test_cell(summary: dict, method: str, key: str) -> str:
+    tests = summary.get("tests")
+    if not tests or method == tests["reference"]:
+        return "—"
+    value = tests["baselines"].get(method, {}).get(key)
+    if value is None:
+        return "—"
+    text = f"{value:.2g}"
+    if key == "p_adjusted" and value <= tests["alpha"]:
+        text += " *"
+    return text
+
+
+def _percent(stats: dict) -> dict:
+    """A fraction's mean ± s.e. in percent."""
+    return {k: (None if stats.get(k) is None else 100.0 * stats[k]) for k in ("mean", "se")}
+
+
+def _runs_cell(result: dict) -> str:
+    text = f"{result['completed']}/{result['runs']}"
+    return text + (f" ({len(result['failed_runs'])} failed)" if result["failed_runs"] else "")
+
+
+def own_phases(summary: dict) -> list[str]:
+    """The methods' own phases whose best-without the case's results hold (GP-UCB+'s exploration)."""
+    keys = (k for m in summary["methods"] for k in summary["results"][m] if k.startswith("final_best_without_"))
+    return [k[len("final_best_without_"):] for k in dict.fromkeys(keys)]
+
+
+def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]:
+    """(header, cell(summary, method) -> text), explained in the notes of :func:`markdown_table`."""
+    r = lambda m: summary["results"][m]  # noqa: E731
+    constrained = "constraints" in summary
+    columns = [
+        ("method", lambda s, m: m),
+        ("runs", lambda s, m: _runs_cell(r(m))),
+        ("best feasible" if constrained else "best", lambda s, m: _pm(r(m)["final_best"])),
+    ]
+    if constrained:
+        columns.append(("no feasible", lambda s, m: f"{len(r(m)['no_feasible_seeds'])}/{r(m)['completed']}"))
+    if summary["optimum"] is not None:
+        columns.append(("regret", lambda s, m: _pm(r(m)["simple_regret"])))
+    for phase in own_phases(summary):
+        key = f"final_best_without_{phase}"
+        columns.append((f"best w/o {phase}", lambda s, m, key=key: _pm(r(m).get(key))))
+    if constrained:
+        columns += [("feasible %", lambda s, m: _pm(_percent(r(m)["feasible_fraction"]), 3)),
+                    ("violation", lambda s, m: _pm(r(m)["cumulative_violation"], 3))]
+    columns += [
+        ("s/iter", lambda s, m: _pm(r(m)["seconds_per_iteration"], 3)),
+        ("failed", lambda s, m: str(r(m)["failed_evaluations"])),
+    ]
+    if summary.get("tests"):
+        columns += [("p", lambda s, m: _test_cell(s, m, "p_value")),
+                    ("p (BH)", lambda s, m: _test_cell(s, m, "p_adjusted"))]
+    return columns
+
+
+def table_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    columns = table_columns(summary)
+    return [c[0] for c in columns], [[cell(summary, m) for _, cell in columns] for m in summary["methods"]]
+
+
+def _caption(summary: dict) -> str:
+    seeds = summary["seeds"]
+    optimum = "unknown" if summary["optimum"] is None else fmt(summary["optimum"])
+    return (f"{summary['case']} ({summary['problem']}, {summary['sense']}, f* {optimum}): budget "
+            f"{summary['budget']} incl. {summary['initial_points']} initial points, seeds "
+            f"{seeds_text(seeds)}" + (", smoke" if summary["smoke"] else ""))
+
+
+def table_notes(summary: dict) -> list[str]:
+    constrained = "constraints" in summary
+    if constrained:
+        notes = [f"best feasible: mean ± standard error, over the seeds that found a feasible point, of the best "
+                 f"true (noise-free) value among feasible evaluations (every c_i <= 0 on true values) after the last "
+                 f"evaluation ({summary['sense']}); no feasible: seeds that found none / completed runs.",
+                 "feasible %: percentage of successful evaluations that were feasible; violation: cumulative "
+                 "violation Σ_t Σ_i max(c_i(x_t), 0) over the run (true values); mean ± standard error over seeds."]
+    else:
+        notes = [f"best: mean ± standard error over seeds of the best true (noise-free) value after the last "
+                 f"evaluation ({summary['sense']})."]
+    if summary["optimum"] is not None:
+        notes.append(f"regret: simple regret |f* − best| with f* = {fmt(summary['optimum'])}"
+                     + (" (seeds with a feasible point)." if constrained else "."))
+    for phase in own_phases(summary):
+        notes.append(f"best w/o {phase}: the same, leaving out the evaluations of phase {phase} (GP-UCB+'s and "
+                     "EXPLOIT+'s uniformly random points are exploration); the budget still counts them. The tests "
+                     "use best.")
+    notes += ["s/iter: seconds per iteration, surrogate fit + acquisition (oracle excluded), mean over the "
+              "optimizer-phase evaluations of each run, then over runs.",
+              "failed: failed evaluations (oracle errors or non-finite values) over all runs; runs: complete/planned."]
+    tests = summary.get("tests")
+    if tests:
+        better = "lower" if summary["sense"] == "minimize" else "higher"
+        notes.append(f"p: one-sided Welch t-test of {tests['reference']} against the method (H1: "
+                     f"{tests['reference']}'s final best{' feasible' if constrained else ''} is {better}); p (BH): "
+                     f"Benjamini–Hochberg adjusted across the {len(tests['baselines'])} baseline(s); * significant at "
+                     f"{tests['alpha']}.")
+        if constrained and tests.get("infeasible_seed_value") is not None and \
+                any(summary["results"][m]["no_feasible_seeds"] for m in summary["methods"]):
+            notes.append(f"In the tests (not in the means), a seed without a feasible point counts as "
+                         f"{fmt(tests['infeasible_seed_value'])}, the worst final best-feasible value of any run of "
+                         "the case.")
+    return notes
+
+
+def markdown_table(summary: dict) -> str:
+    headers, rows = table_rows(summary)
+    lines = [f"# {summary['case']}", "", _caption(summary), "",
+             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += [""] + [f"- {note}" for note in table_notes(summary)]
+    return "\n".join(lines) + "\n"
+
+
+def rich_table(summary: dict) -> Table:
+    headers, rows = table_rows(summary)
+    table = Table(title=_caption(summary), title_justify="left")
+    for header in headers:
+        # fold, never an ellipsis: a cut number (1.0266e-…) is a wrong number
+        table.add_column(header, justify="left" if header == "method" else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) -> None:
+    """curves.csv; a constrained case adds the feasible count and the cumulative violation so far."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"]
+                    + (["n_feasible", "cumulative_violation"] if constrained else []))
+    for method, seed, k, best, regret, *more in rows:
+        writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)]
+                        + [repr(v) for v in more])
+    write_text_atomic(path, text.getvalue())
+
+
+def plot_bench_convergence(summary: dict, path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    n = np.arange(1, summary["budget"] + 1)
+    for method in summary["methods"]:
+        result = summary["results"][method]
+        if not result["completed"]:
+            continue
+        mean = np.array([np.nan if v is None else v for v in result["mean_curve"]])
+        se = np.array([0.0 if v is None else v for v in result["se_curve"]])
+        (line,) = ax.plot(n, mean, lw=2, label=f"{method} (n={result['completed']})")
+        ax.fill_between(n, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
+    if summary["optimum"] is not None:
+        ax.axhline(summary["optimum"], color="k", ls="--", lw=1, label="f*")
+    ax.axvline(summary["initial_points"] + 0.5, color="gray", ls=":", lw=1, label="end of initial design")
+    ax.set_xlabel("evaluations")
+    constrained = "constraints" in summary
+    ax.set_ylabel(f"best {'feasible ' if constrained else ''}true value ({summary['sense']})")
+    ax.set_title(f"{summary['case']}: mean best {'feasible ' if constrained else ''}so far ± s.e."
+                 + (" (seeds with a feasible point)" if constrained else ""))
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def write_case_outputs(case_plan: CasePlan, summary: dict, rows: list[list]) -> None:
+    try:
+        case_plan.folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failure(case_plan.folder, exc) from None
+    write_curves_csv(case_plan.folder / "curves.csv", rows, case_plan.constrained)
+    write_text_atomic(case_plan.folder / "table.md", markdown_table(summary))
+    write_json_atomic(case_plan.folder / "summary.json", summary)
+    plot_bench_convergence(summary, case_plan.folder / "convergence.png")

@@ -1,0 +1,150 @@
+"""GP-cEI: BoTorch's constrained expected improvement (Gardner et al. 2014), the baseline the
+Neural-CBO paper compares against (docs/algorithms.md, "GP baselines").
+
+One GP per black-box output, fitted together as a batched BoTorch ``SingleTaskGP``
+(:func:`pinnbo.models.gp.fit_outputs`; output 0 the objective y, minimised, then the black-box
+constraints in the problem's order), hyper-parameters refitted at every step from the previous
+step's (checkpointed). Acquisition, maximised with ``optimize_acqf``:
+
+- some observed design is feasible: ``LogConstrainedExpectedImprovement``, best_f the best feasible
+  observed value, i.e. log EI(x) + Σ_i log P(c_i(x) <= 0);
+- none yet: ``LogProbabilityOfFeasibility`` (EI has no incumbent; first find the feasible set);
+- no black-box constraint: ``LogExpectedImprovement``.
+
+Known constraints are exact, so they are applied exactly: the restarts start from the best
+known-feasible points of a Sobol pool (BoTorch's Boltzmann selection) and the proposal is the best
+candidate that satisfies every known constraint and repeats no evaluated design. The acquisitions
+take their moments from flat chunks of points (:mod:`pinnbo.acquisition.analytic`).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import torch
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.optim import optimize_acqf
+from botorch.optim.initializers import initialize_q_batch
+
+from pinnbo.acquisition.analytic import FastLogCEI, FastLogEI, FastLogPoF
+from pinnbo.acquisition.search import best_allowed, nudged
+from pinnbo.models.gp import earlier_fit, fit_outputs, remember_fit
+from pinnbo.optimizers.base import Optimizer
+from pinnbo.optimizers.gp_settings import GPSettings
+from pinnbo.streams import derived_seed, sobol_unit
+
+#: L-BFGS-B stops when the relative decrease of −log ML falls below this (warm-started fits).
+FIT_TOLERANCE = 1e-6
+
+
+class GPCEI(Optimizer):
+    """GP constrained expected improvement (BoTorch) ask/tell optimiser (minimises)."""
+
+    name = "gp-cei"
+    constrained_method = True
+    Settings = GPSettings
+    handles_constraints = True
+    SMOKE_PARAMS = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
+
+    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu",
+                 constraints=()):
+        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter,
+                         device=device, constraints=constraints)
+        self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
+        self.known = [i for i, c in enumerate(self.constraints) if c.known]
+        self.model = None           # the last fitted GP
+        self.last_mode = ""         # "cei" | "feasibility" | "ei": the acquisition of the last proposal
+        # Hyper-parameters of the two latest fits, (step, named parameters): a step starts from the
+        # latest fit of an earlier step, so asking twice before a tell starts from the same values.
+        self._fits: list[tuple[int, dict[str, torch.Tensor]]] = []
+
+    # -- known constraints ------------------------------------------------------------------------------
+    def _known_violation(self, unit: np.ndarray) -> np.ndarray:
+        """Σ_i max(c_i(x), 0) over the known constraints at unit points (N, d) → (N,), exact."""
+        X = self.domain.from_unit(unit)
+        total = np.zeros(len(X))
+        for i in self.known:
+            total += np.maximum(np.asarray(self.constraints[i].function(X), dtype=np.float64).reshape(len(X)), 0.0)
+        return total
+
+    # -- proposals ----------------------------------------------------------------------------------------
+    def propose(self) -> np.ndarray:
+        s = self.settings
+        d = self.domain.dim
+        X, y, C = self.observed_constrained()
+        evaluated = self.evaluated_unit()
+        if len(y) == 0:
+            self.last_mode = "start"
+            pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "start")
+            return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
+                                                       evaluated, s.duplicate_tol))
+        feasible = np.all(C <= 0.0, axis=1) if C.shape[1] else np.ones(len(y), dtype=bool)
+        Y = np.column_stack([y] + [C[:, i] for i in self.blackbox])
+        seed = derived_seed(self.seed, self.name, self.n_told, "botorch")
+        dtype = torch.float64
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            self.model = fit_outputs(self.domain.to_unit(X), Y, noise_free=s.noise_free, noise_floor=s.noise_floor,
+                                     start=earlier_fit(self._fits, self.n_told), tolerance=FIT_TOLERANCE, dtype=dtype,
+                                     device=self.device)
+            self._fits = remember_fit(self._fits, self.n_told, self.model)
+            bounds = {i + 1: (None, 0.0) for i in range(len(self.blackbox))}
+            if not self.blackbox:
+                self.last_mode = "ei"
+                best = float(np.min(y[feasible])) if feasible.any() else float(np.min(y))
+                acq = FastLogEI(self.model, best_f=best, maximize=False)
+            elif feasible.any():
+                self.last_mode = "cei"
+                acq = FastLogCEI(self.model, best_f=float(np.min(y[feasible])), objective_index=0,
+                                 constraints=bounds, maximize=False)
+            else:
+                self.last_mode = "feasibility"
+                acq = FastLogPoF(self.model, constraints=bounds)
+            return self.domain.from_unit(self._maximise(acq, evaluated, seed))
+
+    def _maximise(self, acq, evaluated: np.ndarray, seed: int) -> np.ndarray:
+        """argmax of ``acq`` over the box among known-feasible, new designs (module docstring)."""
+        s = self.settings
+        d = self.domain.dim
+        dtype = torch.float64
+        pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "raw-samples")
+        pool_violation = self._known_violation(pool)
+        with torch.no_grad():
+            pool_values = acq(torch.as_tensor(pool, dtype=dtype, device=self.device).unsqueeze(1))
+        pool_values = pool_values.detach().cpu().double().numpy()
+        starts_from = np.flatnonzero((pool_violation == 0.0) & np.isfinite(pool_values))
+        candidates, values = np.zeros((0, d)), np.zeros(0)
+        if len(starts_from):
+            X0 = torch.as_tensor(pool[starts_from], dtype=dtype, device=self.device).unsqueeze(1)
+            v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=self.device)
+            starts, _ = initialize_q_batch(X0, v0, n=min(s.num_restarts, len(starts_from)))
+            bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizationWarning)
+                warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
+                refined, refined_values = optimize_acqf(
+                    acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
+                    options={"maxiter": s.maxiter}, return_best_only=False,
+                )
+            candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
+            values = refined_values.reshape(-1).detach().cpu().double().numpy()
+            beside = nudged(candidates, evaluated, s.duplicate_tol)
+            if len(beside):
+                with torch.no_grad():
+                    nudged_values = acq(torch.as_tensor(beside, dtype=dtype, device=self.device).unsqueeze(1))
+                candidates = np.concatenate([candidates, beside])
+                values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
+        candidates = np.concatenate([candidates, pool])
+        values = np.concatenate([values, pool_values])
+        violation = np.concatenate([self._known_violation(candidates[:len(candidates) - len(pool)]), pool_violation])
+        return best_allowed(candidates, values, violation, evaluated, s.duplicate_tol)
+
+    # -- checkpoints ----------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"fits": copy.deepcopy(self._fits)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._fits = copy.deepcopy(state["fits"])

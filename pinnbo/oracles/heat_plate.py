@@ -1,0 +1,605 @@
+"""Steady heat plate: ∇²T = 0 on a rectangle with Dirichlet data on each edge (docs/algorithms.md,
+"The heat plate").
+
+The ground truth of PINN-BO's first real task. The field is solved once with py-pde's
+``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and cached in
+memory and on disk, because py-pde assembles its sparse Laplacian in Python: a 256² solve costs
+several seconds, a cached load a few milliseconds.
+
+What the oracle returns where (this decides the benchmark: the optima sit at corners where two
+edges with different data meet):
+
+* strictly inside the rectangle: the solved field, interpolated linearly on the grid of cell
+  centres extended by the four edges (whose nodes carry the Dirichlet data) and the four corners;
+* exactly on an edge (within 1e-12 relative to the box size): the Dirichlet data itself,
+  evaluated exactly from its formula;
+* at a corner: the mean of the two edges' data at that corner;
+* outside the closed rectangle: :class:`ValueError`.
+
+With these semantics the supremum over the closed rectangle is the supremum of the boundary data
+(maximum principle; linear interpolation never exceeds its nodes), found by :meth:`HeatPlate.supremum`.
+
+The temperature gradient ∇T (:meth:`HeatPlate.gradient`, second order in the grid) comes from the
+same cached cells; :class:`GradientLimitedPlate` turns the plate into a constrained oracle
+``(T, [|∇T| − G])`` (a thermal-stress limit) with its constrained maximum
+(:meth:`GradientLimitedPlate.supremum`). Neither changes what :meth:`HeatPlate.temperature` returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import sympy as sp
+from scipy.interpolate import RegularGridInterpolator
+from scipy.optimize import minimize_scalar
+
+from pinnbo.errors import shown
+from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.problem import ProblemError
+
+EDGES = ("left", "right", "bottom", "top")
+DEFAULT_BOUNDS = ((0.0, 2.0 * math.pi), (0.0, 2.0 * math.pi))
+# Points within this fraction of the box size from an edge count as on it.
+EDGE_TOLERANCE = 1e-12
+# The supremum search keeps this fraction of the edge length away from the corners, where the
+# oracle returns the mean of two edges rather than either edge's data.
+CORNER_OFFSET = 1e-9
+# Bump when the cached data or the key changes meaning: old files are then ignored.
+_CACHE_FORMAT = 1
+
+# Fields solved in this process, by cache key digest: a second plate with the same data reuses it.
+_MEMORY_CACHE: dict[str, np.ndarray] = {}
+# How often each path was taken in this process (tests check that a cached field is not re-solved).
+CACHE_STATS = {"solves": 0, "disk_loads": 0, "memory_hits": 0}
+
+
+def clear_memory_cache() -> None:
+    """Forget the fields solved or loaded in this process (the disk cache stays)."""
+    _MEMORY_CACHE.clear()
+
+
+def default_cache_dir() -> Path:
+    """``$PINNBO_CACHE`` when set, else ``~/.cache/pinnbo``."""
+    env = os.environ.get("PINNBO_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "pinnbo"
+
+
+def solve_dirichlet_laplace(
+    bounds: tuple[tuple[float, float], tuple[float, float]],
+    grid: int,
+    edge_data: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """Solve ∇²T = 0 with py-pde on a ``grid``×``grid`` cell-centred grid.
+
+    ``edge_data[edge]`` holds the Dirichlet values at the boundary face midpoints, i.e. at the cell
+    centres' coordinate along that edge (shape (grid,)). Returns the field at the cell centres,
+    shape (grid, grid), indexed [i_x, i_y].
+    """
+    import pde  # imported here: loading a cached field does not need py-pde
+
+    grid_obj = pde.CartesianGrid([list(bounds[0]), list(bounds[1])], [grid, grid])
+    bc = {
+        "x-": {"value": np.asarray(edge_data["left"], dtype=np.float64)},
+        "x+": {"value": np.asarray(edge_data["right"], dtype=np.float64)},
+        "y-": {"value": np.asarray(edge_data["bottom"], dtype=np.float64)},
+        "y+": {"value": np.asarray(edge_data["top"], dtype=np.float64)},
+    }
+    field = pde.solve_laplace_equation(grid_obj, bc)
+    return np.array(field.data, dtype=np.float64)
+
+
+class HeatPlate:
+    """Steady temperature of a plate with Dirichlet data on its four edges.
+
+    Parameters
+    ----------
+    boundary: formulas of ``x`` and ``y`` per edge: ``left`` = T(x0, y), ``right`` = T(x1, y),
+        ``bottom`` = T(x, y0), ``top`` = T(x, y1). A formula may mention the other variable; it is
+        evaluated at the edge's coordinate.
+    bounds: ``((x0, x1), (y0, y1))``, default [0, 2π]².
+    grid: cells per axis of the finite-volume solve.
+    cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
+
+    Query with :meth:`temperature` (``(N, 2) -> (N,)``) or call with one point ``(2,) -> float``;
+    see the module docstring for the value on edges and corners.
+    """
+
+    def __init__(
+        self,
+        boundary: Mapping[str, str],
+        bounds=DEFAULT_BOUNDS,
+        grid: int = 256,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.bounds = _check_bounds(bounds)
+        if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
+            raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
+        self.grid = int(grid)
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+
+        self.boundary, self.expressions = _parse_boundary(boundary)
+        variables = ["x", "y"]
+        self._functions = {edge: numpy_function(expr, variables) for edge, expr in self.expressions.items()}
+        self._check_finite()
+
+        (x0, x1), (y0, y1) = self.bounds
+        self._tolerance = (
+            EDGE_TOLERANCE * max(x1 - x0, abs(x0), abs(x1)),
+            EDGE_TOLERANCE * max(y1 - y0, abs(y0), abs(y1)),
+        )
+        # Cell centres of the solve, where py-pde also evaluates the Dirichlet data (face midpoints).
+        self.x_cells = x0 + (np.arange(self.grid) + 0.5) * (x1 - x0) / self.grid
+        self.y_cells = y0 + (np.arange(self.grid) + 0.5) * (y1 - y0) / self.grid
+        self.corner_values = {
+            (0, 0): 0.5 * (self.edge_data("left", y0) + self.edge_data("bottom", x0)),
+            (1, 0): 0.5 * (self.edge_data("right", y0) + self.edge_data("bottom", x1)),
+            (0, 1): 0.5 * (self.edge_data("left", y1) + self.edge_data("top", x0)),
+            (1, 1): 0.5 * (self.edge_data("right", y1) + self.edge_data("top", x1)),
+        }
+        self.cells = self._load_or_solve()
+        self._interpolant = self._build_interpolant()
+        self._gradient_interpolant: RegularGridInterpolator | None = None  # built on first use
+
+    # ----------------------------------------------------------------------------- boundary data
+    def edge_data(self, edge: str, t) -> np.ndarray | float:
+        """Dirichlet data of ``edge`` at coordinate ``t`` along it (y for left/right, x for bottom/top)."""
+        (x0, x1), (y0, y1) = self.bounds
+        t_arr = np.asarray(t, dtype=np.float64)
+        fn = self._functions[edge]
+        if edge == "left":
+            out = fn(np.full_like(t_arr, x0), t_arr)
+        elif edge == "right":
+            out = fn(np.full_like(t_arr, x1), t_arr)
+        elif edge == "bottom":
+            out = fn(t_arr, np.full_like(t_arr, y0))
+        elif edge == "top":
+            out = fn(t_arr, np.full_like(t_arr, y1))
+        else:
+            raise KeyError(edge)
+        return float(out) if out.ndim == 0 else out
+
+    def _edge_range(self, edge: str) -> tuple[float, float]:
+        return self.bounds[1] if edge in ("left", "right") else self.bounds[0]
+
+    def _check_finite(self) -> None:
+        for edge in EDGES:
+            lo, hi = self._edge_range(edge)
+            t = np.linspace(lo, hi, 4097)
+            values = self.edge_data(edge, t)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                var = "y" if edge in ("left", "right") else "x"
+                raise ProblemError(
+                    f"params.boundary.{edge}: boundary data is not finite at {var} = "
+                    f"{t[bad][0]:.6g} (formula {shown(self.boundary[edge])}); it must be real and "
+                    f"finite on the whole closed edge [{lo:.6g}, {hi:.6g}]"
+                )
+
+    # ----------------------------------------------------------------------------- solve & cache
+    @property
+    def cache_key(self) -> str:
+        """Canonical JSON of what determines the solved field."""
+        key = {
+            "oracle": "pinnbo.oracles.laplace",
+            "format": _CACHE_FORMAT,
+            "boundary": {edge: sp.srepr(self.expressions[edge]) for edge in EDGES},
+            "bounds": [list(pair) for pair in self.bounds],
+            "grid": self.grid,
+        }
+        return json.dumps(key, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def cache_digest(self) -> str:
+        return hashlib.sha256(self.cache_key.encode("utf-8")).hexdigest()
+
+    @property
+    def cache_path(self) -> Path:
+        return self.cache_dir / f"heat_plate-{self.cache_digest}.npz"
+
+    def _load_or_solve(self) -> np.ndarray:
+        digest = self.cache_digest
+        cached = _MEMORY_CACHE.get(digest)
+        if cached is not None:
+            CACHE_STATS["memory_hits"] += 1
+            return cached
+        cells = self._load_from_disk()
+        if cells is None:
+            edge_data = {
+                edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
+                for edge in EDGES
+            }
+            cells = solve_dirichlet_laplace(self.bounds, self.grid, edge_data)
+            CACHE_STATS["solves"] += 1
+            if cells.shape != (self.grid, self.grid) or not np.all(np.isfinite(cells)):
+                raise RuntimeError("py-pde returned a field of the wrong shape or with non-finite values")
+            self._save_to_disk(cells)
+        else:
+            CACHE_STATS["disk_loads"] += 1
+        cells.setflags(write=False)
+        _MEMORY_CACHE[digest] = cells
+        return cells
+
+    def _load_from_disk(self) -> np.ndarray | None:
+        path = self.cache_path
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                key = str(data["key"])
+                cells = np.array(data["cells"], dtype=np.float64)
+        except Exception:  # a truncated or foreign file: solve again and overwrite it
+            return None
+        if key != self.cache_key or cells.shape != (self.grid, self.grid) or not np.all(np.isfinite(cells)):
+            return None
+        return cells
+
+    def _save_to_disk(self, cells: np.ndarray) -> None:
+        # Written to a temporary file in the same directory, then renamed: concurrent runs never
+        # read a half-written field.
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".heat_plate-", suffix=".tmp")
+            try:
+                os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared
+                with os.fdopen(fd, "wb") as fh:
+                    np.savez(fh, key=np.array(self.cache_key), cells=cells,
+                             x_cells=self.x_cells, y_cells=self.y_cells)
+                os.replace(tmp, self.cache_path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            warnings.warn(f"heat plate: cannot write the field cache in {self.cache_dir} ({exc})", stacklevel=3)
+
+    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(xs, ys, nodes)``: the cell centres extended by the edges, and the field on them (the
+        solved cells inside, the Dirichlet data on the edges, the corner means at the corners)."""
+        (x0, x1), (y0, y1) = self.bounds
+        xs = np.concatenate([[x0], self.x_cells, [x1]])
+        ys = np.concatenate([[y0], self.y_cells, [y1]])
+        nodes = np.empty((self.grid + 2, self.grid + 2))
+        nodes[1:-1, 1:-1] = self.cells
+        nodes[0, 1:-1] = self.edge_data("left", self.y_cells)
+        nodes[-1, 1:-1] = self.edge_data("right", self.y_cells)
+        nodes[1:-1, 0] = self.edge_data("bottom", self.x_cells)
+        nodes[1:-1, -1] = self.edge_data("top", self.x_cells)
+        for (i, j), value in self.corner_values.items():
+            nodes[-i, -j] = value  # index 0 -> first node, index 1 -> -1 -> last node
+        return xs, ys, nodes
+
+    def _build_interpolant(self) -> RegularGridInterpolator:
+        xs, ys, nodes = self._nodes()
+        # Linear, not cubic (measured at 256², harmonic test field: interior error 1.3e-4 vs 8.5e-5
+        # relative, both dominated by the solve's 7.3e-5): a linear interpolant never exceeds its
+        # nodes, so the maximum principle survives, while a cubic one overshoots the boundary
+        # supremum next to the discontinuous corners by up to 190 on heat BC1 (f* ≈ 3375).
+        return RegularGridInterpolator((xs, ys), nodes, method="linear")
+
+    # ----------------------------------------------------------------------------- queries
+    def _checked_points(self, points) -> np.ndarray:
+        """``points`` as an (N, 2) float array; ValueError for another shape, a non-finite
+        coordinate or a point outside the closed rectangle (beyond the edge tolerance)."""
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim == 1:
+            pts = pts[None, :]
+        if pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"points: expected shape (N, 2), got {np.shape(points)}")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("points: coordinates must be finite")
+        (x0, x1), (y0, y1) = self.bounds
+        tx, ty = self._tolerance
+        x, y = pts[:, 0], pts[:, 1]
+        outside = (x < x0 - tx) | (x > x1 + tx) | (y < y0 - ty) | (y > y1 + ty)
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise ValueError(
+                f"point ({x[k]:.17g}, {y[k]:.17g}) lies outside the plate "
+                f"[{x0:.17g}, {x1:.17g}] x [{y0:.17g}, {y1:.17g}]"
+            )
+        return pts
+
+    def temperature(self, points) -> np.ndarray:
+        """T at ``points`` of shape (N, 2) (or one point (2,)) in the closed rectangle; shape (N,).
+
+        Interior: the interpolated field. On an edge: the Dirichlet data. At a corner: the mean
+        of the two edges' data there. Outside (beyond the edge tolerance): ValueError.
+        """
+        pts = self._checked_points(points)
+        (x0, x1), (y0, y1) = self.bounds
+        tx, ty = self._tolerance
+        x, y = pts[:, 0].copy(), pts[:, 1].copy()
+        on_left, on_right = np.abs(x - x0) <= tx, np.abs(x - x1) <= tx
+        on_bottom, on_top = np.abs(y - y0) <= ty, np.abs(y - y1) <= ty
+        x[on_left], x[on_right] = x0, x1
+        y[on_bottom], y[on_top] = y0, y1
+        on_vertical, on_horizontal = on_left | on_right, on_bottom | on_top
+
+        values = np.empty(len(pts))
+        inside = ~(on_vertical | on_horizontal)
+        if inside.any():
+            values[inside] = self._interpolant(np.column_stack([x[inside], y[inside]]))
+        for edge, mask, t in (
+            ("left", on_left & ~on_horizontal, y),
+            ("right", on_right & ~on_horizontal, y),
+            ("bottom", on_bottom & ~on_vertical, x),
+            ("top", on_top & ~on_vertical, x),
+        ):
+            if mask.any():
+                values[mask] = self.edge_data(edge, t[mask])
+        for (i, j), value in self.corner_values.items():
+            mask = (on_right if i else on_left) & (on_top if j else on_bottom)
+            values[mask] = value
+        return values
+
+    def gradient(self, points) -> np.ndarray:
+        """∇T = (∂T/∂x, ∂T/∂y) at ``points`` of shape (N, 2) (or one point (2,)); shape (N, 2).
+
+        Computed from the solved cells alone: second-order centred differences (second-order
+        one-sided at the outermost cells, :func:`numpy.gradient`), extended to the edges and
+        corners by linear extrapolation from the two outermost cells, and interpolated linearly
+        on the same extended grid as T. Not from the edge nodes: the cell-centred solve carries an
+        O(h²) error that is smooth inside but does not vanish at the edge, so a difference over the
+        half cell between the outermost cell and the exact edge data would turn it into an O(h)
+        gradient error (measured on the harmonic field eˣ sin y + xy at 256²: 8e-3 of max |∇T| that
+        way, 7e-4 this way, second order in the grid). Edges and corners get the extrapolated
+        gradient (no special case: where the data are discontinuous, at a corner, the true
+        gradient is unbounded and the value is merely large). Outside the closed rectangle:
+        ValueError, as for :meth:`temperature`.
+        """
+        pts = self._checked_points(points)
+        (x0, x1), (y0, y1) = self.bounds
+        x, y = pts[:, 0], pts[:, 1]
+        if self._gradient_interpolant is None:
+            self._gradient_interpolant = self._build_gradient_interpolant()
+        clipped = np.column_stack([np.clip(x, x0, x1), np.clip(y, y0, y1)])
+        return self._gradient_interpolant(clipped)
+
+    def gradient_norm(self, points) -> np.ndarray:
+        """|∇T| at ``points`` of shape (N, 2) (or (2,)); shape (N,). See :meth:`gradient`."""
+        g = self.gradient(points)
+        return np.hypot(g[:, 0], g[:, 1])
+
+    def _build_gradient_interpolant(self) -> RegularGridInterpolator:
+        (x0, x1), (y0, y1) = self.bounds
+        xs = np.concatenate([[x0], self.x_cells, [x1]])
+        ys = np.concatenate([[y0], self.y_cells, [y1]])
+        gx, gy = np.gradient(self.cells, self.x_cells, self.y_cells, edge_order=2)
+        values = np.stack([_extend_half_cell(gx), _extend_half_cell(gy)], axis=-1)
+        return RegularGridInterpolator((xs, ys), values, method="linear")
+
+    def __call__(self, point) -> float:
+        """T at one point of shape (2,), as a float (the oracle a :class:`Problem` calls)."""
+        point = np.asarray(point, dtype=np.float64)
+        if point.shape != (2,):
+            raise ValueError(f"point: expected shape (2,), got {point.shape}")
+        return float(self.temperature(point[None, :])[0])
+
+    def supremum(self, samples: int = 20001) -> tuple[float, np.ndarray]:
+        """``(f_star, location)``: the supremum of :meth:`temperature` over the closed rectangle.
+
+        Candidates: the interior nodes of the solved field (linear interpolation never exceeds its
+        nodes), the four corner values, and each edge's data on the open edge, sampled at
+        ``samples`` points from ``CORNER_OFFSET`` of its length past one corner to as far before
+        the other, the best sample refined by a bounded scalar maximisation. When the data rise
+        towards a corner whose other edge is lower, the supremum is a limit that no point attains:
+        the location returned then sits ``CORNER_OFFSET`` × edge length from that corner, and
+        ``f_star`` is the value there (so ``self(location) == f_star``).
+        """
+        (x0, x1), (y0, y1) = self.bounds
+        candidates: list[tuple[float, np.ndarray]] = []
+
+        k = int(np.argmax(self.cells))
+        i, j = np.unravel_index(k, self.cells.shape)
+        candidates.append((float(self.cells[i, j]), np.array([self.x_cells[i], self.y_cells[j]])))
+        for (ci, cj), value in self.corner_values.items():
+            candidates.append((float(value), np.array([(x0, x1)[ci], (y0, y1)[cj]])))
+
+        for edge in EDGES:
+            lo, hi = self._edge_range(edge)
+            offset = CORNER_OFFSET * (hi - lo)
+            a, b = lo + offset, hi - offset
+            t = np.linspace(a, b, samples)
+            values = self.edge_data(edge, t)
+            m = int(np.argmax(values))
+            best_t, best = float(t[m]), float(values[m])
+            left, right = t[max(m - 1, 0)], t[min(m + 1, samples - 1)]
+            if right > left:
+                res = minimize_scalar(
+                    lambda s: -float(self.edge_data(edge, s)), bounds=(left, right),
+                    method="bounded", options={"xatol": 1e-12 * (hi - lo)},
+                )
+                if res.success and math.isfinite(res.fun) and -res.fun > best:
+                    best_t, best = float(res.x), float(-res.fun)
+            location = {
+                "left": (x0, best_t), "right": (x1, best_t), "bottom": (best_t, y0), "top": (best_t, y1),
+            }[edge]
+            candidates.append((best, np.array(location, dtype=np.float64)))
+
+        f_star, location = max(candidates, key=lambda c: c[0])
+        return f_star, location
+
+    def field(self, n: int = 201) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(xs, ys, values)`` on an n×n grid of the closed rectangle, for plots.
+
+        ``values[j, i] = T(xs[i], ys[j])`` (rows are y, as ``matplotlib.contourf(xs, ys, values)``
+        expects), with the edge and corner semantics of :meth:`temperature`.
+        """
+        (x0, x1), (y0, y1) = self.bounds
+        xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
+        X, Y = np.meshgrid(xs, ys)
+        values = self.temperature(np.column_stack([X.ravel(), Y.ravel()])).reshape(n, n)
+        return xs, ys, values
+
+    def __reduce__(self):
+        # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
+        # field in the memory or disk cache (a worker process does not solve again).
+        return (HeatPlate, (dict(self.boundary), self.bounds, self.grid, self.cache_dir))
+
+    def __repr__(self) -> str:
+        return f"HeatPlate(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid})"
+
+
+def check_max_gradient(value) -> float:
+    """``value`` as a float, or ProblemError naming ``params.max_gradient`` (a finite number > 0)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not (math.isfinite(value) and value > 0)):
+        raise ProblemError(f"params.max_gradient: expected a finite number > 0 (a bound on |grad T|), got {shown(value)}")
+    return float(value)
+
+
+class GradientLimitedPlate:
+    """The heat plate as a constrained oracle: one point p -> ``(T(p), [|∇T(p)| − max_gradient])``.
+
+    A thermal-stress limit: the temperature gradient at the chosen point must not exceed
+    ``max_gradient`` (feasible iff the one constraint value is <= 0). Both outputs come from the
+    same cached solve (:meth:`HeatPlate.temperature`, :meth:`HeatPlate.gradient_norm`), so a
+    query costs what an unconstrained one does.
+    """
+
+    def __init__(self, plate: HeatPlate, max_gradient: float) -> None:
+        self.plate = plate
+        self.max_gradient = check_max_gradient(max_gradient)
+
+    def constraint(self, points) -> np.ndarray:
+        """|∇T| − max_gradient at ``points`` (N, 2); shape (N,)."""
+        return self.plate.gradient_norm(points) - self.max_gradient
+
+    def __call__(self, point) -> tuple[float, list[float]]:
+        point = np.asarray(point, dtype=np.float64)
+        if point.shape != (2,):
+            raise ValueError(f"point: expected shape (2,), got {point.shape}")
+        return float(self.plate.temperature(point[None, :])[0]), [float(self.constraint(point[None, :])[0])]
+
+    def supremum(self, n: int = 1001, candidates: int = 8, window: int = 21, min_step: float = 1e-12,
+                 max_rounds: int = 2000) -> tuple[float, np.ndarray]:
+        """``(f_star, location)``: the largest T over the feasible points of the closed plate.
+
+        A dense n×n grid of the closed plate (edges included, with the oracle's edge and corner
+        semantics), then, from each of the best ``candidates`` feasible grid points at least two
+        grid spacings apart, the best feasible point of a 601×601 grid over ±3 cells of the solve
+        around it, then a pattern search: a ``window``×``window`` grid over a box around
+        the incumbent (first ±2 fine spacings), moving to its best feasible point while that
+        improves (so the search can walk along the constraint's level curve, where the
+        interpolated fields make many shallow local maxima), shrinking the box 4× when it does
+        not, until the box is ``min_step`` of the plate. The location
+        returned is a feasible point that was evaluated, so ``self(location) == (f_star, [c <= 0])``.
+        When the unconstrained supremum's location (:meth:`HeatPlate.supremum`) is feasible, the
+        limit does not bind and that is the answer. ProblemError when no grid point is feasible.
+        """
+        sup_value, sup_point = self.plate.supremum()
+        if self.constraint(sup_point[None, :])[0] <= 0:  # the limit does not bind
+            return float(sup_value), np.asarray(sup_point, dtype=np.float64)
+        (x0, x1), (y0, y1) = self.plate.bounds
+        xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
+        X, Y = np.meshgrid(xs, ys, indexing="ij")
+        points = np.column_stack([X.ravel(), Y.ravel()])
+        values = self.plate.temperature(points)
+        feasible = self.constraint(points) <= 0
+        if not feasible.any():
+            raise ProblemError(f"params.max_gradient: no point of the plate has |grad T| <= {self.max_gradient:g} "
+                               f"(on a {n}x{n} grid); raise the limit")
+        order = np.flatnonzero(feasible)[np.argsort(-values[feasible], kind="stable")]
+        spacing = np.array([(x1 - x0) / (n - 1), (y1 - y0) / (n - 1)])
+        starts: list[np.ndarray] = []
+        for k in order:
+            p = points[k]
+            if all(np.any(np.abs(p - q) > 2 * spacing) for q in starts):
+                starts.append(p)
+                if len(starts) == candidates:
+                    break
+
+        best_value, best_point = -math.inf, None
+        lower, upper = np.array([x0, y0]), np.array([x1, y1])
+        offsets = np.linspace(-1.0, 1.0, window)
+        cell = np.array([(x1 - x0) / self.plate.grid, (y1 - y0) / self.plate.grid])
+        for start in starts:
+            # ±3 solve cells at 1/100 of a cell: resolves the shallow local maxima that the
+            # interpolated fields make along the constraint's level curve, then pattern search
+            fx = np.clip(start[0] + np.linspace(-3, 3, 601) * cell[0], lower[0], upper[0])
+            fy = np.clip(start[1] + np.linspace(-3, 3, 601) * cell[1], lower[1], upper[1])
+            FX, FY = np.meshgrid(fx, fy, indexing="ij")
+            fine = np.column_stack([FX.ravel(), FY.ravel()])
+            fine_values = self.plate.temperature(fine)
+            ok = self.constraint(fine) <= 0
+            point, value = start, float(self.plate.temperature(start[None, :])[0])
+            if ok.any():
+                k = np.flatnonzero(ok)[int(np.argmax(fine_values[ok]))]
+                if fine_values[k] > value:
+                    point, value = fine[k], float(fine_values[k])
+            half = cell / 50.0  # half-width of the local window: one fine spacing each side
+            for _ in range(max_rounds):
+                if np.all(half <= min_step * (upper - lower)):
+                    break
+                gx = np.clip(point[0] + offsets * half[0], lower[0], upper[0])
+                gy = np.clip(point[1] + offsets * half[1], lower[1], upper[1])
+                GX, GY = np.meshgrid(gx, gy, indexing="ij")
+                local = np.column_stack([GX.ravel(), GY.ravel()])
+                local_values = self.plate.temperature(local)
+                ok = self.constraint(local) <= 0
+                moved = False
+                if ok.any():
+                    k = np.flatnonzero(ok)[int(np.argmax(local_values[ok]))]
+                    if local_values[k] > value:
+                        point, value, moved = local[k], float(local_values[k]), True
+                if not moved:
+                    half = half / 4.0  # the incumbent is the best of its window: zoom in
+            if value > best_value:
+                best_value, best_point = value, point
+        return best_value, np.asarray(best_point, dtype=np.float64)
+
+    def __reduce__(self):
+        return (GradientLimitedPlate, (self.plate, self.max_gradient))
+
+    def __repr__(self) -> str:
+        return f"GradientLimitedPlate({shown(self.plate)}, max_gradient={shown(self.max_gradient)})"
+
+
+def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
+    message = "params.bounds: expected two [lower, upper] pairs (x then y) of finite numbers with lower < upper"
+    try:
+        pairs = [list(pair) for pair in bounds]
+    except TypeError:
+        raise ProblemError(f"{message}, got {shown(bounds)}") from None
+    if len(pairs) != 2 or any(len(pair) != 2 for pair in pairs):
+        raise ProblemError(f"{message}, got {shown(bounds)}")
+    out = []
+    for name, (lo, hi) in zip("xy", pairs):
+        if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
+            raise ProblemError(f"{message}, got {shown(bounds)}")
+        lo, hi = float(lo), float(hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")
+        out.append((lo, hi))
+    return out[0], out[1]
+
+
+def _parse_boundary(boundary) -> tuple[dict[str, str], dict[str, sp.Expr]]:
+    if not isinstance(boundary, Mapping):
+        raise ProblemError(
+            f"params.boundary: expected a mapping with keys {', '.join(EDGES)}, got {type(boundary).__name__}"
+        )
+    for key in boundary:
+        if key not in EDGES:
+            raise ProblemError(f"params.boundary.{key}: unknown edge; expected one of {', '.join(EDGES)}")
+    for edge in EDGES:
+        if edge not in boundary:
+            raise ProblemError(f"params.boundary.{edge}: missing; every edge needs Dirichlet data")
+    texts = {edge: boundary[edge] for edge in EDGES}
+    exprs = {edge: parse_expression(texts[edge], ["x", "y"], f"params.boundary.{edge}") for edge in EDGES}
+    return {edge: str(texts[edge]) for edge in EDGES}, exprs
+
+
+def _extend_half_cell(a: np.ndarray) -> np.ndarray:
+    """Pad a cell-centred (n, m) array to the (n + 2, m + 2) grid extended by the edges, half a
+    cell out, by linear extrapolation from the two outermost cells (corners: both ways)."""
+    a = np.concatenate([1.5 * a[:1] - 0.5 * a[1:2], a, 1.5 * a[-1:] - 0.5 * a[-2:-1]], axis=0)
+    return np.concatenate([1.5 * a[:, :1] - 0.5 * a[:, 1:2], a, 1.5 * a[:, -1:] - 0.5 * a[:, -2:-1]], axis=1)

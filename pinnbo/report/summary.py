@@ -1,0 +1,112 @@
+"""What a run leaves behind: summary.json and the figures. The report only reads the history; it
+never changes a run."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+import numpy as np
+
+from pinnbo.problem import Problem
+from pinnbo.report.figures import plot_convergence, plot_field
+from pinnbo.runner.history import Evaluation, History, write_json_atomic
+from pinnbo.runner.warm_start import IMPORTED
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "machine": platform.machine()}
+    for package in ("pinnbo", "torch", "numpy", "scipy", "sympy", "py-pde", "botorch"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def summarize(history: History, problem: Problem, case: dict | None = None) -> dict:
+    """The run's summary (also written as summary.json)."""
+    best = history.best()
+    ask = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
+           if r.phase == "optimizer" and t.get("ask_seconds") is not None]
+    oracle = [t.get("oracle_seconds") for t in history.timings if t.get("oracle_seconds") is not None]
+    best_entry, best_value = _best_entry(best)
+    summary = {
+        "problem": problem.name,
+        "sense": problem.sense,
+        "evaluations": len(history),
+        "failed": history.n_failed,
+        "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
+        "best": best_entry,
+        "best_value": best_value,
+        "optimum": problem.optimum,
+        "optimum_location": None if problem.optimum_location is None else [float(v) for v in problem.optimum_location],
+        "simple_regret": problem.simple_regret(best_value) if best_value is not None else None,
+        "seconds_per_iteration": float(np.mean(ask)) if ask else None,
+        "oracle_seconds_per_evaluation": float(np.mean(oracle)) if oracle else None,
+        "case": case,
+        "versions": versions(),
+    }
+    imported = sum(r.phase == IMPORTED for r in history.evaluations)
+    if imported:
+        summary["imported"] = imported
+    if history.stopped is not None:
+        summary["stopped"] = history.stopped
+    for phase in history.own_phases():
+        summary.update(phase_summary(history, problem, phase))
+    if history.constrained:
+        summary.update(constraint_summary(history, problem))
+    return summary
+
+
+def _best_entry(best: Evaluation | None) -> tuple[dict | None, float | None]:
+    """A best evaluation as the summary records it, and its value (true where known, else observed)."""
+    if best is None:
+        return None, None
+    return ({"index": best.index, "x": best.x, "observed": best.y, "true": best.true},
+            best.true if best.true is not None else best.y)
+
+
+def phase_summary(history: History, problem: Problem, phase: str) -> dict:
+    """The keys a run with evaluations of a method's own ``phase`` adds to its summary: how many,
+    and the best without them (GP-UCB+'s random points: both readings of Kim & Sanz-Alonso's
+    regret); ``best_value`` counts every evaluation."""
+    entry, value = _best_entry(history.best(without_phase=phase))
+    return {
+        f"{phase}_evaluations": sum(r.phase == phase for r in history.evaluations),
+        f"best_without_{phase}": entry,
+        f"best_value_without_{phase}": value,
+        f"simple_regret_without_{phase}": problem.simple_regret(value) if value is not None else None,
+    }
+
+
+def constraint_summary(history: History, problem: Problem) -> dict:
+    """The keys a constrained run adds to its summary: ``best``/``best_value`` are then the best
+    feasible evaluation (true values decide feasibility)."""
+    best = history.best()
+    closest = history.least_violation() if best is None else None
+    return {
+        "constraints": [{"name": c.name, "known": c.known, "noise_std": c.noise_std} for c in problem.constraints],
+        "best_feasible": None if best is None else {
+            "index": best.index, "x": best.x, "value": best.true if best.true is not None else best.y,
+            "observed": best.y, "constraints": best.constraints_true},
+        "n_feasible": history.n_feasible,
+        "feasible_fraction": history.feasible_fraction(),
+        "cumulative_violation": history.cumulative_violation(),
+        "least_violation": None if closest is None else {
+            "index": closest.index, "x": closest.x,
+            "violation": float(closest.violation(history.constraint_names).sum()),
+            "constraints": closest.constraints_true},
+    }
+
+
+def write_report(history: History, problem: Problem, case: dict | None = None) -> dict:
+    """summary.json, convergence.png and, for 2-D problems with a field, field.png."""
+    summary = summarize(history, problem, case)
+    if history.folder is None:
+        return summary
+    write_json_atomic(history.folder / "summary.json", summary)
+    plot_convergence(history, problem, history.folder / "convergence.png")
+    if problem.domain.dim == 2 and problem.field_plot is not None:
+        plot_field(history, problem, history.folder / "field.png")
+    return summary

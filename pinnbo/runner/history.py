@@ -1,0 +1,569 @@
+"""The append-only evaluation log of a run and its results folder.
+
+Files in ``results/<name>/``:
+- ``case.json``: the resolved case that produced the folder (checked on resume).
+- ``evaluations.jsonl``: one line per evaluation, written, flushed and fsynced before the next
+  proposal. Deterministic content only (no wall times), so the same seed on the same machine gives a
+  byte-identical file.
+- ``timings.jsonl``: seconds spent proposing and evaluating, per evaluation.
+- ``checkpoint.pt``: the optimiser's state after the last told evaluation (atomic replace).
+- ``summary.json`` and figures, written by the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from pinnbo.errors import HistoryError, shown, write_failure
+
+
+
+
+#: Phases every run has: its initial design, evaluations imported from elsewhere, the optimiser's
+#: proposals. Any other phase is a method's own (GP-UCB+'s random points are "exploration"), and
+#: the report gives the best without it too.
+COMMON_PHASES = ("initial", "imported", "optimizer")
+
+
+@dataclass
+class Evaluation:
+    """One evaluation. ``y`` is the observed value (noisy if the problem is), ``true`` the
+    noise-free value when the oracle knows it; both in the problem's own sense; None if failed.
+
+    Constrained problems (c_i(x) <= 0 feasible) add, for a successful evaluation, ``constraints``
+    the observed (noisy) values {name: c_i} in the order of the problem's constraints,
+    ``constraints_true`` the noise-free ones, and ``feasible``, judged on the true values (the
+    observed ones are what the optimiser sees; what a design *is* is its true value). A failed
+    evaluation has neither values nor a verdict (``feasible`` None). The three keys are left out of
+    the JSON line when empty, so an unconstrained run's log is what it always was.
+    """
+
+    index: int
+    x: list[float]
+    y: float | None
+    true: float | None
+    status: str = "ok"          # "ok" or "failed"
+    error: str | None = None
+    phase: str = "initial"      # one of COMMON_PHASES, or a method's own
+    constraints: dict[str, float] = field(default_factory=dict)
+    constraints_true: dict[str, float] = field(default_factory=dict)
+    feasible: bool | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def violation(self, names: Sequence[str]) -> np.ndarray:
+        """max(c_i(x), 0) on the true values, shape (K,) in the order of ``names``; zeros for a
+        failed evaluation (nothing was measured, so nothing was violated)."""
+        if not self.ok:
+            return np.zeros(len(names))
+        return np.array([max(float(self.constraints_true[n]), 0.0) for n in names], dtype=np.float64)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        for key in ("constraints", "constraints_true"):
+            if not data[key]:
+                del data[key]
+        if data["feasible"] is None:
+            del data["feasible"]
+        return json.dumps(data, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, line: str, where: str) -> "Evaluation":
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise TypeError("not a mapping")
+            record = cls(**data)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise HistoryError(f"{where}: corrupted record ({type(exc).__name__}); expected one JSON evaluation per line") from None
+        def number(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        if not number(record.index) or not isinstance(record.index, int):
+            raise HistoryError(f"{where}: corrupted record: 'index' must be an integer")
+        if not isinstance(record.x, list) or not all(number(v) for v in record.x):
+            raise HistoryError(f"{where}: corrupted record: 'x' must be a list of finite numbers")
+        for key in ("y", "true"):
+            if getattr(record, key) is not None and not number(getattr(record, key)):
+                raise HistoryError(f"{where}: corrupted record: '{key}' must be a finite number or null")
+        if record.status not in ("ok", "failed"):
+            raise HistoryError(f"{where}: corrupted record: 'status' must be 'ok' or 'failed'")
+        if record.ok and record.y is None:
+            raise HistoryError(f"{where}: corrupted record: an 'ok' evaluation needs a value 'y'")
+        if not isinstance(record.phase, str) or not (record.error is None or isinstance(record.error, str)):
+            raise HistoryError(f"{where}: corrupted record: 'phase' and 'error' must be strings")
+        for key in ("constraints", "constraints_true"):
+            values = getattr(record, key)
+            if not isinstance(values, dict) or not all(
+                    isinstance(k, str) and number(v) for k, v in values.items()):
+                raise HistoryError(f"{where}: corrupted record: '{key}' must be a mapping of names to finite numbers")
+        if record.feasible is not None:
+            if not isinstance(record.feasible, bool) or not record.ok or not record.constraints_true:
+                raise HistoryError(f"{where}: corrupted record: 'feasible' must be true or false, on an 'ok' "
+                                   "evaluation with its 'constraints_true'")
+            if record.feasible != all(v <= 0 for v in record.constraints_true.values()):
+                raise HistoryError(f"{where}: corrupted record: 'feasible' contradicts 'constraints_true'")
+        return record
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class History:
+    """Evaluations of one run, in memory and (when ``folder`` is set) on disk.
+
+    ``constraints``: the problem's constraint names, in order (empty: unconstrained). With
+    constraints, "best" means best *feasible* (true values): :meth:`best`, :meth:`best_so_far` and
+    :meth:`simple_regret` look at feasible evaluations only, NaN / None until the first one; an
+    infeasible design, however good its objective, is never the answer.
+    """
+
+    def __init__(self, sense: str, folder: Path | None = None, optimum: float | None = None,
+                 constraints: Sequence[str] = (), variables: Sequence[str] = ()) -> None:
+        self.sense = sense
+        self.folder = Path(folder) if folder is not None else None
+        self.optimum = optimum
+        self.constraint_names: tuple[str, ...] = tuple(constraints)
+        # The design variables in the order of each record's x (written to case.json, checked on resume).
+        self.variable_names: tuple[str, ...] = tuple(variables)
+        self.evaluations: list[Evaluation] = []
+        self.timings: list[dict] = []
+        self.case: dict = {}     # read(): the case of the run (binds its state files, pinnbo.state)
+        self.stopped: dict | None = None   # the stopping rule that ended the run early (pinnbo.runner.loop.stop)
+        self._existing = False   # read(): the folder held files
+        self._resumed = False    # read(): the evaluations on disk were loaded
+
+    # -- folders ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
+             resume: bool, overwrite: bool, constraints: Sequence[str] = (),
+             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None) -> "History":
+        """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
+        disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
+        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints,
+                           variables=variables, labels=labels)
+        history.begin(case)
+        return history
+
+    @classmethod
+    def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
+             resume: bool, overwrite: bool, constraints: Sequence[str] = (),
+             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None,
+             budget: int | None = None) -> "History":
+        """Check ``folder`` for a run of ``case`` (another case or seed, a foreign folder, a corrupted
+        log, design variables in another order, a budget below what is recorded are refused) and read
+        its evaluations if ``resume``. Writes nothing, so a command refused now or by a later check
+        leaves the folder as it was. ``labels`` name the command-line option a case field came from
+        (``{"seed": "--seed"}``), so a refusal names what the user typed."""
+        if resume and overwrite:
+            raise HistoryError("--resume and --overwrite: give one of them (continue the run, or replace it)")
+        folder = Path(folder)
+        history = cls(sense, folder, optimum, constraints, variables)
+        history.case = dict(case)
+        history._existing = check_folder(folder, case, resume=resume, overwrite=overwrite, variables=variables,
+                                          labels=labels or {})
+        history._resumed = resume
+        if resume:
+            history.load()
+            budget = case.get("budget") if budget is None else budget
+            if isinstance(budget, int) and budget < len(history.evaluations):
+                label = (labels or {}).get("budget", "budget")
+                raise HistoryError(f"{label}: {budget} is below the {len(history.evaluations)} evaluations already "
+                                   f"recorded in {folder}; give {len(history.evaluations)} or more")
+        return history
+
+    def begin(self, case: dict) -> None:
+        """Make the folder ready for new records: on resume, the log and timings rewritten without
+        what a crash left half-written; on --overwrite, the earlier run's files removed; case.json."""
+        folder = self.folder
+        assert folder is not None
+        if self._resumed:
+            self.repair()
+        elif self._existing:  # --overwrite of an earlier pinnbo run (checked in read)
+            for name in RUN_FILES:
+                (folder / name).unlink(missing_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise write_failure(folder, exc) from None
+        write_json_atomic(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
+                          if self.variable_names else case)
+
+    @staticmethod
+    def prepare(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> None:
+        """Make ``folder`` ready for a run of ``case``; refuse anything that could lose results."""
+        History.open(folder, case, "minimize", resume=resume, overwrite=overwrite)
+
+    def load(self) -> None:
+        """Read the evaluations already on disk (nothing is written). A last line cut off by a
+        crash mid-write is ignored: that evaluation had not been recorded, so it is done again."""
+        assert self.folder is not None
+        path = self.folder / "evaluations.jsonl"
+        self.evaluations, self.timings = [], []
+        if not os.path.lexists(path):
+            return
+        if path.is_symlink() or not path.is_file():
+            raise HistoryError(f"{path}: corrupted evaluation log (a {'symbolic link' if path.is_symlink() else 'directory'}"
+                               ", not a file; pinnbo follows no links in a results folder)")
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HistoryError(f"{path}: corrupted evaluation log, cannot read it ({type(exc).__name__})") from None
+        lines = text.split("\n")
+        complete, tail = lines[:-1], lines[-1]  # tail: "" or a record cut off mid-write
+        evaluations = []
+        for number, line in enumerate(complete, start=1):
+            if not line.strip():
+                continue
+            record = Evaluation.from_json(line, f"{path}:{number}")
+            self._check_constraints(record, f"{path}:{number}")
+            if record.index != len(evaluations):
+                raise HistoryError(f"{path}:{number}: corrupted record: index {record.index}, expected {len(evaluations)}")
+            evaluations.append(record)
+        if tail.strip():
+            try:  # only the newline missing: the evaluation happened, keep it (repair adds the newline)
+                record = Evaluation.from_json(tail, str(path))
+                self._check_constraints(record, str(path))
+                if record.index == len(evaluations):
+                    evaluations.append(record)
+            except HistoryError:
+                pass
+        self.evaluations = evaluations
+        # timings.jsonl is not fsynced (it is not needed to resume): keep what is there, by index.
+        by_index: dict[int, dict] = {}
+        timings = self.folder / "timings.jsonl"
+        if timings.is_file() and not timings.is_symlink():
+            for line in timings.read_text(errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                    by_index[int(entry.pop("index"))] = entry
+                except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+                    continue
+        self.timings = [by_index.get(r.index, {}) for r in evaluations]
+
+    def _check_constraints(self, record: Evaluation, where: str) -> None:
+        """A successful record of a constrained run carries every constraint's value (the optimiser
+        is told all of them) and its verdict; an unconstrained run's records carry none."""
+        names = list(self.constraint_names)
+        if not record.ok:
+            if record.constraints or record.constraints_true or record.feasible is not None:
+                raise HistoryError(f"{where}: corrupted record: a failed evaluation has no constraint values")
+            return
+        if list(record.constraints) != names or list(record.constraints_true) != names or \
+                (names and record.feasible is None):
+            expected = ", ".join(names) if names else "none (the problem is unconstrained)"
+            raise HistoryError(f"{where}: corrupted record {record.index}: constraint values "
+                               f"{list(record.constraints)}, expected {expected} with 'constraints_true' and "
+                               "'feasible'")
+
+    def repair(self) -> None:
+        """Rewrite evaluations.jsonl and timings.jsonl as loaded (atomically), so that new records
+        are appended to clean files: no half-written last line, timings aligned by index."""
+        assert self.folder is not None
+        path = self.folder / "evaluations.jsonl"
+        text = "".join(r.to_json() + "\n" for r in self.evaluations)
+        if path.exists() and path.read_text() != text:
+            write_text_atomic(path, text)
+        timings = self.folder / "timings.jsonl"
+        text = "".join(json.dumps({"index": r.index, **t}) + "\n" for r, t in zip(self.evaluations, self.timings))
+        if self.evaluations and (not timings.exists() or timings.read_text(errors="replace") != text):
+            write_text_atomic(timings, text)
+
+    # -- records ----------------------------------------------------------------------------------
+    def append(self, record: Evaluation, timing: dict | None = None) -> None:
+        record.y = _finite_or_none(record.y)
+        record.true = _finite_or_none(record.true)
+        if self.folder is not None:
+            _append_line(self.folder / "evaluations.jsonl", record.to_json())
+            _append_line(self.folder / "timings.jsonl", json.dumps({"index": record.index, **(timing or {})}), sync=False)
+        self.evaluations.append(record)
+        self.timings.append(timing or {})
+
+    def __len__(self) -> int:
+        return len(self.evaluations)
+
+    def own_phases(self) -> list[str]:
+        """The phases of the log that are a method's own (not in COMMON_PHASES), in first-seen order."""
+        return list(dict.fromkeys(r.phase for r in self.evaluations if r.phase not in COMMON_PHASES))
+
+    # -- summaries --------------------------------------------------------------------------------
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self.sense == "maximize" else a < b
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.constraint_names)
+
+    def counts(self, record: Evaluation) -> bool:
+        """Whether ``record`` can be the answer: successful, and feasible when there are constraints."""
+        return record.ok and (not self.constrained or record.feasible is True)
+
+    def best(self, key: str = "true", without_phase: str | None = None) -> Evaluation | None:
+        """The best successful (constrained: feasible) evaluation by true value (observed value
+        where true is unknown); ``key="y"`` ranks by the observed value. ``without_phase``: ignore
+        the evaluations of that phase (a method's own, :meth:`own_phases`)."""
+        best = None
+        for record in self.evaluations:
+            if not self.counts(record) or record.phase == without_phase:
+                continue
+            value = record.true if key == "true" and record.true is not None else record.y
+            if value is None:
+                continue
+            if best is None or self._better(value, best[0]):
+                best = (value, record)
+        return None if best is None else best[1]
+
+    def best_so_far(self, without_phase: str | None = None) -> np.ndarray:
+        """Best true value after each evaluation, shape (n,); NaN until the first success (with
+        constraints: the first feasible evaluation). ``without_phase`` as in :meth:`best`: those
+        evaluations still count in n but never become the best."""
+        out = np.full(len(self.evaluations), np.nan)
+        current = None
+        for i, record in enumerate(self.evaluations):
+            value = record.true if record.true is not None else record.y
+            if value is not None and self.counts(record) and record.phase != without_phase \
+                    and (current is None or self._better(value, current)):
+                current = value
+            out[i] = np.nan if current is None else current
+        return out
+
+    def simple_regret(self) -> np.ndarray | None:
+        if self.optimum is None:
+            return None
+        return np.abs(self.optimum - self.best_so_far())
+
+    # -- constraints ------------------------------------------------------------------------------
+    @property
+    def n_feasible(self) -> int:
+        return sum(r.feasible is True for r in self.evaluations)
+
+    @property
+    def n_ok(self) -> int:
+        return sum(r.ok for r in self.evaluations)
+
+    def feasible_fraction(self) -> float | None:
+        """Feasible evaluations over successful ones (a failed evaluation has no verdict); None
+        without constraints or without a success."""
+        if not self.constrained or not self.n_ok:
+            return None
+        return self.n_feasible / self.n_ok
+
+    def feasible_so_far(self) -> np.ndarray:
+        """Number of feasible evaluations after each evaluation, shape (n,)."""
+        return np.cumsum([r.feasible is True for r in self.evaluations]).astype(int)
+
+    def violations(self) -> np.ndarray:
+        """max(c_i(x_t), 0) on the true values, shape (n, K); rows of failed evaluations are 0."""
+        if not self.evaluations:
+            return np.zeros((0, len(self.constraint_names)))
+        return np.stack([r.violation(self.constraint_names) for r in self.evaluations])
+
+    def cumulative_violation(self) -> dict:
+        """Σ_t Σ_i max(c_i(x_t), 0) over the evaluations (true values): ``{"total": float,
+        "per_constraint": {name: float}}`` (the price paid for infeasible queries)."""
+        per = self.violations().sum(axis=0)
+        return {"total": float(per.sum()),
+                "per_constraint": {n: float(v) for n, v in zip(self.constraint_names, per)}}
+
+    def cumulative_violation_curve(self) -> np.ndarray:
+        """The running total of :meth:`cumulative_violation` after each evaluation, shape (n,)."""
+        return np.cumsum(self.violations().sum(axis=1)) if self.evaluations else np.zeros(0)
+
+    def least_violation(self) -> Evaluation | None:
+        """The successful evaluation closest to feasible (smallest Σ_i max(c_i, 0), true values);
+        what to look at when nothing feasible was found. None without constraints or successes."""
+        if not self.constrained:
+            return None
+        ok = [r for r in self.evaluations if r.ok]
+        if not ok:
+            return None
+        return min(ok, key=lambda r: float(r.violation(self.constraint_names).sum()))
+
+    @property
+    def n_failed(self) -> int:
+        return sum(not r.ok for r in self.evaluations)
+
+    def X(self) -> np.ndarray:
+        return np.array([r.x for r in self.evaluations], dtype=np.float64)
+
+
+# Keys of the case that may change between a run and its resumption (a longer timeout included:
+# evaluations already recorded stay as they are).
+RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout", "target", "max_time"}
+# case.json's list of the design variables, in the order of the records' x. Not a case field: the
+# problem gives it, and _check_folder compares it on resume (a folder written before it existed has
+# none, and is not checked).
+VARIABLES_KEY = "variables"
+RUN_FILES = ("evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
+             "convergence.png", "field.png", "pending.json", "pending.pt")
+
+
+def read_stored_case(case_file: Path) -> dict:
+    """The case a results folder was produced with (its case.json). Raises ValueError saying why
+    it cannot be used ("is unreadable (...)", "is not a pinnbo case")."""
+    try:
+        stored = json.loads(Path(case_file).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"is unreadable ({type(exc).__name__})") from None
+    if not isinstance(stored, dict):
+        raise ValueError("is not a pinnbo case")
+    return stored
+
+
+def differing_key(stored: dict, case: dict) -> str | None:
+    """The first field (alphabetically) in which two cases differ and a resumed run may not."""
+    for key in sorted(set(stored) | set(case)):
+        if key not in RESUMABLE_KEYS and key != VARIABLES_KEY and stored.get(key) != case.get(key):
+            return key
+    return None
+
+
+def check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, variables: Sequence[str] = (),
+                  labels: Mapping[str, str] | None = None) -> bool:
+    """Refuse a folder that would lose results; returns whether it holds anything. Writes nothing."""
+    if folder.exists() and not folder.is_dir():
+        raise HistoryError(f"output: {folder} is a file, not a results folder")
+    case_file = folder / "case.json"
+    existing = holds_anything(folder)
+    if resume:
+        if not os.path.lexists(case_file):
+            if existing:
+                raise HistoryError(f"output: {folder} holds no pinnbo run (no case.json); refusing to touch it")
+            return existing
+        if case_file.is_symlink() or not case_file.is_file():
+            raise HistoryError(f"{case_file}: corrupted (not a regular file); refusing to touch {folder}")
+        try:
+            stored = read_stored_case(case_file)
+        except ValueError as exc:
+            raise HistoryError(f"{case_file}: corrupted, {exc}; refusing to touch {folder}") from None
+        key = differing_key(stored, case)
+        if key is not None:
+            label = (labels or {}).get(key, key)
+            raise HistoryError(
+                f"{label}: {folder} was produced with a different {key} "
+                f"({shown(stored.get(key))}, now {shown(case.get(key))}); use another --output"
+            )
+        before = stored.get(VARIABLES_KEY)
+        if variables and isinstance(before, list) and before != list(variables):
+            # Each record's x is a list in this order: read in another, every design would move.
+            raise HistoryError(f"bounds: {folder} was produced with the design variables in the order "
+                               f"({', '.join(map(str, before))}), now ({', '.join(variables)}); keep the "
+                               "case's order or use another --output")
+        return existing
+    if existing:
+        if not overwrite:
+            raise HistoryError(f"output: {folder} is not empty; pass --resume to continue it or --overwrite to replace it")
+        if not case_file.exists():
+            raise HistoryError(f"--overwrite: {folder} holds no pinnbo run (no case.json); refusing to delete it")
+    return existing
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the results folder for one command (run, ask, tell): two
+    processes appending to one log would interleave records. The lock is the kernel's flock on the
+    folder itself, so no lock file is left behind and a killed process releases it."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise HistoryError(f"output: {folder} is a file, not a results folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one process per folder is then the user's care
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HistoryError(f"output: {folder} is in use by another pinnbo process; wait for it to finish "
+                               "or use another --output") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _append_line(path: Path, line: str, sync: bool = True) -> None:
+    """Append one line; on a write failure the file is cut back to where it was (no partial record)
+    and a :class:`WriteFailure` raised. Links are not followed (O_NOFOLLOW)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    try:
+        size = os.fstat(fd).st_size
+        data = (line + "\n").encode()
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass  # a line without its newline is dropped on resume (History.load)
+            raise write_failure(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON so that a reader never sees a half-written file."""
+    write_text_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+TMP_SUFFIX = ".tmp"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a crash leaves either the old or the new file, fsynced,
+    and no ``.tmp`` beside them; a failed write is a :class:`WriteFailure`."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + TMP_SUFFIX)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failure(path, exc) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def holds_anything(folder: Path) -> bool:
+    """Whether ``folder`` exists and holds anything but the ``.tmp`` leftovers of atomic writes: a
+    run stopped while writing its first case.json (a signal to a starting bench worker) leaves only
+    ``case.json.tmp``, and that folder holds no run to protect or resume."""
+    folder = Path(folder)
+    return folder.is_dir() and any(not p.name.endswith(TMP_SUFFIX) for p in folder.iterdir())
+

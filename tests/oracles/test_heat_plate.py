@@ -1,0 +1,327 @@
+"""The heat-plate oracle against an analytic harmonic field, and its edge, corner and cache semantics."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from pinnbo.oracles import heat_plate as laplace
+from pinnbo.oracles.heat_plate import HeatPlate
+from pinnbo.problem import ProblemError
+
+L = 2 * math.pi
+
+# T = eˣ sin y + x y is harmonic: its edge values are the Dirichlet data, the field is known inside.
+ANALYTIC = {
+    "left": "sin(y)",  # e⁰ sin y + 0
+    "right": "exp(2*pi)*sin(y) + 2*pi*y",
+    "bottom": "0",
+    "top": "exp(x)*sin(2*pi) + 2*pi*x",
+}
+
+
+def analytic(x, y):
+    return np.exp(x) * np.sin(y) + x * y
+
+
+# Discontinuous at every corner.
+STEP = {"left": "1", "right": "2", "bottom": "10 + x", "top": "-5"}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pinnbo-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PINNBO_CACHE", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def fine(cache_dir):
+    """The one default-grid (256²) solve of this module."""
+    return HeatPlate(ANALYTIC)
+
+
+@pytest.fixture(scope="module")
+def coarse(cache_dir):
+    return HeatPlate(ANALYTIC, grid=32)
+
+
+@pytest.fixture(scope="module")
+def step(cache_dir):
+    return HeatPlate(STEP, grid=16)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240607)
+
+
+def test_interior_matches_analytic_field(fine, rng):
+    points = rng.uniform(0, L, size=(2000, 2))
+    exact = analytic(points[:, 0], points[:, 1])
+    error = np.max(np.abs(fine.temperature(points) - exact)) / np.max(np.abs(exact))
+    assert error < 1e-3
+
+
+def test_default_cache_dir_follows_environment(fine, cache_dir):
+    assert fine.cache_path.parent == cache_dir
+    assert fine.cache_path.is_file()
+    assert not [p for p in os.listdir(cache_dir) if p.endswith(".tmp")]
+
+
+def test_edges_return_the_dirichlet_data(coarse, rng):
+    t = rng.uniform(0, L, 50)
+    zeros, ends = np.zeros_like(t), np.full_like(t, L)
+    for pts in (np.column_stack([zeros, t]), np.column_stack([ends, t]),
+                np.column_stack([t, zeros]), np.column_stack([t, ends])):
+        np.testing.assert_allclose(coarse.temperature(pts), analytic(pts[:, 0], pts[:, 1]), rtol=1e-13, atol=1e-12)
+
+
+def test_edge_tolerance_snaps_and_outside_raises(step):
+    assert step((-1e-14, 3.0)) == 1.0  # within 1e-12 relative: on the left edge
+    assert step((3.0, L * (1 + 1e-13))) == -5.0
+    for bad in ((-1e-6, 3.0), (3.0, L + 1e-6), (7.0, 7.0)):
+        with pytest.raises(ValueError, match="outside"):
+            step(bad)
+    with pytest.raises(ValueError, match="outside"):
+        step.temperature(np.array([[1.0, 1.0], [1.0, -0.5]]))
+    with pytest.raises(ValueError):
+        step(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError):
+        step((np.nan, 1.0))
+
+
+def test_corners_are_the_mean_of_both_edges(step, coarse):
+    corners = np.array([[0, 0], [L, 0], [0, L], [L, L]])
+    np.testing.assert_allclose(step.temperature(corners), [(1 + 10) / 2, (2 + 10 + L) / 2, (1 - 5) / 2, (2 - 5) / 2])
+    # continuous data: the mean of two equal limits is the field itself
+    np.testing.assert_allclose(coarse.temperature(corners), analytic(corners[:, 0], corners[:, 1]), atol=1e-12)
+
+
+def test_interior_next_to_an_edge_approaches_its_data(step):
+    # a hair inside, the interpolant is already (almost) the edge value, not a ghost-cell mix
+    assert step((1e-9, 3.0)) == pytest.approx(1.0, abs=1e-6)
+    assert step((3.0, 1e-9)) == pytest.approx(13.0, abs=1e-6)
+    assert isinstance(step((1.0, 1.0)), float)
+
+
+def test_maximum_principle_and_supremum(fine, coarse, step, rng):
+    for plate in (fine, coarse, step):
+        f_star, location = plate.supremum()
+        assert plate(location) == pytest.approx(f_star, rel=1e-12)
+        interior = plate.temperature(rng.uniform(0, L, size=(5000, 2)))
+        assert interior.max() <= f_star
+        t = np.linspace(0, L, 2001)[1:-1]
+        boundary = np.concatenate([plate.edge_data(e, t) for e in laplace.EDGES])
+        assert f_star >= boundary.max() - 1e-9 * abs(f_star)
+    # step data: the bottom edge 10 + x rises to 10 + 2π at the lower-right corner, never attained
+    f_star, location = step.supremum()
+    assert f_star == pytest.approx(10 + L, abs=1e-7)
+    np.testing.assert_allclose(location, [L, 0], atol=1e-7)
+    assert location[0] < L
+
+
+def test_field_orientation(step):
+    xs, ys, values = step.field(9)
+    assert values.shape == (9, 9)
+    assert values[4, 0] == 1.0 and values[4, -1] == 2.0  # rows are y: column 0 is the left edge
+    assert values[0, 4] == pytest.approx(10 + xs[4]) and values[-1, 4] == -5.0
+
+
+def test_same_data_is_not_solved_twice(cache_dir, monkeypatch):
+    first = HeatPlate(STEP, grid=16)
+    solves = laplace.CACHE_STATS["solves"]
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved again")
+
+    monkeypatch.setattr(laplace, "solve_dirichlet_laplace", no_solve)
+    again = HeatPlate(dict(STEP), grid=16)  # in memory
+    assert again.cells is first.cells
+    # the same formula written differently is the same key
+    assert HeatPlate({**STEP, "bottom": "x+10"}, grid=16).cache_digest == first.cache_digest
+    laplace.clear_memory_cache()  # a fresh process: loads from disk
+    loads = laplace.CACHE_STATS["disk_loads"]
+    reloaded = HeatPlate(STEP, grid=16, cache_dir=cache_dir)
+    assert laplace.CACHE_STATS["disk_loads"] == loads + 1
+    np.testing.assert_array_equal(reloaded.cells, first.cells)
+    assert laplace.CACHE_STATS["solves"] == solves
+
+
+def test_pickles_without_solving(step):
+    solves = laplace.CACHE_STATS["solves"]
+    clone = pickle.loads(pickle.dumps(step))
+    assert clone((1.0, 2.0)) == step((1.0, 2.0))
+    assert laplace.CACHE_STATS["solves"] == solves
+
+
+def test_missing_or_corrupt_cache_solves_again(tmp_path):
+    laplace.clear_memory_cache()
+    solves = laplace.CACHE_STATS["solves"]
+    plate = HeatPlate(STEP, grid=8, cache_dir=tmp_path)
+    assert laplace.CACHE_STATS["solves"] == solves + 1
+    plate.cache_path.write_bytes(b"not a zip file")
+    laplace.clear_memory_cache()
+    again = HeatPlate(STEP, grid=8, cache_dir=tmp_path)
+    assert laplace.CACHE_STATS["solves"] == solves + 2
+    np.testing.assert_array_equal(again.cells, plate.cells)
+    # and a different grid is a different field
+    assert HeatPlate(STEP, grid=12, cache_dir=tmp_path).cache_path != plate.cache_path
+
+
+@pytest.mark.parametrize(
+    ("boundary", "field"),
+    [
+        ({**STEP, "top": "z + 1"}, "params.boundary.top"),
+        ({**STEP, "left": "sin(y"}, "params.boundary.left"),
+        ({**STEP, "front": "1"}, "params.boundary.front"),
+        ({k: v for k, v in STEP.items() if k != "right"}, "params.boundary.right"),
+        ({**STEP, "bottom": "sqrt(x - 1)"}, "params.boundary.bottom"),
+        ({**STEP, "right": "1/(y - pi)"}, "params.boundary.right"),
+        ({**STEP, "left": "log(y)"}, "params.boundary.left"),
+        ({**STEP, "top": None}, "params.boundary.top"),
+        ("x + y", "params.boundary"),
+    ],
+)
+def test_bad_boundary_names_the_field(boundary, field, tmp_path):
+    with pytest.raises(ProblemError, match=field.replace(".", r"\.")):
+        HeatPlate(boundary, grid=8, cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize("bounds", [((0, 1),), ((1, 0), (0, 1)), ((0, math.inf), (0, 1)), "01", ((0, "a"), (0, 1))])
+def test_bad_bounds(bounds, tmp_path):
+    with pytest.raises(ProblemError, match=r"params\.bounds"):
+        HeatPlate(STEP, bounds=bounds, grid=8, cache_dir=tmp_path)
+
+
+def test_other_bounds(tmp_path):
+    # T = x² − y² on [1, 3] × [−1, 2]: the data may mention the edge's own coordinate
+    plate = HeatPlate({e: "x**2 - y**2" for e in laplace.EDGES}, bounds=((1, 3), (-1, 2)), grid=64, cache_dir=tmp_path)
+    pts = np.array([[2.0, 0.5], [1.5, -0.5], [2.9, 1.9]])
+    np.testing.assert_allclose(plate.temperature(pts), pts[:, 0] ** 2 - pts[:, 1] ** 2, atol=2e-3)
+    f_star, location = plate.supremum()
+    assert f_star == pytest.approx(9.0, abs=1e-6)
+    np.testing.assert_allclose(location, [3, 0], atol=1e-5)
+    with pytest.raises(ValueError):
+        plate((0.5, 0.0))
+
+
+# -- the temperature gradient (the heat plate's thermal-stress constraint) -------------------------
+
+
+def analytic_gradient(x, y):
+    return np.column_stack([np.exp(x) * np.sin(y) + y, np.exp(x) * np.cos(y) + x])
+
+
+def gradient_test_points(rng):
+    inside = rng.uniform(0, L, size=(4000, 2))
+    t = rng.uniform(0, L, 400)
+    near = rng.uniform(0, 0.02, 400)  # within a cell of each edge
+    near_edges = np.concatenate([np.column_stack([near, t]), np.column_stack([L - near, t]),
+                                 np.column_stack([t, near]), np.column_stack([t, L - near])])
+    zeros, ends = np.zeros_like(t), np.full_like(t, L)
+    on_edges = np.concatenate([np.column_stack([zeros, t]), np.column_stack([ends, t]),
+                               np.column_stack([t, zeros]), np.column_stack([t, ends])])
+    corners = np.array([[0, 0], [L, 0], [0, L], [L, L]], dtype=float)
+    return {"inside": inside, "near edges": near_edges, "on edges": on_edges, "corners": corners}
+
+
+def test_gradient_matches_the_analytic_gradient(fine, rng):
+    scale = np.max(np.linalg.norm(analytic_gradient(np.full(100, L), np.linspace(0, L, 100)), axis=1))
+    assert scale == pytest.approx(math.exp(L) + L, rel=1e-3)  # ≈ 541.8 at (2π, 0)
+    for where, points in gradient_test_points(rng).items():
+        exact = analytic_gradient(points[:, 0], points[:, 1])
+        error = np.linalg.norm(fine.gradient(points) - exact, axis=1)
+        # measured 7.5e-4 at 256² (the solve's own error dominates), everywhere up to the corners
+        assert error.max() / scale < 1.5e-3, where
+        norm_error = np.abs(fine.gradient_norm(points) - np.linalg.norm(exact, axis=1))
+        assert norm_error.max() / scale < 1.5e-3, where
+
+
+def test_gradient_is_second_order_in_the_grid(coarse, cache_dir, rng):
+    finer = HeatPlate(ANALYTIC, grid=64)
+    points = np.concatenate(list(gradient_test_points(rng).values()))
+    exact = analytic_gradient(points[:, 0], points[:, 1])
+    errors = [np.abs(plate.gradient(points) - exact).max() for plate in (coarse, finer)]
+    assert errors[0] / errors[1] > 3.5  # 4 for second order
+
+
+def test_gradient_queries(step, coarse):
+    g = step.gradient((1.0, 2.0))
+    assert g.shape == (1, 2) and np.all(np.isfinite(g))
+    assert coarse.gradient(np.array([[1.0, 2.0], [3.0, 4.0]])).shape == (2, 2)
+    assert coarse.gradient_norm((1.0, 2.0)).shape == (1,)
+    # within the edge tolerance: on the edge; beyond it: outside
+    np.testing.assert_array_equal(coarse.gradient((-1e-14, 3.0)), coarse.gradient((0.0, 3.0)))
+    for bad in ((-1e-6, 3.0), (3.0, L + 1e-6)):
+        with pytest.raises(ValueError, match="outside"):
+            coarse.gradient(bad)
+    with pytest.raises(ValueError):
+        coarse.gradient((np.nan, 1.0))
+    with pytest.raises(ValueError):
+        coarse.gradient(np.zeros((2, 3)))
+    # a discontinuous corner has a large gradient (the step data jump by 5 + 2π at (2π, 0))
+    assert step.gradient_norm((L, 0.0))[0] > 5 * step.gradient_norm((L / 2, L / 2))[0]
+
+
+def test_gradient_leaves_the_temperature_untouched(coarse, rng):
+    points = rng.uniform(0, L, size=(500, 2))
+    before = coarse.temperature(points)
+    coarse.gradient(points)
+    np.testing.assert_array_equal(coarse.temperature(points), before)
+
+
+def test_gradient_limited_oracle(coarse, rng):
+    oracle = laplace.GradientLimitedPlate(coarse, 100)
+    assert oracle.max_gradient == 100.0
+    for point in rng.uniform(0, L, size=(20, 2)):
+        value, constraints = oracle(point)
+        assert value == coarse(point)  # the same temperature, bit for bit
+        assert constraints == [pytest.approx(coarse.gradient_norm(point)[0] - 100.0, abs=1e-12)]
+        assert isinstance(value, float) and isinstance(constraints[0], float)
+    clone = pickle.loads(pickle.dumps(oracle))
+    assert clone((1.0, 2.0)) == oracle((1.0, 2.0))
+    with pytest.raises(ValueError):
+        oracle(np.zeros(3))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, True, "150", None])
+def test_gradient_limit_must_be_positive(coarse, bad):
+    with pytest.raises(ProblemError, match=r"params\.max_gradient"):
+        laplace.GradientLimitedPlate(coarse, bad)
+
+
+@pytest.mark.parametrize(("limit", "exact_value", "exact_location"), [
+    # max eˣ sin y + xy s.t. |∇T| ≤ G, by SLSQP on the exact functions from 30 starts
+    (100.0, 105.87505285, (4.59133339, 1.6550049)),
+    (200.0, 206.90160906, (5.29112999, 1.61940714)),
+])
+def test_constrained_supremum_matches_the_analytic_field(fine, rng, limit, exact_value, exact_location):
+    oracle = laplace.GradientLimitedPlate(fine, limit)
+    f_star, location = oracle.supremum()
+    assert f_star == pytest.approx(exact_value, rel=1e-4)  # measured 5e-5 at 256²
+    np.testing.assert_allclose(location, exact_location, atol=5e-3)
+    value, (c,) = oracle(location)
+    assert value == f_star and -1e-6 * limit < c <= 0  # feasible, on the constraint
+    # no feasible point of the interpolated fields beats it
+    points = np.concatenate([rng.uniform(0, L, size=(200_000, 2)),
+                             np.clip(location + rng.uniform(-0.1, 0.1, size=(200_000, 2)), 0, L)])
+    feasible = oracle.constraint(points) <= 0
+    assert fine.temperature(points)[feasible].max() <= f_star
+
+
+def test_loose_limit_gives_the_unconstrained_supremum(step):
+    oracle = laplace.GradientLimitedPlate(step, 1e9)
+    (value, location), (expected, expected_location) = oracle.supremum(n=101), step.supremum()
+    assert value == expected
+    np.testing.assert_array_equal(location, expected_location)
+
+
+def test_impossible_limit_is_a_problem_error(step):
+    with pytest.raises(ProblemError, match=r"params\.max_gradient"):
+        laplace.GradientLimitedPlate(step, 1e-9).supremum(n=51)
