@@ -127,20 +127,20 @@ def test_every_method_runs_on_cuda(method, problem, params):
     assert np.all(X >= prob.domain.lower) and np.all(X <= prob.domain.upper)
 
 
-def test_the_readme_python_example_runs_as_written_and_maximises(tmp_path, monkeypatch):
-    """The README's Python block, executed as it stands: the ask/tell loop, told the problem's own
+def test_the_guide_python_example_runs_as_written_and_maximises(tmp_path, monkeypatch):
+    """The Python API guide's example, executed as it stands: the ask/tell loop, told the problem's own
     values, proposes exactly what the runner proposed (which tells minimisation values) for the same
     seed; a loop that minimised a maximised plate would go elsewhere."""
     import re
 
     from tests.survival import ROOT
 
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Python API"):]
+    text = (ROOT / "docs" / "guide" / "python-api.md").read_text()
+    section = text
     code = re.search(r"```python\n(.*?)```", section, re.S)[1]
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 -- the project's own README
+    exec(compile(code, "python-api.md", "exec"), namespace)  # noqa: S102 -- the project's own guide
     history, opt = namespace["history"], namespace["opt"]
     assert (tmp_path / "results" / "plate" / "summary.json").exists()
     np.testing.assert_array_equal(np.stack(opt.X), history.X())

@@ -25,7 +25,7 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("case", MEASURED_BY_HAND, ids=lambda p: p.stem)
 def test_every_case_measured_by_hand_runs_by_ask_and_tell_in_smoke_mode(case, tmp_path):
-    """The shipped lab cases, as the README drives them: pinnbo run refuses, ask/tell complete them."""
+    """The shipped lab cases, as the ask/tell guide drives them: pinnbo run refuses, ask/tell complete them."""
     out = tmp_path / case.stem
     refused = pinnbo("run", str(case), "--smoke", "--quiet", "--output", str(out))
     assert refused.returncode == 2 and "measured outside pinnbo" in refused.stderr
@@ -237,3 +237,14 @@ def test_case_error_is_part_of_the_public_api():
     with pytest.raises(pinnbo.CaseError):
         pinnbo.load_problem("dropwave", dimension=3)
 
+
+def test_the_readme_first_case_is_the_shipped_heat_bc1():
+    """The README shows cases/heat_bc1.yaml as its first case: the block must say what the file says."""
+    import re
+
+    import yaml
+
+    block = re.search(r"```yaml\n(name: heat_bc1\n.*?)```", (ROOT / "README.md").read_text(), re.S)[1]
+    shipped = yaml.safe_load((ROOT / "cases" / "heat_bc1.yaml").read_text())
+    shipped = {k: v for k, v in shipped.items() if v != {}}    # method_params: {} is the default
+    assert yaml.safe_load(block) == shipped

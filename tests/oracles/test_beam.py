@@ -172,8 +172,8 @@ def test_queries_outside_the_beam_are_rejected() -> None:
     assert problem.objective(np.array([1.0])) == pytest.approx(float(_exact(PAPER_DEFLECTION)(1.0)), abs=1e-12)
 
 
-def test_the_readme_beam_case_builds_with_its_closed_form_minimum(tmp_path) -> None:
-    """The user-defined beam of the README, as written: EI = 1 + x on [0, 2], clamped at 0, simply
+def test_the_guide_beam_case_builds_with_its_closed_form_minimum(tmp_path) -> None:
+    """The user-defined beam of the problems guide, as written: EI = 1 + x on [0, 2], clamped at 0, simply
     supported at 2, q = −1. Its deflection solves EI w'' = M with M'' = −1, M(2) = 0, and
     w(0) = w'(0) = w(2) = 0; the finite-difference minimum matches a direct quadrature of that."""
     import re
@@ -183,7 +183,7 @@ def test_the_readme_beam_case_builds_with_its_closed_form_minimum(tmp_path) -> N
     from pinnbo.runner.build import build_problem
     from pinnbo.runner.case import case_from_dict
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "problems-and-pdes.md").read_text()
     block = re.search(r"```yaml\n(name: my_beam\n.*?)```", text, re.S)[1]
     problem = build_problem(case_from_dict(yaml.safe_load(block)))
     assert problem.domain.lower == (0.0,) and problem.domain.upper == (2.0,)
