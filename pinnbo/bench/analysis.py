@@ -9,14 +9,17 @@ from typing import Sequence
 import numpy as np
 
 from pinnbo.bench.plan import CasePlan, RunJob, run_is_complete
-from pinnbo.bench.statistics import compare_to_reference, mean_se, mean_se_curve, penalise_infeasible
+from pinnbo.bench.statistics import (REGRET_TARGETS, censored_summary, compare_proposals, compare_to_reference,
+                                     mean_log10_regret, mean_se, mean_se_curve, normalised_regret,
+                                     penalise_infeasible, proposals_to, target_key)
 from pinnbo.report.summary import versions
 from pinnbo.runner.history import History
 
 
 def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
     """Best-so-far curve over the first ``budget`` evaluations (best feasible with constraints),
-    the run's numbers, and its constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
+    the run's numbers, and its further curves: the normalised regret where f* is known and the
+    constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
     optimum = case_plan.optimum
     history = History(case_plan.sense, job.folder, optimum, case_plan.constraints)
     history.load()
@@ -35,6 +38,13 @@ def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
         "initial_x": [r.x for r in history.evaluations[: job.case.initial_points]],
     }
     extra = {}
+    if optimum is not None:
+        initial = job.case.initial_points
+        r = normalised_regret(curve, optimum, [e.true if e.ok else None for e in history.evaluations[:initial]])
+        extra["normalised_regret"] = r
+        numbers["mean_log10_regret"] = mean_log10_regret(r, initial)
+        for target in REGRET_TARGETS:
+            numbers[target_key(target)] = proposals_to(r, initial, target)
     for phase in history.own_phases():
         # A method's own phase (GP-UCB+'s random points): the best without those evaluations too.
         without = history.best_so_far(without_phase=phase)
@@ -48,7 +58,7 @@ def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
                        cumulative_violation=violation["total"],
                        cumulative_violation_per_constraint=violation["per_constraint"],
                        first_feasible_evaluation=first)
-        extra = {"n_feasible": history.feasible_so_far(), "cumulative_violation": history.cumulative_violation_curve()}
+        extra.update(n_feasible=history.feasible_so_far(), cumulative_violation=history.cumulative_violation_curve())
     return curve, numbers, extra
 
 
@@ -64,7 +74,7 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
     constrained = case_plan.constrained
     for method in methods:
         jobs = [j for j in case_plan.jobs if j.method == method]
-        curves, runs, failed_runs = [], [], []
+        curves, runs, failed_runs, regret_curves = [], [], [], []
         for job in jobs:
             outcome = outcomes.get(job.key)
             if outcome is not None and not outcome["ok"]:
@@ -76,10 +86,14 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
             numbers.pop("initial_x")
             curves.append(curve)
             runs.append(numbers)
+            if "normalised_regret" in extra:
+                regret_curves.append(extra["normalised_regret"])
             for k, value in enumerate(curve, start=1):
                 finite = math.isfinite(value)
+                r = extra.get("normalised_regret")
                 row = [method, job.seed, k, float(value) if finite else None,
-                       abs(optimum - float(value)) if finite and optimum is not None else None]
+                       abs(optimum - float(value)) if finite and optimum is not None else None,
+                       None if r is None or not math.isfinite(r[k - 1]) else float(r[k - 1])]
                 if constrained:
                     row += [int(extra["n_feasible"][k - 1]), float(extra["cumulative_violation"][k - 1])]
                 rows.append(row)
@@ -100,6 +114,14 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
             "mean_curve": mean_curve,
             "se_curve": se_curve,
         }
+        if optimum is not None:
+            horizon = case_plan.budget - case_plan.initial_points
+            for target in REGRET_TARGETS:
+                key = target_key(target)
+                results[method][key] = censored_summary([r[key] for r in runs], horizon)
+            results[method]["mean_log10_regret"] = {**mean_se([r["mean_log10_regret"] for r in runs]),
+                                                    "values": [r["mean_log10_regret"] for r in runs]}
+            results[method]["median_regret_curve"] = _quantile_curves(regret_curves)
         for key in dict.fromkeys(k for r in runs for k in r if k.startswith("final_best_without_")):
             if all(key in r for r in runs):
                 phase = key[len("final_best_without_"):]
@@ -122,6 +144,11 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
                                              "value of any run of the case (every method, every seed)")
         else:
             tests = compare_to_reference(finals, reference, case_plan.sense)
+        if optimum is not None and tests is not None:
+            key = target_key(REGRET_TARGETS[-1])
+            tests["efficiency"] = compare_proposals(
+                {m: results[m][key]["values"] for m in methods}, reference,
+                case_plan.budget - case_plan.initial_points, REGRET_TARGETS[-1])
     summary = {
         "case": case_plan.case.name,
         "source": str(case_plan.source),
@@ -141,6 +168,17 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
     if constrained:
         summary["constraints"] = list(case_plan.constraints)
     return summary, rows
+
+
+def _quantile_curves(regrets: list[np.ndarray]) -> dict | None:
+    """Per evaluation, the 25 %, 50 % and 75 % quantiles of the normalised regret over the runs
+    (inf where a run has no value yet: such runs rank last; None in the curve where the quantile is
+    such a run)."""
+    if not regrets:
+        return None
+    q = np.quantile(np.stack(regrets), [0.25, 0.5, 0.75], axis=0, method="nearest")   # no inf − inf
+    as_list = lambda row: [None if not math.isfinite(v) else float(v) for v in row]  # noqa: E731
+    return {"q25": as_list(q[0]), "median": as_list(q[1]), "q75": as_list(q[2])}
 
 
 def constraint_results(runs: list[dict], names: Sequence[str]) -> dict:

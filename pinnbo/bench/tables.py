@@ -12,6 +12,7 @@ from rich.table import Table
 
 from pinnbo.bench.options import seeds_text
 from pinnbo.bench.plan import CasePlan
+from pinnbo.bench.statistics import REGRET_TARGETS, target_key
 from pinnbo.errors import write_failure
 from pinnbo.report.figures import pyplot, save_figure
 from pinnbo.report.format import fmt
@@ -26,8 +27,8 @@ def _pm(stats: dict | None, digits: int = 5) -> str:
     return fmt(stats["mean"], digits) + ("" if stats.get("se") is None else f" ± {fmt(stats['se'], 2)}")
 
 
-def _test_cell(summary: dict, method: str, key: str) -> str:
-    tests = summary.get("tests")
+def _test_cell(summary: dict, method: str, key: str, tests: dict | None = None) -> str:
+    tests = tests or summary.get("tests")
     if not tests or method == tests["reference"]:
         return "—"
     value = tests["baselines"].get(method, {}).get(key)
@@ -37,6 +38,15 @@ def _test_cell(summary: dict, method: str, key: str) -> str:
     if key == "p_adjusted" and value <= tests["alpha"]:
         text += " *"
     return text
+
+
+def _proposals_cell(stats: dict | None) -> str:
+    """Median proposals to a target and the runs that got there: "12 [9/10]", "— [3/10]" when
+    fewer than half did."""
+    if not stats or not stats["n"]:
+        return "—"
+    median = "—" if stats["median"] is None else fmt(stats["median"], 3)
+    return f"{median} [{stats['hits']}/{stats['n']}]"
 
 
 def _percent(stats: dict) -> dict:
@@ -68,6 +78,9 @@ def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]
         columns.append(("no feasible", lambda s, m: f"{len(r(m)['no_feasible_seeds'])}/{r(m)['completed']}"))
     if summary["optimum"] is not None:
         columns.append(("regret", lambda s, m: _pm(r(m)["simple_regret"])))
+        columns += [(f"to {100 * t:g}%", lambda s, m, key=target_key(t): _proposals_cell(r(m).get(key)))
+                    for t in REGRET_TARGETS]
+        columns.append(("log₁₀ r", lambda s, m: _pm(r(m).get("mean_log10_regret"), 3)))
     for phase in own_phases(summary):
         key = f"final_best_without_{phase}"
         columns.append((f"best w/o {phase}", lambda s, m, key=key: _pm(r(m).get(key))))
@@ -81,6 +94,10 @@ def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]
     if summary.get("tests"):
         columns += [("p", lambda s, m: _test_cell(s, m, "p_value")),
                     ("p (BH)", lambda s, m: _test_cell(s, m, "p_adjusted"))]
+        if summary["tests"].get("efficiency"):
+            target = summary["tests"]["efficiency"]["target"]
+            columns.append((f"p to {100 * target:g}% (BH)",
+                            lambda s, m: _test_cell(s, m, "p_adjusted", s["tests"]["efficiency"])))
     return columns
 
 
@@ -111,6 +128,14 @@ def table_notes(summary: dict) -> list[str]:
     if summary["optimum"] is not None:
         notes.append(f"regret: simple regret |f* − best| with f* = {fmt(summary['optimum'])}"
                      + (" (seeds with a feasible point)." if constrained else "."))
+    if summary["optimum"] is not None:
+        horizon = summary["budget"] - summary["initial_points"]
+        notes.append("to 10%, to 1%: proposals after the initial design until the normalised regret "
+                     "r_n = |f* − best_n| / |f* − m0| (best_n feasible with constraints; m0: the median true value of "
+                     "the seed's initial design, the same for every method) is at most 0.1 or 0.01; median over the runs [runs that got there / "
+                     f"runs]; a run that never did counts as more than the {horizon} proposals of the budget, and "
+                     "the median is — when fewer than half got there. log₁₀ r: the mean of log₁₀ r_n over the "
+                     "proposals (lower is better; it rewards getting there early), mean ± standard error.")
     for phase in own_phases(summary):
         notes.append(f"best w/o {phase}: the same, leaving out the evaluations of phase {phase} (GP-UCB+'s and "
                      "EXPLOIT+'s uniformly random points are exploration); the budget still counts them. The tests "
@@ -125,6 +150,10 @@ def table_notes(summary: dict) -> list[str]:
                      f"{tests['reference']}'s final best{' feasible' if constrained else ''} is {better}); p (BH): "
                      f"Benjamini–Hochberg adjusted across the {len(tests['baselines'])} baseline(s); * significant at "
                      f"{tests['alpha']}.")
+        if tests.get("efficiency"):
+            notes.append(f"p to 1% (BH): one-sided Mann–Whitney U test of {tests['reference']} against the method on "
+                         "the proposals to 1% (H1: fewer), runs that never got there ranked last, "
+                         "Benjamini–Hochberg adjusted across the baselines.")
         if constrained and tests.get("infeasible_seed_value") is not None and \
                 any(summary["results"][m]["no_feasible_seeds"] for m in summary["methods"]):
             notes.append(f"In the tests (not in the means), a seed without a feasible point counts as "
@@ -157,18 +186,23 @@ def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) ->
     """curves.csv; a constrained case adds the feasible count and the cumulative violation so far."""
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret"]
+    writer.writerow(["method", "seed", "evaluation", "best_true", "simple_regret", "normalised_regret"]
                     + (["n_feasible", "cumulative_violation"] if constrained else []))
-    for method, seed, k, best, regret, *more in rows:
-        writer.writerow([method, seed, k, "" if best is None else repr(best), "" if regret is None else repr(regret)]
-                        + [repr(v) for v in more])
+    for method, seed, k, *values in rows:
+        writer.writerow([method, seed, k] + ["" if v is None else repr(v) for v in values])
     write_text_atomic(path, text.getvalue())
 
 
 def plot_bench_convergence(summary: dict, path: Path) -> None:
+    """Mean best so far ± s.e. per method; beside it, where f* is known, the median normalised regret
+    (log scale) with its interquartile band."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    regret = summary["optimum"] is not None and any(
+        summary["results"][m].get("median_regret_curve") for m in summary["methods"])
+    fig, axes = plt.subplots(1, 2 if regret else 1, figsize=(12, 4.2) if regret else (6.5, 4.2), squeeze=False)
+    ax = axes[0, 0]
     n = np.arange(1, summary["budget"] + 1)
+    constrained = "constraints" in summary
     for method in summary["methods"]:
         result = summary["results"][method]
         if not result["completed"]:
@@ -177,15 +211,28 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
         se = np.array([0.0 if v is None else v for v in result["se_curve"]])
         (line,) = ax.plot(n, mean, lw=2, label=f"{method} (n={result['completed']})")
         ax.fill_between(n, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
+        quantiles = result.get("median_regret_curve") if regret else None
+        if quantiles:
+            q = {k: np.array([np.nan if v is None else max(v, 1e-8) for v in quantiles[k]], dtype=float)
+                 for k in ("q25", "median", "q75")}
+            axes[0, 1].plot(n, q["median"], lw=2, color=line.get_color(), label=method)
+            axes[0, 1].fill_between(n, q["q25"], q["q75"], color=line.get_color(), alpha=0.15, lw=0)
     if summary["optimum"] is not None:
         ax.axhline(summary["optimum"], color="k", ls="--", lw=1, label="f*")
-    ax.axvline(summary["initial_points"] + 0.5, color="gray", ls=":", lw=1, label="end of initial design")
-    ax.set_xlabel("evaluations")
-    constrained = "constraints" in summary
+    for a in axes[0]:
+        a.axvline(summary["initial_points"] + 0.5, color="gray", ls=":", lw=1, label="end of initial design")
+        a.set_xlabel("evaluations")
     ax.set_ylabel(f"best {'feasible ' if constrained else ''}true value ({summary['sense']})")
     ax.set_title(f"{summary['case']}: mean best {'feasible ' if constrained else ''}so far ± s.e."
                  + (" (seeds with a feasible point)" if constrained else ""))
     ax.legend(loc="best", fontsize=8)
+    if regret:
+        right = axes[0, 1]
+        right.set_yscale("log")
+        for target in REGRET_TARGETS:
+            right.axhline(target, color="k", ls="--", lw=0.8)
+        right.set_ylabel("normalised regret |f* − best| / |f* − m0|")
+        right.set_title("median over seeds, 25–75 % band")
     fig.tight_layout()
     save_figure(fig, path)
 

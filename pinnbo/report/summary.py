@@ -3,8 +3,12 @@ never changes a run."""
 
 from __future__ import annotations
 
+import functools
+import os
 import platform
+import subprocess
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -15,13 +19,44 @@ from pinnbo.runner.warm_start import IMPORTED
 
 
 def versions() -> dict:
-    out = {"python": platform.python_version(), "machine": platform.machine()}
+    """What produced a result: the packages' versions, the machine, and the commit of pinnbo's source
+    where it runs from a git checkout (``pinnbo_commit``, "-dirty" with uncommitted changes)."""
+    out = {"python": platform.python_version(), "machine": platform.machine(), "cpu": _cpu()}
     for package in ("pinnbo", "torch", "numpy", "scipy", "sympy", "py-pde", "botorch"):
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
+    commit = _source_commit()
+    if commit is not None:
+        out["pinnbo_commit"] = commit
     return out
+
+
+def _cpu() -> str:
+    """The processor's model name and the number of cores, as timings need them."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores"
+
+
+@functools.lru_cache(maxsize=1)
+def _source_commit() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
 def summarize(history: History, problem: Problem, case: dict | None = None) -> dict:

@@ -63,11 +63,11 @@ def test_layout_and_counts(bench):
             assert json.loads((run / "case.json").read_text())["method"] == method
             assert json.loads((run / "summary.json").read_text())["evaluations"] == BUDGET
     rows = read_csv(folder / "curves.csv")
-    assert list(rows[0]) == ["method", "seed", "evaluation", "best_true", "simple_regret"]
+    assert list(rows[0]) == ["method", "seed", "evaluation", "best_true", "simple_regret", "normalised_regret"]
     assert len(rows) == len(METHODS) * SEEDS * BUDGET
     table = (folder / "table.md").read_text()
     assert all(f"| {method} |" in table for method in METHODS)
-    assert "Welch" in table and "Benjamini" in table
+    assert "Welch" in table and "Benjamini" in table and "Mann–Whitney" in table and "| to 1% |" in table
 
 
 def test_initial_design_is_shared_by_methods_for_a_seed(bench):
@@ -109,6 +109,33 @@ def test_summary_numbers_equal_recomputation_from_csv(bench):
     expected = stats.ttest_ind(finals["pinn-bo"], finals["random"], equal_var=False, alternative="less")
     assert test["p_value"] == pytest.approx(expected.pvalue, rel=1e-12)
     assert test["p_adjusted"] == pytest.approx(expected.pvalue, rel=1e-12)   # one baseline: BH is identity
+
+
+def test_sample_efficiency_equals_recomputation_from_the_runs(bench):
+    """r_n = |f* − best_n| / |f* − m0| with m0 the median true value of the seed's initial design,
+    recomputed from each run's evaluations.jsonl, and the proposals until r_n <= 0.1 and 0.01."""
+    output, _ = bench
+    folder = output / "dropwave"
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = read_csv(folder / "curves.csv")
+    for method in METHODS:
+        result = summary["results"][method]
+        for i, seed in enumerate(range(SEEDS)):
+            records = [json.loads(line) for line in
+                       (folder / "runs" / method / f"seed{seed}" / "evaluations.jsonl").read_text().splitlines()]
+            m0 = float(np.median([r["true"] for r in records[:INITIAL]]))
+            best = np.minimum.accumulate([r["true"] for r in records])
+            r = np.abs(-1.0 - best) / abs(-1.0 - m0)
+            csv_r = [float(row["normalised_regret"]) for row in rows if row["method"] == method
+                     and int(row["seed"]) == seed]
+            np.testing.assert_allclose(csv_r, r, rtol=1e-12)
+            for target, key in ((0.1, "proposals_to_10pct"), (0.01, "proposals_to_1pct")):
+                hit = np.flatnonzero(r <= target)
+                expected = None if not len(hit) else max(0, int(hit[0]) + 1 - INITIAL)
+                assert result[key]["values"][i] == expected
+            assert result["mean_log10_regret"]["values"][i] == pytest.approx(np.mean(np.log10(np.maximum(r[INITIAL:],
+                                                                                                         1e-8))))
+    assert summary["tests"]["efficiency"]["target"] == 0.01
 
 
 def test_restart_skips_complete_runs_and_resumes_an_incomplete_one(bench, tmp_path, monkeypatch):
@@ -250,3 +277,24 @@ def test_a_plus_method_gets_its_best_without_the_random_points(tmp_path):
     assert "final_best_without_exploration" not in summary["results"]["random"]
     table = (folder / "table.md").read_text()
     assert "best w/o exploration" in table and "| random | 2/2 |" in table
+
+
+def test_the_results_page_renders_a_bench(bench):
+    """benchmarks/results.py turns a bench folder into docs/results.md's tables: the case's rows carry
+    the summary's numbers, and a case not in the folder says it was not measured."""
+    import importlib.util
+
+    from pinnbo.report.format import fmt
+
+    spec = importlib.util.spec_from_file_location("results", ROOT / "benchmarks" / "results.py")
+    results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results)
+    output, _ = bench
+    text = results.render([output])
+    section = text[text.index("### dropwave"):].split("###")[1]
+    summary = json.loads((output / "dropwave" / "summary.json").read_text())
+    assert "smoke settings" in section
+    for method in METHODS:
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{method}` |"))
+        assert fmt(summary["results"][method]["final_best"]["mean"], 6) in row
+    assert "### heat_bc1\n\nNot measured yet" in text

@@ -429,8 +429,8 @@ def test_bench_of_a_constrained_case(tmp_path):
     assert result["no_feasible_seeds"] == [s for s, v in enumerate(finals) if v is None]
     assert result["cumulative_violation"]["values"] == pytest.approx(counts)
     rows = list(csv.DictReader(open(folder / "curves.csv", newline="")))
-    assert list(rows[0]) == ["method", "seed", "evaluation", "best_true", "simple_regret", "n_feasible",
-                             "cumulative_violation"]
+    assert list(rows[0]) == ["method", "seed", "evaluation", "best_true", "simple_regret", "normalised_regret",
+                             "n_feasible", "cumulative_violation"]
     assert float(rows[7]["cumulative_violation"]) == pytest.approx(counts[0])
     table = (folder / "table.md").read_text()
     assert "best feasible" in table and "no feasible" in table and "violation" in table

@@ -1,0 +1,153 @@
+"""docs/results.md from bench folders: the current table per case family, never typed by hand.
+
+Each family names its cases and the `pinnbo bench` command that makes them; this script reads each
+case's summary.json (and its runs' summaries, for the commit and the machine that produced them)
+under the root(s) given and writes one table per case:
+
+    python benchmarks/results.py bench-results/results            # writes docs/results.md
+    python benchmarks/results.py ROOT --output -                  # prints it
+
+A case missing from every root is listed as not measured, with its command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pinnbo.bench.options import seeds_text  # noqa: E402
+from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
+from pinnbo.report.format import fmt  # noqa: E402
+
+PDE_METHODS = "pinn-bo,gp-ei,gp-ucb,exploit,neural-bo,random"
+FAMILIES = [
+    ("Problems with a PDE, 1-D and 2-D",
+     "PINN-BO's real tasks (the heat plates, the beam) and DropWave: 10 seeds, budget 40 (10 initial "
+     "points and 30 proposals), where sample efficiency shows; the shipped cases' own budgets are larger.",
+     ["heat_bc1", "heat_bc2", "heat_bc3", "beam", "dropwave"],
+     "pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
+     f"--methods {PDE_METHODS} --seeds 10 --budget 40 --jobs 2 --output ROOT"),
+    ("Constrained problems",
+     "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
+     ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
+      "heat_bc1_gradient"],
+     "pinnbo bench cases/branin_c.yaml cases/simionescu.yaml cases/gas.yaml cases/ackley5_c.yaml "
+     "cases/hartmann6_c.yaml cases/welded_beam.yaml cases/speed_reducer.yaml cases/heat_bc1_gradient.yaml "
+     "--methods neural-cbo,gp-cei,random --seeds 10 --budget 60 --jobs 2 --output ROOT"),
+    ("High-dimensional functions with a PDE",
+     "PINN-BO's synthetic functions in 10 to 50 dimensions, the shipped cases' 50 initial points: "
+     "5 seeds, budget 100.",
+     ["styblinski_tang", "rastrigin", "michalewicz", "cosine_mixture"],
+     "pinnbo bench cases/styblinski_tang.yaml cases/rastrigin.yaml cases/michalewicz.yaml cases/cosine_mixture.yaml "
+     "--methods pinn-bo,gp-ei,exploit,random --seeds 5 --budget 100 --jobs 2 --output ROOT"),
+]
+
+
+def _pm(stats: dict | None, digits: int = 4) -> str:
+    if not stats or stats.get("mean") is None:
+        return "—"
+    return fmt(stats["mean"], digits) + ("" if stats.get("se") is None else f" ± {fmt(stats['se'], 2)}")
+
+
+def _proposals(stats: dict | None) -> str:
+    if not stats or not stats.get("n"):
+        return "—"
+    return f"{'—' if stats['median'] is None else fmt(stats['median'], 3)} [{stats['hits']}/{stats['n']}]"
+
+
+def _p(tests: dict | None, method: str) -> str:
+    if not tests or method == tests["reference"]:
+        return "—"
+    p = tests["baselines"].get(method, {}).get("p_adjusted")
+    return "—" if p is None else f"{p:.2g}" + (" *" if p <= tests["alpha"] else "")
+
+
+def provenance(folder: Path) -> tuple[list[str], list[str]]:
+    """The commits and CPUs recorded by the case's runs (most frequent first)."""
+    commits, cpus = Counter(), Counter()
+    for path in folder.glob("runs/*/*/summary.json"):
+        found = json.loads(path.read_text()).get("versions", {})
+        commits[found.get("pinnbo_commit", "unknown")] += 1
+        cpus[found.get("cpu", found.get("machine", "unknown"))] += 1
+    return [c for c, _ in commits.most_common()], [c for c, _ in cpus.most_common()]
+
+
+def case_table(summary: dict) -> list[str]:
+    constrained = "constraints" in summary
+    known = summary["optimum"] is not None
+    headers = ["method", "runs", "best feasible" if constrained else "best"]
+    if constrained:
+        headers.append("no feasible")
+    if known:
+        headers += ["regret"] + [f"to {100 * t:g}%" for t in REGRET_TARGETS] + ["log₁₀ r"]
+    headers += ["s/iter", "p (BH)"]
+    efficiency = (summary.get("tests") or {}).get("efficiency")
+    if efficiency:
+        headers.append(f"p to {100 * efficiency['target']:g}% (BH)")
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for method in summary["methods"]:
+        r = summary["results"][method]
+        row = [f"`{method}`", f"{r['completed']}/{r['runs']}", _pm(r["final_best"], 6)]
+        if constrained:
+            row.append(f"{len(r['no_feasible_seeds'])}/{r['completed']}")
+        if known:
+            row += [_pm(r["simple_regret"], 3)] + [_proposals(r.get(target_key(t))) for t in REGRET_TARGETS]
+            row.append(_pm(r.get("mean_log10_regret"), 3))
+        row += [_pm(r["seconds_per_iteration"], 3), _p(summary.get("tests"), method)]
+        if efficiency:
+            row.append(_p(efficiency, method))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def render(roots: list[Path]) -> str:
+    out = ["# Results", "",
+           "Generated by `python benchmarks/results.py` from `pinnbo bench` folders; do not edit by hand. "
+           "Columns as in [guide/bench.md](guide/bench.md#what-the-table-says): best and regret are means ± "
+           "standard error over seeds; `to 10%` / `to 1%` the median proposals after the initial design until "
+           "the normalised regret |f* − best| / |f* − m0| reaches 0.1 / 0.01 [seeds that got there]; s/iter the "
+           "seconds per proposal (fit + acquisition, oracle excluded); p (BH) the one-sided Welch test of the "
+           "first method's final best against each other's and p to 1% (BH) the rank test on proposals to 1 %, "
+           "Benjamini–Hochberg adjusted (`*`: significant at 0.05). Every method of a seed starts from the same "
+           "initial design. The algorithms: [algorithms.md](algorithms.md); older measurements, with the "
+           "commits that made them: [archive/](archive/).", ""]
+    for title, about, cases, command in FAMILIES:
+        out += [f"## {title}", "", about, "", "```bash", command.replace("ROOT", "bench-results/results"), "```", ""]
+        for case in cases:
+            folder = next((root / case for root in roots if (root / case / "summary.json").exists()), None)
+            if folder is None:
+                out += [f"### {case}", "", "Not measured yet: run the command above.", ""]
+                continue
+            summary = json.loads((folder / "summary.json").read_text())
+            commits, cpus = provenance(folder)
+            optimum = "unknown" if summary["optimum"] is None else fmt(summary["optimum"])
+            out += [f"### {case}", "",
+                    f"{summary['problem']}, {summary['sense']}, f* {optimum}; budget {summary['budget']} with "
+                    f"{summary['initial_points']} initial points, seeds {seeds_text(summary['seeds'])}"
+                    + (" (smoke settings: a check of the machinery, not a result)" if summary["smoke"] else "")
+                    + f". Commit {', '.join(commits)}; {'; '.join(cpus)}.", ""]
+            out += case_table(summary) + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("roots", nargs="+", type=Path, help="bench output folders (the first holding a case wins)")
+    parser.add_argument("--output", default=str(ROOT / "docs" / "results.md"), help="file to write, or - to print")
+    args = parser.parse_args()
+    text = render(args.roots)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
