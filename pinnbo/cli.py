@@ -53,11 +53,11 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _resume_command(case: Path, seed, budget, output, device, loaded) -> str:
+def _resume_command(case: Path, seed, budget, initial_points, output, device, loaded) -> str:
     """The command that continues a stopped run: it repeats the overrides, since a resume with
     another seed or folder would be refused."""
-    again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("output", output),
-                                                 ("device", device)) if v is not None)
+    again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("initial-points", initial_points),
+                                                 ("output", output), ("device", device)) if v is not None)
     return f"pinnbo run {case} --resume{again}" + (" --smoke" if loaded is not None and loaded.smoke else "")
 
 
@@ -68,6 +68,8 @@ def smoke_requested(flag: bool) -> bool:
 # Overrides shared by run, bench, ask and tell (one definition, so their help never drifts apart).
 SEED_OPTION = typer.Option(None, help="Override the case's seed.")
 BUDGET_OPTION = typer.Option(None, help="Override the total number of evaluations.")
+INITIAL_POINTS_OPTION = typer.Option(None, "--initial-points", help="Override the number of initial-design points "
+                                     "(scrambled Sobol from the seed, shared by every method).")
 OUTPUT_OPTION = typer.Option(None, help="Results folder (default results/<name>).")
 DEVICE_OPTION = typer.Option(None, help="cpu, cuda or cuda:N.")
 SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1).")
@@ -78,6 +80,7 @@ def run(
     case: Path = typer.Argument(..., help="Case file (YAML), e.g. cases/heat_bc1.yaml"),
     seed: Optional[int] = SEED_OPTION,
     budget: Optional[int] = BUDGET_OPTION,
+    initial_points: Optional[int] = INITIAL_POINTS_OPTION,
     output: Optional[Path] = OUTPUT_OPTION,
     device: Optional[str] = DEVICE_OPTION,
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder."),
@@ -102,7 +105,7 @@ def run(
 
     loaded = None
     try:
-        loaded = load_case(case, {"seed": seed, "budget": budget, "device": device,
+        loaded = load_case(case, {"seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
                                   "output": None if output is None else str(output),
                                   "smoke": smoke_requested(smoke) or None,
                                   "warm_start": None if warm_start is None else str(warm_start.resolve()),
@@ -120,12 +123,12 @@ def run(
         summary = write_report(history, problem, loaded.to_dict())
     except RunStopped as exc:
         where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
-        fail(f"{exc}{where}. Continue with: {_resume_command(case, seed, budget, output, device, loaded)}", code=1)
+        fail(f"{exc}{where}. Continue with: {_resume_command(case, seed, budget, initial_points, output, device, loaded)}", code=1)
     except UserError as exc:
         fail(str(exc))
     except RunInterrupted as exc:
         err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
-                          f"Continue with: {_resume_command(case, seed, budget, output, device, loaded)}",
+                          f"Continue with: {_resume_command(case, seed, budget, initial_points, output, device, loaded)}",
                           soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(143 if exc.terminated else 130)
     constrained = "n_feasible" in summary
@@ -167,6 +170,7 @@ def bench(
     seeds: str = typer.Option("10", help="Seeds for every method and case: N for 0..N-1, a range 5-9, a list "
                               "0,3,7 (to split a grid over machines)."),
     budget: Optional[int] = typer.Option(None, help="Override the cases' total number of evaluations."),
+    initial_points: Optional[int] = INITIAL_POINTS_OPTION,
     jobs: int = typer.Option(1, help="Runs in parallel processes (one torch thread each)."),
     output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),
     params: Optional[str] = typer.Option(None, help='Per-method overrides as JSON, e.g. \'{"pinn-bo": {"pde_weight": 0.5}}\'.'),
@@ -180,7 +184,8 @@ def bench(
     from pinnbo.bench import BenchInterrupted, BenchSettings, run_bench
 
     try:
-        settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, jobs=jobs, output=output,
+        settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, initial_points=initial_points,
+                                              jobs=jobs, output=output,
                                               params=params, reference=reference, device=device,
                                               smoke=smoke_requested(smoke))
         result = run_bench(settings, console=console, quiet=quiet)

@@ -248,3 +248,15 @@ def test_the_readme_first_case_is_the_shipped_heat_bc1():
     shipped = yaml.safe_load((ROOT / "cases" / "heat_bc1.yaml").read_text())
     shipped = {k: v for k, v in shipped.items() if v != {}}    # method_params: {} is the default
     assert yaml.safe_load(block) == shipped
+
+
+def test_initial_points_overrides_the_case(tmp_path):
+    case = tmp_path / "case.yaml"
+    case.write_text("name: d\nproblem: dropwave\nmethod: random\nbudget: 40\ninitial_points: 30\n")
+    result = CliRunner().invoke(app, ["run", str(case), "--initial-points", "3", "--budget", "5", "--quiet",
+                                      "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    phases = [json.loads(line)["phase"] for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()]
+    assert phases == ["initial"] * 3 + ["optimizer"] * 2
+    bad = CliRunner().invoke(app, ["run", str(case), "--initial-points", "0", "--quiet"])
+    assert bad.exit_code == 2 and "--initial-points: expected an integer >= 1, got 0" in bad.output

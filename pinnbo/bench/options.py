@@ -12,7 +12,7 @@ from typing import Sequence
 
 from pinnbo.errors import CaseError, MethodError, shown
 from pinnbo.optimizers import METHODS
-from pinnbo.runner.case import MAX_BUDGET, MAX_SEED
+from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_SEED
 
 REFERENCE = "pinn-bo"       # the method tested against every other one
 MAX_SEEDS = 10_000          # seeds in one bench
@@ -30,6 +30,7 @@ class BenchSettings:
     methods: list[str] | None           # None: each case's default (default_methods)
     seeds: tuple[int, ...] = tuple(range(10))   # parse_seeds' result
     budget: int | None = None
+    initial_points: int | None = None
     jobs: int = 1
     output: Path = Path("bench-results")
     params: dict[str, dict] = field(default_factory=dict)   # per-method overrides of the defaults
@@ -39,7 +40,7 @@ class BenchSettings:
 
     @classmethod
     def from_options(cls, cases: Sequence[str | Path], methods: str | Sequence[str] | None, seeds: int | str,
-                     budget: int | None = None, jobs: int = 1, output: str | Path | None = None,
+                     budget: int | None = None, initial_points: int | None = None, jobs: int = 1, output: str | Path | None = None,
                      params: str | dict | None = None, reference: str | None = None,
                      device: str | None = None, smoke: bool = False) -> "BenchSettings":
         """Validate command-line style options; every mistake is a BenchError naming the option."""
@@ -52,13 +53,18 @@ class BenchSettings:
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                    or not 2 <= budget <= MAX_BUDGET):
             raise BenchError(f"--budget: expected an integer from 2 to {MAX_BUDGET}, got {shown(budget)}")
+        if initial_points is not None and (isinstance(initial_points, bool) or not isinstance(initial_points, int)
+                                           or not 1 <= initial_points <= MAX_INITIAL_POINTS):
+            raise BenchError(f"--initial-points: expected an integer from 1 to {MAX_INITIAL_POINTS}, "
+                             f"got {shown(initial_points)}")
         if reference is not None and reference not in METHODS:
             raise BenchError(f"--reference: unknown method {shown(reference)}; expected one of {', '.join(sorted(METHODS))}")
         if reference is not None and method_list is not None and reference not in method_list:
             # the tests would silently vanish from every table
             raise BenchError(f"--reference: {shown(reference)} is not among --methods ({', '.join(method_list)}); "
                              "add it there or leave --reference out")
-        return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget, jobs=jobs,
+        return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget,
+                   initial_points=initial_points, jobs=jobs,
                    output=Path(output) if output is not None else Path("bench-results"),
                    params=parse_params(params, method_list if method_list is not None else sorted(METHODS)),
                    reference=reference, device=device, smoke=smoke)

@@ -98,7 +98,8 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
     """Load and check every case, build each problem once (heat-plate fields are solved here and
     cached on disk, so workers only load them), and lay out the runs."""
     plans: list[CasePlan] = []
-    overrides = {"budget": settings.budget, "device": settings.device, "smoke": settings.smoke or None}
+    overrides = {"budget": settings.budget, "initial_points": settings.initial_points, "device": settings.device,
+                 "smoke": settings.smoke or None}
     for source in settings.cases:
         try:
             base = load_case(source, overrides)

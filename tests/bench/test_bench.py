@@ -233,6 +233,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
     (["--seeds", "1,x"], "--seeds: expected N"),
     (["--seeds", "0-2,2"], "--seeds: seed 2 is given twice in '0-2,2'"),
     (["--jobs", "0"], "--jobs"),
+    (["--initial-points", "0"], "--initial-points: expected an integer from 1 to 10000, got 0"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
     (["--params", "{oops"], "--params: invalid JSON"),
     (["--params", "nothere.json"], "--params: 'nothere.json' is neither a JSON object nor a JSON file"),
@@ -298,3 +299,17 @@ def test_the_results_page_renders_a_bench(bench):
         row = next(line for line in section.splitlines() if line.startswith(f"| `{method}` |"))
         assert fmt(summary["results"][method]["final_best"]["mean"], 6) in row
     assert "### heat_bc1\n\nNot measured yet" in text
+
+
+def test_initial_points_override_the_cases(tmp_path):
+    """--initial-points: every run of the bench starts from that many shared Sobol points (DropWave's
+    case has 50), and the summary says so."""
+    result = run_bench(BenchSettings.from_options([DROPWAVE], "random", 2, budget=7, initial_points=3,
+                                                  output=tmp_path), quiet=True)
+    assert result.ran == 2 and not result.failed
+    summary = json.loads((tmp_path / "dropwave" / "summary.json").read_text())
+    assert summary["initial_points"] == 3 and summary["budget"] == 7
+    for seed in range(2):
+        phases = [json.loads(line)["phase"] for line in
+                  (tmp_path / "dropwave" / "runs" / "random" / f"seed{seed}" / "evaluations.jsonl").read_text().splitlines()]
+        assert phases == ["initial"] * 3 + ["optimizer"] * 4
