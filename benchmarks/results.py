@@ -32,14 +32,14 @@ FAMILIES = [
      "points and 30 proposals), where sample efficiency shows; the shipped cases' own budgets are larger.",
      ["heat_bc1", "heat_bc2", "heat_bc3", "beam", "dropwave"],
      "pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
-     f"--methods {PDE_METHODS} --seeds 10 --budget 40 --jobs 2 --output ROOT"),
+     f"--methods {PDE_METHODS} --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT"),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
       "heat_bc1_gradient"],
      "pinnbo bench cases/branin_c.yaml cases/simionescu.yaml cases/gas.yaml cases/ackley5_c.yaml "
      "cases/hartmann6_c.yaml cases/welded_beam.yaml cases/speed_reducer.yaml cases/heat_bc1_gradient.yaml "
-     "--methods neural-cbo,gp-cei,random --seeds 10 --budget 60 --jobs 2 --output ROOT"),
+     "--methods neural-cbo,gp-cei,random --seeds 10 --budget 60 --initial-points 10 --jobs 2 --output ROOT"),
     ("High-dimensional functions with a PDE",
      "PINN-BO's synthetic functions in 10 to 50 dimensions, the shipped cases' 50 initial points: "
      "5 seeds, budget 100.",
