@@ -51,7 +51,8 @@ def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params
         if pde is not None or collocation_filter is not None or constraints:
             raise MethodError("make_optimizer: a Problem brings its own pde, collocation_filter and constraints; "
                               "give them only with a bare Box")
-        return _make(method, problem.domain, seed, params=params, pde=problem.pde,
+        # The optimiser minimises sign × f: it learns from the PDE that value obeys.
+        return _make(method, problem.domain, seed, params=params, pde=problem.minimised_pde,
                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints,
                      sense=problem.sense)
     if not isinstance(problem, Box):
@@ -76,7 +77,7 @@ def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, in
     from pinnbo.optimizers import make_optimizer as _make
 
     # The runner tells minimisation values (pinnbo.runner.loop): the optimiser minimises as built.
-    optimizer = _make(method, problem.domain, seed, params=method_params, pde=problem.pde,
+    optimizer = _make(method, problem.domain, seed, params=method_params, pde=problem.minimised_pde,
                       collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints)
     case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
             "initial_points": initial_points, "budget": budget}

@@ -431,6 +431,12 @@ class PDE:
         residual.__doc__ = f"Residual of {shown(self)}: (N, {dim}) points -> (N, {self.n_equations})."
         return residual
 
+    def negated(self) -> "PDE":
+        """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it
+        as v = −f, which obeys N[−v] = g (for a linear N, −N[v] = g: the source changes sign)."""
+        flipped = {self._call: -self._call}
+        return PDE([e.xreplace(flipped).doit() for e in self.lhs], [e.xreplace(flipped).doit() for e in self.rhs])
+
     def for_variables(self, names: Sequence[str]) -> "PDE":
         """This PDE with its inputs matched to design variables ``names`` by name: itself when they
         come in that order, the same equations with the unknown's arguments reordered when they come

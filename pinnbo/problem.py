@@ -231,6 +231,14 @@ class Problem:
         """Multiplier turning the problem's values into minimisation values."""
         return -1.0 if self.sense == "maximize" else 1.0
 
+    @property
+    def minimised_pde(self) -> Any:
+        """The PDE of the values an optimiser minimises (``sign`` × the objective): the problem's own
+        when it is minimised, the one −f obeys when it is maximised."""
+        if self.pde is None or self.sense == "minimize":
+            return self.pde
+        return self.pde.negated()
+
     def better(self, a: float, b: float) -> bool:
         """Whether value ``a`` is strictly better than ``b`` in the problem's sense."""
         return a > b if self.sense == "maximize" else a < b

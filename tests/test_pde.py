@@ -296,3 +296,40 @@ def test_declaration_mistakes_have_their_own_message_without_sympy_internals(dec
     message = str(error.value)
     assert message.startswith(needle), message
     assert "_xi" not in message and "Dummy" not in message and "\n" not in message
+
+
+def test_the_negated_pde_is_the_pde_of_minus_the_unknown():
+    """Optimisers minimise −f for a maximised f: the PDE they get is the one −f obeys. For the
+    nonlinear u u_x + u_yy = 3 the residual of the negated PDE at v equals the original's at −v."""
+    x, y = sp.symbols("x y")
+    u = sp.Function("u")(x, y)
+    pde = PDE(u * u.diff(x) + u.diff(y, 2), rhs=3)
+    points = torch.rand(20, 2, dtype=torch.float64)
+    v = lambda z: torch.sin(z[:, 0]) * z[:, 1] ** 3 + z[:, 0]  # noqa: E731
+    torch.testing.assert_close(pde.negated().compile()(v, points), pde.compile()(lambda z: -v(z), points))
+
+
+def test_a_maximised_problem_hands_its_optimiser_the_pde_of_the_minimised_values(tmp_path):
+    """f = x² + y² obeys ∇²f = 4. Maximised, the optimiser minimises −f, whose Laplacian is −4: by
+    the Python API and by the runner alike, its PDE's residual vanishes on −f and not on f."""
+    from pinnbo import Box, Problem, make_optimizer
+    from pinnbo.runner.build import build_optimizer, build_problem
+    from pinnbo.runner.case import case_from_dict
+
+    (tmp_path / "bowl.py").write_text(
+        "import sympy as sp\nfrom pinnbo import PDE, Box, Problem\n\n"
+        "def bowl():\n    x, y = sp.symbols('x y')\n    f = sp.Function('f')(x, y)\n"
+        "    return Problem('bowl', Box((0, 0), (1, 1), ('x', 'y')), lambda p: float(p @ p), 'maximize',\n"
+        "                   pde=PDE(f.diff(x, 2) + f.diff(y, 2), rhs=4))\n")
+    x, y = sp.symbols("x y")
+    f = sp.Function("f")(x, y)
+    api = Problem("bowl", Box((0, 0), (1, 1), ("x", "y")), lambda p: float(p @ p), "maximize",
+                  pde=PDE(f.diff(x, 2) + f.diff(y, 2), rhs=4))
+    case = case_from_dict({"name": "b", "problem": f"{tmp_path / 'bowl.py'}:bowl", "method": "pinn-bo"},
+                          source=str(tmp_path / "case.yaml"))
+    points = torch.rand(10, 2, dtype=torch.float64)
+    square = lambda z: (z ** 2).sum(1)  # noqa: E731
+    for optimizer in (make_optimizer("pinn-bo", api), build_optimizer(case, build_problem(case))):
+        residual = optimizer.pde.compile()
+        torch.testing.assert_close(residual(lambda z: -square(z), points), torch.zeros(10, 1, dtype=torch.float64))
+        assert residual(square, points).abs().min() > 7.9

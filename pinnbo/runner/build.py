@@ -110,7 +110,7 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
     params = dict(self.method_params)
     if self.smoke:
         params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
-    return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.pde,
+    return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.minimised_pde,
                           collocation_filter=problem.collocation_filter, device=self.device,
                           constraints=problem.constraints)
 
