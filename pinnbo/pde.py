@@ -437,6 +437,42 @@ class PDE:
         flipped = {self._call: -self._call}
         return PDE([e.xreplace(flipped).doit() for e in self.lhs], [e.xreplace(flipped).doit() for e in self.rhs])
 
+    def linear_form(self) -> "LinearForm":
+        """The PDE as L[h] = g with L linear: per equation, the coefficient c_α(z) of each derivative
+        ∂^α h, and the source g(z), compiled like the residual. A PDEError naming the first equation
+        that is not linear in the unknown (a product of derivatives, the unknown inside a function):
+        only a linear operator keeps a Gaussian process Gaussian."""
+        placeholders: dict[MultiIndex, sp.Dummy] = {}
+
+        def placeholder(alpha: MultiIndex) -> sp.Dummy:
+            return placeholders.setdefault(alpha, sp.Dummy(f"P{len(placeholders)}"))
+
+        equations = []
+        for i, (l, r) in enumerate(zip(self.lhs, self.rhs)):
+            e = l - r
+            atoms = {self._call: placeholder((0,) * self.dim)} if e.has(self._call) else {}
+            for d in e.atoms(sp.Derivative):
+                alpha = [0] * self.dim
+                for v, k in d.variable_count:
+                    alpha[self._symbols.index(v)] += int(k)
+                atoms[d] = placeholder(tuple(alpha))
+            # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
+            e = e.xreplace({d: p for d, p in atoms.items() if d != self._call})
+            e = sp.expand(e.xreplace({self._call: atoms[self._call]} if self._call in atoms else {}))
+            unknowns = set(placeholders.values())
+            terms = []
+            for alpha, p in placeholders.items():
+                c = sp.diff(e, p)
+                if c == 0:
+                    continue
+                if c.free_symbols & unknowns:
+                    raise PDEError(f"equation {i}: {l} = {r} is not linear in the unknown {self._call} (a product "
+                                   "or a function of its derivatives); pde-gp needs a linear PDE, pinn-bo takes any")
+                terms.append((alpha, self._build(c)))
+            source = -e.xreplace({p: 0 for p in unknowns})
+            equations.append((tuple(terms), None if source == 0 else self._build(source)))
+        return LinearForm(self._symbols, tuple(equations))
+
     def for_variables(self, names: Sequence[str]) -> "PDE":
         """This PDE with its inputs matched to design variables ``names`` by name: itself when they
         come in that order, the same equations with the unknown's arguments reordered when they come
@@ -457,6 +493,34 @@ class PDE:
     def __repr__(self) -> str:
         eqs = "; ".join(f"{l} = {r}" for l, r in zip(self.lhs, self.rhs))
         return f"PDE({eqs}, unknown={self._call})"
+
+
+class LinearForm:
+    """A linear PDE, L[h] = g, as data a Gaussian process can use (:meth:`PDE.linear_form`).
+
+    ``terms(points)`` gives, per equation, the pairs (α, c_α(points)) with each coefficient (N,)
+    on the points' dtype and device; ``source(points)`` the (N, n_equations) right-hand sides g.
+    """
+
+    def __init__(self, symbols: tuple[sp.Symbol, ...], equations: tuple) -> None:
+        self._symbols = symbols
+        self._equations = equations
+        self.n_equations = len(equations)
+        self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
+            {alpha for terms, _ in equations for alpha, _ in terms}, key=lambda a: (sum(a), a)))
+        self.max_order = max((sum(a) for a in self.multi_indices), default=0)
+
+    def _env(self, points: torch.Tensor) -> tuple[dict, torch.Tensor]:
+        return {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
+
+    def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+        env, ref = self._env(points)
+        return [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in self._equations]
+
+    def source(self, points: torch.Tensor) -> torch.Tensor:
+        env, ref = self._env(points)
+        columns = [torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref) for _, g in self._equations]
+        return torch.stack(columns, dim=1)
 
 
 def _derivatives(h: torch.Tensor, z: torch.Tensor, needed: Sequence[MultiIndex]) -> dict[MultiIndex, torch.Tensor]:

@@ -13,11 +13,13 @@ from pinnbo.optimizers.gp_cei import GPCEI
 from pinnbo.optimizers.neural_bo import NeuralBO
 from pinnbo.optimizers.neural_cbo import NeuralCBO
 from pinnbo.optimizers.neural_greedy import NeuralGreedy
+from pinnbo.optimizers.pde_gp import PDEGPOptimizer
 from pinnbo.optimizers.pinn_bo import PINNBO
 from pinnbo.optimizers.random_search import RandomSearch
 
 METHODS: dict[str, type[Optimizer]] = {
     PINNBO.name: PINNBO,
+    PDEGPOptimizer.name: PDEGPOptimizer,
     RandomSearch.name: RandomSearch,
     NeuralBO.name: NeuralBO,
     NeuralGreedy.name: NeuralGreedy,

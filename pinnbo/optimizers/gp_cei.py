@@ -20,16 +20,13 @@ take their moments from flat chunks of points (:mod:`pinnbo.acquisition.analytic
 from __future__ import annotations
 
 import copy
-import warnings
 
 import numpy as np
 import torch
-from botorch.exceptions.warnings import OptimizationWarning
-from botorch.optim import optimize_acqf
-from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.analytic import FastLogCEI, FastLogEI, FastLogPoF
-from pinnbo.acquisition.search import best_allowed, nudged
+from pinnbo.acquisition.optimize import maximize_acquisition
+from pinnbo.acquisition.search import best_allowed
 from pinnbo.models.gp import earlier_fit, fit_outputs, remember_fit
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.optimizers.gp_settings import GPSettings
@@ -108,39 +105,10 @@ class GPCEI(Optimizer):
     def _maximise(self, acq, evaluated: np.ndarray, seed: int) -> np.ndarray:
         """argmax of ``acq`` over the box among known-feasible, new designs (module docstring)."""
         s = self.settings
-        d = self.domain.dim
-        dtype = torch.float64
-        pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "raw-samples")
-        pool_violation = self._known_violation(pool)
-        with torch.no_grad():
-            pool_values = acq(torch.as_tensor(pool, dtype=dtype, device=self.device).unsqueeze(1))
-        pool_values = pool_values.detach().cpu().double().numpy()
-        starts_from = np.flatnonzero((pool_violation == 0.0) & np.isfinite(pool_values))
-        candidates, values = np.zeros((0, d)), np.zeros(0)
-        if len(starts_from):
-            X0 = torch.as_tensor(pool[starts_from], dtype=dtype, device=self.device).unsqueeze(1)
-            v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=self.device)
-            starts, _ = initialize_q_batch(X0, v0, n=min(s.num_restarts, len(starts_from)))
-            bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", OptimizationWarning)
-                warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
-                refined, refined_values = optimize_acqf(
-                    acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
-                    options={"maxiter": s.maxiter}, return_best_only=False,
-                )
-            candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
-            values = refined_values.reshape(-1).detach().cpu().double().numpy()
-            beside = nudged(candidates, evaluated, s.duplicate_tol)
-            if len(beside):
-                with torch.no_grad():
-                    nudged_values = acq(torch.as_tensor(beside, dtype=dtype, device=self.device).unsqueeze(1))
-                candidates = np.concatenate([candidates, beside])
-                values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
-        candidates = np.concatenate([candidates, pool])
-        values = np.concatenate([values, pool_values])
-        violation = np.concatenate([self._known_violation(candidates[:len(candidates) - len(pool)]), pool_violation])
-        return best_allowed(candidates, values, violation, evaluated, s.duplicate_tol)
+        pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.n_told, "raw-samples")
+        return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
+                                    duplicate_tol=s.duplicate_tol, violation=self._known_violation,
+                                    device=self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

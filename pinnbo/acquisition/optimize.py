@@ -1,0 +1,64 @@
+"""Maximising a BoTorch acquisition over the unit cube: a Sobol pool, BoTorch's Boltzmann choice of
+restarts among the allowed points, L-BFGS-B from each (``optimize_acqf``), and the best candidate
+that satisfies the known constraints and repeats no evaluated design (docs/algorithms.md, "The
+duplicate rule").
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import numpy as np
+import torch
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.optim import optimize_acqf
+from botorch.optim.initializers import initialize_q_batch
+
+from pinnbo.acquisition.search import best_allowed, nudged
+
+
+def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
+                         duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
+                         device: torch.device | str = "cpu") -> np.ndarray:
+    """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
+
+    ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
+    known constraints' total violation (0: allowed; None: no known constraints). The restarts start
+    from allowed pool points only; candidates beside an evaluated design are nudged just beyond
+    ``duplicate_tol``; the winner is the best allowed new candidate (the least violating one when
+    none is allowed)."""
+    d = pool.shape[1]
+    dtype = torch.float64
+    violation = violation or (lambda points: np.zeros(len(points)))
+    pool_violation = violation(pool)
+    with torch.no_grad():
+        pool_values = acq(torch.as_tensor(pool, dtype=dtype, device=device).unsqueeze(1))
+    pool_values = pool_values.detach().cpu().double().numpy()
+    starts_from = np.flatnonzero((pool_violation == 0.0) & np.isfinite(pool_values))
+    candidates, values = np.zeros((0, d)), np.zeros(0)
+    if len(starts_from):
+        X0 = torch.as_tensor(pool[starts_from], dtype=dtype, device=device).unsqueeze(1)
+        v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=device)
+        starts, _ = initialize_q_batch(X0, v0, n=min(num_restarts, len(starts_from)))
+        bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
+            refined, refined_values = optimize_acqf(
+                acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
+                options={"maxiter": maxiter}, return_best_only=False,
+            )
+        candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
+        values = refined_values.reshape(-1).detach().cpu().double().numpy()
+        beside = nudged(candidates, evaluated, duplicate_tol)
+        if len(beside):
+            with torch.no_grad():
+                nudged_values = acq(torch.as_tensor(beside, dtype=dtype, device=device).unsqueeze(1))
+            candidates = np.concatenate([candidates, beside])
+            values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
+    refined_violation = violation(candidates)
+    candidates = np.concatenate([candidates, pool])
+    values = np.concatenate([values, pool_values])
+    return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
+                        duplicate_tol)

@@ -1,0 +1,273 @@
+"""A Gaussian process conditioned on a linear PDE as well as on the data (docs/algorithms.md,
+"PDE-GP"), as a BoTorch ``Model``.
+
+For a linear operator L a GP prior f ~ GP(0, k) stays Gaussian under L: cov(L f(z), f(x)) =
+L_z k(z, x) and cov(L f(z), L f(z')) = L_z L_z' k(z, z') (Raissi, Perdikaris & Karniadakis 2017;
+Pförtner et al. 2022). Conditioning jointly on the observations y_i = f(x_i) + ε and on
+L f(z_j) = g(z_j) at collocation points is exact Bayesian inference with the physics: with data
+and a PDE that together pin f down (the beam's ODE leaves four constants free; Cosine Mixture's PDE
+gives the whole gradient) the posterior is nearly the true function after a few evaluations.
+
+- Kernel: squared exponential with a lengthscale per input, in physical coordinates so the PDE's
+  derivatives need no chain rule (:mod:`pinnbo.models.se_kernel`).
+- Units: the observations are standardised, f = μ + s f̃, so the PDE reads L f̃ = (g − c₀ μ)/s with
+  c₀ the coefficient of f itself.
+- Conditioning: every collocation equation is divided by the norm of its coefficients, an
+  equivalent equation, so points where the operator's coefficients are huge (the beam's EI, which
+  is infinite where its denominator vanishes) weigh as much as the others instead of dominating the
+  matrix; a point where a coefficient or the source is not finite is left out.
+- Hyper-parameters: the output scale s², the lengthscales, the observation noise σ² (at least
+  ``NOISE_FLOOR``) and the PDE's own noise, a fraction ε of each equation's prior variance (at
+  least ``PDE_NOISE_FLOOR``), by maximum of the evidence of the data given the PDE, p(y | L f̃ = t)
+  (:meth:`PDEGP._negative_log_likelihood` says why not the joint evidence). A PDE the data
+  contradict (a wrong source, a corner where the data jump) gets a large ε, so it never overrules
+  the measurements.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from botorch.models.model import Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+
+from pinnbo.models.se_kernel import SEDerivatives, operator_block
+
+#: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
+NOISE_FLOOR = 1e-6
+PDE_NOISE_FLOOR = 1e-6
+#: Lengthscale range as a fraction of the box's width in each input.
+LENGTHSCALE_RANGE = (0.01, 10.0)
+#: L-BFGS iterations of the hyper-parameter fit and the change of the objective below which it
+#: stops, and the starting lengthscales (fractions of the width) of its starts when there is no
+#: earlier fit to start from.
+FIT_ITERATIONS = 50
+FIT_TOLERANCE = 1e-6
+FIRST_LENGTHSCALES = (0.2, 0.6)
+
+
+class PDEGP(Model):
+    """A GP of one output conditioned on data and on a linear PDE at collocation points.
+
+    Inputs are unit-cube coordinates, as for every pinnbo GP (the optimisers search the unit cube);
+    the kernel and the PDE act on physical ones, x = ``lower`` + u · ``widths``. ``unit_X`` (n, d)
+    and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
+    :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
+    hyper-parameters (:meth:`hyperparameters`). The fit happens at construction.
+    """
+
+    def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
+                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None) -> None:
+        super().__init__()
+        self.lower, self.widths = lower, widths
+        X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
+        self.X = X
+        self.mean = float(y.mean()) if len(y) else 0.0
+        self.scale = float(y.std()) if len(y) > 1 and float(y.std()) > 0 else 1.0
+        self.targets = [(y - self.mean) / self.scale]
+        self.terms = None
+        self.Z = None
+        if linear_form is not None and Z is not None and len(Z):
+            self.Z, self.terms, pde_targets = self._equations(Z, linear_form)
+            self.targets.append(pde_targets)
+        self.target = torch.cat(self.targets)
+        # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
+        self.log_likelihood = self._fit(start) if len(y) else None
+        if not len(y):
+            self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
+        self._factorise()
+
+    def physical(self, unit: torch.Tensor) -> torch.Tensor:
+        return self.lower + unit * self.widths
+
+    # -- the data -------------------------------------------------------------------------------------------
+    def _equations(self, Z: torch.Tensor, linear_form):
+        """Collocation points kept, their per-equation (α, c_α) terms divided by the coefficients'
+        norm, and the matching targets, equation-major."""
+        terms, sources = linear_form.terms(Z), linear_form.source(Z)
+        keep = torch.ones(len(Z), dtype=torch.bool, device=Z.device)
+        for e, eq in enumerate(terms):
+            for _, c in eq:
+                keep &= torch.isfinite(c)
+            keep &= torch.isfinite(sources[:, e])
+        Z, sources = Z[keep], sources[keep]
+        normalised, targets = [], []
+        for e, eq in enumerate(terms):
+            coefficients = [(alpha, c[keep]) for alpha, c in eq]
+            norm = torch.sqrt(sum(c ** 2 for _, c in coefficients)).clamp_min(1e-300)
+            zero = next((c for alpha, c in coefficients if not any(alpha)), None)
+            target = sources[:, e] - (0.0 if zero is None else zero * self.mean)
+            normalised.append([(alpha, c / norm) for alpha, c in coefficients])
+            targets.append(target / (norm * self.scale))
+        return Z, normalised, torch.cat(targets)
+
+    # -- the covariance -------------------------------------------------------------------------------------
+    def _blocks(self, lengthscale, outputscale, noise, pde_noise):
+        """K_ff + σ² I, K_fL and K_LL + ε diag(K_LL) (the last two None without a PDE)."""
+        K = operator_block(self.X, self.X, lengthscale, outputscale, None, None)
+        K = K + noise * torch.eye(len(self.X), dtype=K.dtype, device=K.device)
+        if self.terms is None:
+            return K, None, None
+        K_fl = operator_block(self.X, self.Z, lengthscale, outputscale, None, self.terms)
+        K_ll = operator_block(self.Z, self.Z, lengthscale, outputscale, self.terms, self.terms)
+        K_ll = K_ll + torch.diag(pde_noise * torch.diagonal(K_ll).clamp_min(1e-12))
+        return K, K_fl, K_ll
+
+    def _covariance(self, lengthscale, outputscale, noise, pde_noise) -> torch.Tensor:
+        K, K_fl, K_ll = self._blocks(lengthscale, outputscale, noise, pde_noise)
+        if K_fl is None:
+            return K
+        return torch.cat([torch.cat([K, K_fl], 1), torch.cat([K_fl.T, K_ll], 1)], 0)
+
+    def _unpack(self, raw: torch.Tensor):
+        d = self.X.shape[1]
+        lo, hi = LENGTHSCALE_RANGE
+        lengthscale = self.widths * (lo + (hi - lo) * torch.sigmoid(raw[:d]))
+        outputscale = torch.exp(raw[d])
+        noise = NOISE_FLOOR + torch.exp(raw[d + 1])
+        pde_noise = PDE_NOISE_FLOOR + torch.exp(raw[d + 2])
+        return lengthscale, outputscale, noise, pde_noise
+
+    def _negative_log_likelihood(self, raw: torch.Tensor) -> torch.Tensor:
+        """−log p(y | L f̃ = t) − log prior(ℓ): the evidence of the data given the PDE. The joint
+        evidence p(y, t) would also reward a prior whose L f̃ has no variance at all (zero PDE
+        targets are then certain), and a fit to it runs to infinite lengthscales and drops the data;
+        conditioning on the PDE instead asks how well the physics-informed prior predicts the
+        measurements. Given the PDE, y is Gaussian with mean K_fL K_LL⁻¹ t and covariance
+        K_ff + σ² I − K_fL K_LL⁻¹ K_Lf (one Cholesky factor of K_LL, one of that Schur complement)."""
+        lengthscale, outputscale, noise, pde_noise = self._unpack(raw)
+        K, K_fl, K_ll = self._blocks(lengthscale, outputscale, noise, pde_noise)
+        prior = _lengthscale_prior(lengthscale / self.widths)
+        y = self.targets[0]
+        if K_fl is None:
+            return _gaussian_nll(K, y) + prior
+        L, info = torch.linalg.cholesky_ex(K_ll)
+        if int(info) != 0:
+            return torch.tensor(math.inf, dtype=K.dtype, device=K.device)
+        A = torch.linalg.solve_triangular(L, K_fl.T, upper=False)                         # (rows, n)
+        b = torch.linalg.solve_triangular(L, self.targets[1][:, None], upper=False)[:, 0]
+        return _gaussian_nll(K - A.T @ A, y - A.T @ b) + prior
+
+    def _raw(self, values: dict) -> torch.Tensor:
+        """Unconstrained parameters of hyper-parameter ``values`` (:meth:`hyperparameters`' keys;
+        all but the lengthscale optional)."""
+        lo, hi = LENGTHSCALE_RANGE
+        dtype, device = self.X.dtype, self.X.device
+        fractions = (torch.as_tensor(values["lengthscale"], dtype=dtype, device=device) / self.widths
+                     ).clamp(lo * 1.001, hi * 0.999)
+        p = (fractions - lo) / (hi - lo)
+        rest = [values.get("outputscale", 1.0), max(values.get("noise", 1e-4) - NOISE_FLOOR, 1e-12),
+                max(values.get("pde_noise", 1e-4) - PDE_NOISE_FLOOR, 1e-12)]
+        return torch.cat([torch.log(p / (1 - p)), torch.log(torch.tensor(rest, dtype=dtype, device=device))])
+
+    def _fit(self, start: dict | None) -> float:
+        starts = [self._raw(start)] if start else [self._raw({"lengthscale": f * self.widths})
+                                                   for f in FIRST_LENGTHSCALES]
+        best_raw, best = None, math.inf
+        for raw in starts:
+            raw = raw.clone().requires_grad_(True)
+            optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
+                                          tolerance_change=FIT_TOLERANCE)
+
+            def closure():
+                optimiser.zero_grad()
+                loss = self._negative_log_likelihood(raw)
+                if torch.isfinite(loss):
+                    loss.backward()
+                return loss
+
+            try:
+                optimiser.step(closure)
+            except RuntimeError:     # a line search into a non-positive-definite matrix
+                pass
+            with torch.no_grad():
+                value = float(self._negative_log_likelihood(raw))
+            if value < best:
+                best, best_raw = value, raw.detach().clone()
+        if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter
+            best_raw = starts[0]
+        self.raw = best_raw
+        return -best
+
+    def _factorise(self) -> None:
+        with torch.no_grad():
+            self.lengthscale, self.outputscale, self.noise, self.pde_noise = self._unpack(self.raw)
+            K = self._covariance(self.lengthscale, self.outputscale, self.noise, self.pde_noise)
+            jitter = 0.0
+            while True:
+                L, info = torch.linalg.cholesky_ex(K + jitter * torch.eye(len(K), dtype=K.dtype, device=K.device))
+                if int(info) == 0:
+                    break
+                jitter = max(1e-10, 10 * jitter)
+            self.cholesky = L
+            self.alpha = torch.cholesky_solve(self.target[:, None], L)[:, 0]
+
+    def hyperparameters(self) -> dict:
+        """The fitted hyper-parameters, a start for the next fit (tensors: a state file holds them)."""
+        return {"lengthscale": self.lengthscale.detach().clone(), "outputscale": float(self.outputscale),
+                "noise": float(self.noise), "pde_noise": float(self.pde_noise)}
+
+    # -- predictions ------------------------------------------------------------------------------------------
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def _cross(self, P: torch.Tensor) -> torch.Tensor:
+        """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows)."""
+        k = operator_block(P, self.X, self.lengthscale, self.outputscale, None, None)
+        if self.terms is None:
+            return k
+        return torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms)], 1)
+
+    def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""
+        cross = self._cross(self.physical(unit))
+        v = torch.linalg.solve_triangular(self.cholesky, cross.T, upper=False)
+        mean = self.mean + self.scale * (cross @ self.alpha)
+        variance = (self.outputscale - (v ** 2).sum(0)).clamp_min(1e-12) * self.scale ** 2
+        return mean, variance
+
+    def posterior(self, X: torch.Tensor, output_indices=None, observation_noise=False, posterior_transform=None,
+                  **kwargs) -> GPyTorchPosterior:
+        """The joint posterior of f at unit points ``X`` (batch × q × d): BoTorch's acquisitions
+        (log EI, UCB, q-batches with pending points) take it unchanged."""
+        X = self.physical(X)
+        batch, q, d = X.shape[:-2], X.shape[-2], X.shape[-1]
+        flat = X.reshape(-1, d)
+        cross = self._cross(flat)
+        v = torch.linalg.solve_triangular(self.cholesky, cross.T, upper=False)      # (N, B·q)
+        mean = (self.mean + self.scale * (cross @ self.alpha)).reshape(*batch, q)
+        v = v.T.reshape(*batch, q, -1)
+        Xb = X.reshape(*batch, q, d)
+        prior = SEDerivatives(Xb.reshape(-1, d), Xb.reshape(-1, d), self.lengthscale, self.outputscale).k \
+            if not batch else self._batched_prior(Xb)
+        covariance = (prior - v @ v.transpose(-1, -2)) * self.scale ** 2
+        if observation_noise:
+            covariance = covariance + self.noise * self.scale ** 2 * torch.eye(q, dtype=X.dtype, device=X.device)
+        covariance = covariance + 1e-12 * torch.eye(q, dtype=X.dtype, device=X.device)
+        posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
+        return posterior_transform(posterior) if posterior_transform is not None else posterior
+
+    def _batched_prior(self, Xb: torch.Tensor) -> torch.Tensor:
+        u = (Xb[..., :, None, :] - Xb[..., None, :, :]) / self.lengthscale
+        return self.outputscale * torch.exp(-0.5 * (u ** 2).sum(-1))
+
+
+def _lengthscale_prior(unit_lengthscale: torch.Tensor) -> torch.Tensor:
+    """−log of BoTorch's default lengthscale prior on unit-cube lengthscales (Hvarfner et al. 2024),
+    LogNormal(√2 + ½ log d, √3), up to a constant: the plain GP baselines fit under it too."""
+    d = len(unit_lengthscale)
+    loc, scale = math.sqrt(2) + 0.5 * math.log(d), math.sqrt(3)
+    log = torch.log(unit_lengthscale)
+    return ((log - loc) ** 2 / (2 * scale ** 2) + log).sum()
+
+
+def _gaussian_nll(K: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """−log N(t; 0, K); inf where K does not factorise."""
+    L, info = torch.linalg.cholesky_ex(K)
+    if int(info) != 0:
+        return torch.tensor(math.inf, dtype=K.dtype, device=K.device)
+    alpha = torch.cholesky_solve(t[:, None], L)[:, 0]
+    return 0.5 * (t @ alpha) + torch.log(torch.diagonal(L)).sum() + 0.5 * len(t) * math.log(2 * math.pi)

@@ -1,0 +1,112 @@
+"""PDE-GP: Bayesian optimisation with a Gaussian process conditioned on the problem's linear PDE
+(docs/algorithms.md, "PDE-GP").
+
+The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP conditioned on the
+observations and on L f = g at collocation points drawn once from the seed (space-filling Sobol
+points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
+the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
+argmax of BoTorch's LogExpectedImprovement on it (``optimize_acqf`` from Sobol starts, never a
+repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
+method is a plain GP with the same kernel.
+
+Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
+``collocation_points`` points for one equation, fewer per equation for a system (Cosine
+Mixture-50's fifty equations get ten points each, each equation its own points).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from botorch.acquisition import LogExpectedImprovement
+
+from pinnbo.acquisition.optimize import maximize_acquisition
+from pinnbo.errors import MethodError, PDEError
+from pinnbo.models.gp import earlier_fit
+from pinnbo.models.pde_gp import PDEGP
+from pinnbo.optimizers.base import MethodSettings, Optimizer
+from pinnbo.streams import derived_seed, sobol_unit
+
+#: The most collocation rows (points × equations) one fit conditions on.
+MAX_COLLOCATION_ROWS = 512
+
+
+@dataclass
+class PDEGPSettings(MethodSettings):
+    """Documented defaults of PDE-GP (override with ``method_params``)."""
+
+    collocation_points: int = 128     # PDE points (per equation, within MAX_COLLOCATION_ROWS)
+    num_restarts: int = 10            # L-BFGS-B starts of optimize_acqf
+    raw_samples: int = 512            # Sobol points scored to choose the starts
+    maxiter: int = 200                # L-BFGS-B iterations per start
+    duplicate_tol: float = 1e-4       # sup-norm distance (unit box) that counts as a repeat
+
+    POSITIVE = ("collocation_points", "num_restarts", "raw_samples", "maxiter")
+    NON_NEGATIVE = ("duplicate_tol",)
+
+
+class PDEGPOptimizer(Optimizer):
+    """PDE-GP ask/tell optimiser (minimises)."""
+
+    name = "pde-gp"
+    Settings = PDEGPSettings
+    SMOKE_PARAMS = {"collocation_points": 16, "num_restarts": 2, "raw_samples": 32, "maxiter": 20}
+
+    def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
+        super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+        self.linear_form = None
+        if pde is not None:
+            try:
+                self.linear_form = pde.linear_form()
+            except PDEError as exc:
+                raise MethodError(f"pde: {exc}") from None
+        self.collocation = self._collocation()
+        self.model: PDEGP | None = None
+        # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
+        # of an earlier step, so asking twice before a tell starts from the same values.
+        self._fits: list[tuple[int, dict]] = []
+
+    def _collocation(self) -> torch.Tensor | None:
+        """Unit-cube collocation points (rows, d), equation-major blocks of equal size, drawn once."""
+        if self.linear_form is None:
+            return None
+        s = self.settings
+        per_equation = max(1, min(s.collocation_points, MAX_COLLOCATION_ROWS // self.linear_form.n_equations))
+        points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation")
+        if self.collocation_filter is not None:
+            points = points[np.asarray(self.collocation_filter(self.domain.from_unit(points)), dtype=bool)]
+        return torch.as_tensor(points[:per_equation], dtype=torch.float64, device=self.device)
+
+    def propose(self) -> np.ndarray:
+        s = self.settings
+        X, y = self.observed()
+        evaluated = self.evaluated_unit()
+        if len(y) == 0:
+            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+        dtype = torch.float64
+        lower = torch.as_tensor(self.domain.lower_array, dtype=dtype, device=self.device)
+        widths = torch.as_tensor(self.domain.widths, dtype=dtype, device=self.device)
+        seed = derived_seed(self.seed, self.name, self.n_told, "botorch")
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            self.model = PDEGP(torch.as_tensor(self.domain.to_unit(X), dtype=dtype, device=self.device),
+                               torch.as_tensor(y, dtype=dtype, device=self.device), self.collocation,
+                               self.linear_form, lower, widths, start=earlier_fit(self._fits, self.n_told))
+            self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
+                                                                                 self.model.hyperparameters())]
+            acq = LogExpectedImprovement(self.model, best_f=float(np.min(y)), maximize=False)
+            pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.n_told, "raw-samples")
+            unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
+                                        duplicate_tol=s.duplicate_tol, device=self.device)
+        return self.domain.from_unit(unit)
+
+    # -- checkpoints ----------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"fits": copy.deepcopy(self._fits)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._fits = copy.deepcopy(state["fits"])

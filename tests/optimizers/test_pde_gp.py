@@ -1,0 +1,87 @@
+"""The pde-gp method: it finds the minimum of a harmonic function knowing Laplace's equation, never
+repeats a design, asks deterministically, checkpoints, works without a PDE, and refuses a
+nonlinear PDE before any evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from pinnbo.optimizers import METHODS, MethodError, make_optimizer
+from pinnbo.pde import PDE
+from pinnbo.problem import Box
+from pinnbo.streams import initial_design
+from tests.optimizers.constrained import repeats_nothing
+
+x, y = sp.symbols("x y")
+T = sp.Function("T")(x, y)
+LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
+BOX = Box((0.0, 0.0), (2.0, 5.0), ("x", "y"))
+FAST = {"collocation_points": 64, "num_restarts": 4, "raw_samples": 128, "maxiter": 50}
+
+
+def harmonic(p: np.ndarray) -> float:
+    """e^x sin y: harmonic, its minimum on the box −e² at (2, 3π/2)."""
+    return float(np.exp(p[0]) * np.sin(p[1]))
+
+
+def started(params=FAST, seed=0, n_init=6, pde=LAPLACE):
+    opt = make_optimizer("pde-gp", BOX, seed, params=params, pde=pde)
+    for p in initial_design(BOX, n_init, seed):
+        opt.tell(p, harmonic(p))
+    return opt
+
+
+def run(opt, steps):
+    for _ in range(steps):
+        p = opt.ask()
+        opt.tell(p, harmonic(p))
+    return opt
+
+
+def test_finds_the_minimum_of_a_harmonic_function_without_repeats():
+    opt = run(started(), 6)
+    assert min(opt.y) < -np.exp(2) + 0.05, min(opt.y)
+    assert repeats_nothing(opt)
+
+
+def test_ask_is_deterministic_and_checkpoints_round_trip():
+    a, b = started(), started()
+    xa = a.ask()
+    np.testing.assert_array_equal(xa, b.ask())
+    np.testing.assert_array_equal(xa, a.ask())          # asking again starts from the same fit
+    a.tell(xa, harmonic(xa))
+    restored = started()
+    restored.load_state_dict(a.state_dict())
+    restored.tell(xa, harmonic(xa))
+    np.testing.assert_array_equal(a.ask(), restored.ask())
+    assert not np.allclose(started(seed=1).ask(), xa)
+
+
+def test_without_a_pde_it_is_a_plain_gp():
+    opt = run(started(pde=None), 4)
+    assert opt.model.terms is None and len(opt.X) == 10
+
+
+def test_a_nonlinear_pde_is_refused_before_any_evaluation():
+    with pytest.raises(MethodError, match=r"pde: equation 0: .* is not linear .* pinn-bo takes any"):
+        make_optimizer("pde-gp", BOX, 0, pde=PDE(T * T.diff(x) + T.diff(y, 2), rhs=0))
+
+
+def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
+    xs = sp.symbols("x1:41")
+    f = sp.Function("f")(*xs)
+    system = PDE([f.diff(v) - 2 * v for v in xs], rhs=0)           # 40 equations: 12 points each
+    box = Box.cube(-1.0, 1.0, 40)
+    opt = make_optimizer("pde-gp", box, 0, params=FAST, pde=system)
+    assert opt.collocation.shape == (512 // 40, 40)
+    kept = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=LAPLACE, collocation_filter=lambda P: P[:, 0] > 1.0)
+    assert len(kept.collocation) == 64 and bool((BOX.from_unit(kept.collocation.numpy())[:, 0] > 1.0).all())
+
+
+def test_registered_with_smoke_settings_and_validated():
+    opt = run(started(params=METHODS["pde-gp"].SMOKE_PARAMS), 2)
+    assert len(opt.X) == 8
+    with pytest.raises(MethodError, match=r"method_params\.collocation_points"):
+        make_optimizer("pde-gp", BOX, 0, params={"collocation_points": 0}, pde=LAPLACE)
