@@ -25,7 +25,7 @@ from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
 
-PDE_METHODS = "pinn-bo,gp-ei,gp-ucb,exploit,neural-bo,random"
+PDE_METHODS = "pinn-bo,pde-gp,gp-ei,gp-ucb,exploit,neural-bo,random"
 FAMILIES = [
     ("Problems with a PDE, 1-D and 2-D",
      "PINN-BO's real tasks (the heat plates, the beam) and DropWave: 10 seeds, budget 40 (10 initial "

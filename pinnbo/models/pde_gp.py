@@ -243,10 +243,12 @@ class PDEGP(Model):
         Xb = X.reshape(*batch, q, d)
         prior = SEDerivatives(Xb.reshape(-1, d), Xb.reshape(-1, d), self.lengthscale, self.outputscale).k \
             if not batch else self._batched_prior(Xb)
-        covariance = (prior - v @ v.transpose(-1, -2)) * self.scale ** 2
-        if observation_noise:
-            covariance = covariance + self.noise * self.scale ** 2 * torch.eye(q, dtype=X.dtype, device=X.device)
-        covariance = covariance + 1e-12 * torch.eye(q, dtype=X.dtype, device=X.device)
+        covariance = prior - v @ v.transpose(-1, -2)
+        covariance = 0.5 * (covariance + covariance.transpose(-1, -2))
+        # Rounding leaves a variance at a data point a hair below zero: floor it (a relative 1e-12).
+        diagonal = torch.diagonal(covariance, dim1=-2, dim2=-1)
+        floored = diagonal.clamp_min(1e-12 * float(self.outputscale)) + (self.noise if observation_noise else 0.0)
+        covariance = (covariance - torch.diag_embed(diagonal) + torch.diag_embed(floored)) * self.scale ** 2
         posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
         return posterior_transform(posterior) if posterior_transform is not None else posterior
 
