@@ -1,4 +1,4 @@
-"""The ``pinnbo`` command: run, bench, ask, tell, problems, show.
+"""The ``pinnbo`` command: run, calibrate, bench, ask, tell, problems, show.
 
 User mistakes (a bad case file, an unknown method, a results folder that would be overwritten) end
 with one line ``error: <field>: <what was expected>`` on stderr and exit code 2, never a traceback.
@@ -53,14 +53,6 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _resume_command(case: Path, seed, budget, initial_points, output, device, loaded) -> str:
-    """The command that continues a stopped run: it repeats the overrides, since a resume with
-    another seed or folder would be refused."""
-    again = "".join(f" --{k} {v}" for k, v in (("seed", seed), ("budget", budget), ("initial-points", initial_points),
-                                                 ("output", output), ("device", device)) if v is not None)
-    return f"pinnbo run {case} --resume{again}" + (" --smoke" if loaded is not None and loaded.smoke else "")
-
-
 def smoke_requested(flag: bool) -> bool:
     return flag or os.environ.get("PINNBO_SMOKE", "") not in ("", "0", "false")
 
@@ -75,27 +67,20 @@ DEVICE_OPTION = typer.Option(None, help="cpu, cuda or cuda:N.")
 SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1).")
 
 
-@app.command()
-def run(
-    case: Path = typer.Argument(..., help="Case file (YAML), e.g. cases/heat_bc1.yaml"),
-    seed: Optional[int] = SEED_OPTION,
-    budget: Optional[int] = BUDGET_OPTION,
-    initial_points: Optional[int] = INITIAL_POINTS_OPTION,
-    output: Optional[Path] = OUTPUT_OPTION,
-    device: Optional[str] = DEVICE_OPTION,
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of an earlier run."),
-    smoke: bool = SMOKE_OPTION,
-    quiet: bool = typer.Option(False, "--quiet", help="No live display."),
-    warm_start: Optional[Path] = typer.Option(None, "--warm-start", help="Evaluations made elsewhere (.csv or "
-                                              ".jsonl), recorded before the first proposal."),
-    target: Optional[float] = typer.Option(None, help="Stop once the best observed value reaches this."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many seconds (the "
-                                             "evaluation under way finishes)."),
-) -> None:
-    """Optimise the problem of a case file and write results, summary and plots."""
+RESUME_OPTION = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder.")
+OVERWRITE_OPTION = typer.Option(False, "--overwrite", help="Replace the results of an earlier run.")
+QUIET_OPTION = typer.Option(False, "--quiet", help="No live display.")
+# The overrides a resume must repeat (a resume with another seed or folder would be refused).
+RESUMED_OVERRIDES = ("method", "seed", "budget", "initial_points", "output", "device")
+
+
+def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, quiet: bool, command: str = "run",
+              check=None):
+    """Load ``case`` with ``overrides``, run it (or resume it) with the live display and write its
+    report: (case, problem, history, summary, evaluations recorded before). Every way it can stop is
+    one line and an exit code (:func:`fail`). ``check(case, problem)`` refuses a case before any
+    evaluation (a UserError)."""
     from pinnbo.bench.plan import recorded_evaluations
-    from pinnbo.report.format import fmt
     from pinnbo.report.live import LiveProgress
     from pinnbo.report.summary import write_report
     from pinnbo.runner.build import build_optimizer, build_problem, run_settings
@@ -104,13 +89,17 @@ def run(
     from pinnbo.runner.loop import run as run_loop
 
     loaded = None
+
+    def again() -> str:
+        flags = "".join(f" --{k.replace('_', '-')} {overrides[k]}" for k in RESUMED_OVERRIDES
+                        if overrides.get(k) is not None)
+        return f"pinnbo {command} {case} --resume{flags}" + (" --smoke" if loaded is not None and loaded.smoke else "")
+
     try:
-        loaded = load_case(case, {"seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
-                                  "output": None if output is None else str(output),
-                                  "smoke": smoke_requested(smoke) or None,
-                                  "warm_start": None if warm_start is None else str(warm_start.resolve()),
-                                  "target": target, "max_time": max_time})
+        loaded = load_case(case, overrides)
         problem = build_problem(loaded)
+        if check is not None:
+            check(loaded, problem)
         optimizer = build_optimizer(loaded, problem)
         settings = run_settings(loaded, problem, resume=resume, overwrite=overwrite)
         recorded = recorded_evaluations(loaded.output_dir) if resume else 0
@@ -123,14 +112,43 @@ def run(
         summary = write_report(history, problem, loaded.to_dict())
     except RunStopped as exc:
         where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
-        fail(f"{exc}{where}. Continue with: {_resume_command(case, seed, budget, initial_points, output, device, loaded)}", code=1)
+        fail(f"{exc}{where}. Continue with: {again()}", code=1)
     except UserError as exc:
         fail(str(exc))
     except RunInterrupted as exc:
-        err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. "
-                          f"Continue with: {_resume_command(case, seed, budget, initial_points, output, device, loaded)}",
+        err_console.print(f"{exc}; every completed evaluation is in {loaded.output_dir}. Continue with: {again()}",
                           soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(143 if exc.terminated else 130)
+    return loaded, problem, history, summary, recorded
+
+
+@app.command()
+def run(
+    case: Path = typer.Argument(..., help="Case file (YAML), e.g. cases/heat_bc1.yaml"),
+    seed: Optional[int] = SEED_OPTION,
+    budget: Optional[int] = BUDGET_OPTION,
+    initial_points: Optional[int] = INITIAL_POINTS_OPTION,
+    output: Optional[Path] = OUTPUT_OPTION,
+    device: Optional[str] = DEVICE_OPTION,
+    resume: bool = RESUME_OPTION,
+    overwrite: bool = OVERWRITE_OPTION,
+    smoke: bool = SMOKE_OPTION,
+    quiet: bool = QUIET_OPTION,
+    warm_start: Optional[Path] = typer.Option(None, "--warm-start", help="Evaluations made elsewhere (.csv or "
+                                              ".jsonl), recorded before the first proposal."),
+    target: Optional[float] = typer.Option(None, help="Stop once the best observed value reaches this."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many seconds (the "
+                                             "evaluation under way finishes)."),
+) -> None:
+    """Optimise the problem of a case file and write results, summary and plots."""
+    from pinnbo.report.format import fmt
+
+    loaded, problem, history, summary, recorded = _run_case(
+        case, {"seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
+               "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None,
+               "warm_start": None if warm_start is None else str(warm_start.resolve()),
+               "target": target, "max_time": max_time},
+        resume=resume, overwrite=overwrite, quiet=quiet)
     constrained = "n_feasible" in summary
     if recorded >= loaded.budget:
         console.print(f"nothing to run: {recorded} evaluations already recorded in {loaded.output_dir}/ "
@@ -160,6 +178,68 @@ def run(
                       "evaluations (--resume continues)", highlight=False)
     console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
                   f"iteration; results in {loaded.output_dir}/")
+
+
+@app.command()
+def calibrate(
+    case: Path = typer.Argument(..., help="Case file (YAML) of a calibration problem, e.g. cases/rossler.yaml"),
+    method: Optional[str] = typer.Option(None, help="Override the case's design strategy (exploit+, gp-ucb+, "
+                                         "gp-ucb, random or any registered method)."),
+    samples: int = typer.Option(2000, help="Posterior samples to draw from the surrogate."),
+    seed: Optional[int] = SEED_OPTION,
+    budget: Optional[int] = BUDGET_OPTION,
+    initial_points: Optional[int] = INITIAL_POINTS_OPTION,
+    output: Optional[Path] = OUTPUT_OPTION,
+    device: Optional[str] = DEVICE_OPTION,
+    resume: bool = RESUME_OPTION,
+    overwrite: bool = OVERWRITE_OPTION,
+    smoke: bool = SMOKE_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Calibrate a model from data: run the design strategy on the log-posterior, fit a GP surrogate
+    to the design points and sample the posterior (results in <output>/calibration/)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from pinnbo.calibration import MAX_SAMPLES, calibrate as calibrate_run, calibration_of
+    from pinnbo.report.format import fmt
+
+    def check(loaded, problem) -> None:
+        if calibration_of(problem) is None:
+            raise UserError(f"problem: {loaded.problem} is not a calibration problem (pinnbo calibrate needs rossler, "
+                            "lorenz63, calibration, or a problem file returning calibration_problem(...)); "
+                            "pinnbo run optimises it")
+        if not 1 <= samples <= MAX_SAMPLES:
+            raise UserError(f"--samples: expected an integer in [1, {MAX_SAMPLES}], got {samples}")
+
+    loaded, problem, history, summary, _ = _run_case(
+        case, {"method": method, "seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
+               "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None},
+        resume=resume, overwrite=overwrite, quiet=quiet, command="calibrate", check=check)
+    folder = loaded.output_dir / "calibration"
+    progress = Progress(TextColumn("[bold]sampling"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                        disable=quiet, transient=False)
+    try:
+        with progress:
+            task = progress.add_task("sampling", total=samples)
+            result = calibrate_run(history, problem, calibration_of(problem), folder, loaded.seed, samples,
+                                   progress=lambda done, total: progress.update(task, completed=done, total=total))
+    except RunStopped as exc:
+        fail(f"{exc}; rerun the same command with --resume once the folder can be written", code=1)
+    except UserError as exc:
+        fail(str(exc))
+    posterior = result.summary
+    console.print(f"[bold]{loaded.name}[/bold]: {posterior['design_points']} design points, {posterior['samples']} "
+                  f"samples by {posterior['sampler']} (acceptance {posterior['acceptance']:.2f})", highlight=False)
+    table = Table(title="posterior (surrogate)")
+    for column in ("parameter", "mean", "sd", "95% interval"):
+        table.add_column(column, overflow="fold")
+    for name, stats in posterior["parameters"].items():
+        low, high = stats["interval_95"]
+        table.add_row(name, fmt(stats["mean"], 5), fmt(stats["sd"], 3), f"[{fmt(low, 5)}, {fmt(high, 5)}]")
+    from pinnbo.report.format import print_table
+
+    print_table(console, table)
+    console.print(f"samples, summaries and plots in {folder}/", highlight=False, markup=False)
 
 
 @app.command()

@@ -34,7 +34,7 @@ UNKNOWN = "u"
 def external(bounds: dict, sense: str = "minimize", pde: str | list | None = None,
              constraints: list | None = None) -> Problem:
     """A box declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
-    names, lower, upper = _bounds(bounds)
+    names, lower, upper = parse_bounds(bounds)
     if sense not in ("minimize", "maximize"):
         raise ProblemError(f"params.sense: expected minimize or maximize, got {shown(sense)}")
     equation = None if pde is None else parse_pde(pde, names)
@@ -66,7 +66,8 @@ def _constraint_names(constraints: Any, variables: tuple[str, ...]) -> tuple[str
     return tuple(seen)
 
 
-def _bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
+def parse_bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]]:
+    """(names, lower, upper) of a case's ``params.bounds`` mapping {name: [lower, upper]}."""
     if not isinstance(bounds, dict) or not bounds:
         raise ProblemError("params.bounds: expected a mapping of variables to [lower, upper], e.g. {x: [0, 1]}")
     names, lower, upper = [], [], []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from pinnbo.cli import app
@@ -20,6 +21,7 @@ ALL_CASES = sorted((ROOT / "cases").glob("*.yaml"))
 # Cases measured outside pinnbo (problem: external, no oracle) are driven by ask / tell instead.
 MEASURED_BY_HAND = [p for p in ALL_CASES if "\nproblem: external\n" in p.read_text() and "\noracle:" not in p.read_text()]
 CASES = [p for p in ALL_CASES if p not in MEASURED_BY_HAND]
+CALIBRATIONS = ("rossler", "lorenz63")
 runner = CliRunner()
 
 
@@ -49,12 +51,17 @@ def test_every_case_measured_by_hand_runs_by_ask_and_tell_in_smoke_mode(case, tm
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_every_case_runs_in_smoke_mode(case, tmp_path):
     out = tmp_path / case.stem
-    result = runner.invoke(app, ["run", str(case), "--smoke", "--quiet", "--output", str(out)])
+    command = "calibrate" if case.stem in CALIBRATIONS else "run"   # a calibration's run, then its samples
+    result = runner.invoke(app, [command, str(case), "--smoke", "--quiet", "--output", str(out)])
     assert result.exit_code == 0, result.output
+    smoke = min(int(yaml.safe_load(case.read_text()).get("initial_points", 10)), 4) + 2
     lines = (out / "evaluations.jsonl").read_text().splitlines()
-    assert len(lines) == 6
+    assert len(lines) == smoke
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["evaluations"] == 6
+    assert summary["evaluations"] == smoke
+    if command == "calibrate":
+        posterior = json.loads((out / "calibration" / "posterior.json").read_text())
+        assert posterior["design_points"] == smoke and posterior["samples"] == 2000
     if "n_feasible" in summary and summary["n_feasible"] == 0:
         # A constrained case may find nothing feasible in 6 evaluations (speed reducer, welded beam):
         # then there is no best, and the design closest to feasible is reported instead.

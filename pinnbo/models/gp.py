@@ -191,7 +191,9 @@ class GPPredictor:
             self.X = X if self.batched else X[None]                                   # (M, n, d)
             targets = model.train_targets if self.batched else model.train_targets[None]   # (M, n), transformed
             self.kernel = model.covar_module
-            self.constant = model.mean_module.constant.reshape(-1, 1)                 # (M, 1)
+            constant = getattr(model.mean_module, "constant", None)                # None: a ZeroMean
+            self.constant = (torch.zeros(self.X.shape[0], 1, dtype=X.dtype, device=X.device) if constant is None
+                             else constant.reshape(-1, 1))                              # (M, 1)
             n = X.shape[-2]
             # learned noise (M, 1) or (1,) broadcasts over the n points; fixed noise is (M, n) or (n,)
             noise = model.likelihood.noise.reshape(self.X.shape[0], -1).expand(self.X.shape[0], n)

@@ -60,6 +60,9 @@ class CommandOracle:
         constraints: names of the black-box constraints the program reports (``parse: json``, as
             ``{"objective": f, "constraints": {name: c, ...}}``); the call then returns
             ``(f, {name: c})``, the shape :meth:`pinnbo.problem.Problem.split_outcome` reads.
+        outputs: 0 for one value; M > 0 for a forward model of M outputs (a calibration): stdout's
+            last line holds M numbers (``parse: float``: separated by spaces or commas; ``parse:
+            json``: a list, or ``{"value": [...]}``) and the call returns them as an array.
     """
 
     command: str
@@ -67,6 +70,7 @@ class CommandOracle:
     parse: str = "float"
     cwd: Path | None = None
     constraints: tuple[str, ...] = ()
+    outputs: int = 0
     runs_a_program = True    # pinnbo.oracles.isolation.call_oracle: it isolates itself
 
     def __post_init__(self) -> None:
@@ -169,6 +173,8 @@ class CommandOracle:
         lines = [line.strip() for line in stdout.splitlines() if line.strip()]
         if not lines:
             raise OracleFailure("command printed nothing on stdout; expected the value")
+        if self.outputs:
+            return self._parse_outputs(stdout, lines[-1])
         if self.parse == "float":
             try:
                 return float(lines[-1])
@@ -203,6 +209,28 @@ class CommandOracle:
         if not self.constraints:
             return float(data)
         return float(data), self._constraint_values(reported)
+
+    def _parse_outputs(self, stdout: str, last: str) -> np.ndarray:
+        """The M outputs of a forward model (``outputs``)."""
+        expected = f"{self.outputs} numbers" + (" as a JSON list" if self.parse == "json" else " on the last line")
+        try:
+            if self.parse == "json":
+                try:
+                    data = json.loads(stdout)
+                except json.JSONDecodeError:
+                    data = json.loads(last)
+                if isinstance(data, dict):
+                    data = data.get("value", data.get("outputs"))
+                if not isinstance(data, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in data):
+                    raise ValueError
+                values = np.asarray(data, dtype=np.float64)
+            else:
+                values = np.asarray([float(v) for v in last.replace(",", " ").split()], dtype=np.float64)
+        except (ValueError, json.JSONDecodeError):
+            raise OracleFailure(f"unparsable output: expected {expected}, got {shown(_clip(last))}") from None
+        if values.size != self.outputs:
+            raise OracleFailure(f"unparsable output: expected {expected}, got {values.size}")
+        return values
 
     def _constraint_values(self, reported: Any) -> dict[str, float]:
         """``{"constraints": {name: value}}`` of the JSON output, checked against the declared names."""

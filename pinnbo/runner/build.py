@@ -94,14 +94,20 @@ def _with_case_constraints(self: Case, problem: Problem) -> Problem:
 def _with_command_oracle(self: Case, problem: Problem) -> Problem:
     """The problem with its objective replaced by the case's external command. Its domain,
     sense and PDE stay; f*, its location and the field map belonged to the replaced objective."""
+    from pinnbo.calibration.posterior import calibration_of
     from pinnbo.oracles.command import CommandOracle
 
     for key, value in (("noise", self.noise), ("constraint_noise", self.constraint_noise)):
         if value:
             raise CaseError(f"{key}: synthetic noise needs 512 oracle calls to scale; not available with an "
                             "external oracle (its measurements carry their own noise)")
+    posterior = calibration_of(problem)
     oracle = CommandOracle(self.oracle["command"], problem.domain.names, self.oracle.get("parse", "float"),
-                           cwd=self.base_dir, constraints=tuple(c.name for c in problem.oracle_constraints))
+                           cwd=self.base_dir, constraints=tuple(c.name for c in problem.oracle_constraints),
+                           outputs=0 if posterior is None else posterior.data.size)
+    if posterior is not None:   # the program is the forward model G; the objective stays V(G(x))
+        posterior = posterior.with_forward(oracle)
+        return replace(problem, objective=posterior, metadata={**problem.metadata, "calibration": posterior})
     return replace(problem, objective=oracle, optimum=None, optimum_location=None, field_plot=None)
 
 def build_optimizer(self: Case, problem: Problem) -> Optimizer:
