@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pinnbo.bench.options import REFERENCE, BenchError, BenchSettings, default_methods, default_reference
-from pinnbo.errors import HistoryError, MethodError, UserError, shown
+from pinnbo.errors import HistoryError, UserError, shown
 from pinnbo.optimizers import METHODS
-from pinnbo.runner.build import build_problem
+from pinnbo.runner.build import build_optimizer, build_problem
 from pinnbo.runner.case import Case, load_case
 from pinnbo.runner.history import check_folder
 from pinnbo.runner.state import CHECKPOINT, load_state, run_identity
@@ -123,20 +123,21 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                 raise BenchError(f"--methods: {shown(blind[0])} ignores constraints and case {shown(base.name)} has "
                                  f"{', '.join(problem.constraint_names)}; use methods among {able} (the default for "
                                  "a constrained case), and bench unconstrained cases separately")
+        params = {}
+        for method in methods:
+            # The case's own method_params were written for its method: kept for that method
+            # only; --params overrides on top. Every other method runs with its defaults.
+            params[method] = dict(base.method_params) if method == base.method else {}
+            params[method].update(settings.params.get(method, {}))
+            try:   # a method the problem does not admit (pde-gp and a nonlinear PDE) is refused now
+                build_optimizer(replace(base, method=method, method_params=params[method]), problem)
+            except UserError as exc:
+                raise BenchError(f"{source}: {method}: {exc}") from None
         jobs = []
         for seed in settings.seeds:
             for method in methods:
-                # The case's own method_params were written for its method: kept for that method
-                # only; --params overrides on top. Every other method runs with its defaults.
-                method_params = dict(base.method_params) if method == base.method else {}
-                method_params.update(settings.params.get(method, {}))
-                case = replace(base, method=method, method_params=method_params, seed=seed,
+                case = replace(base, method=method, method_params=params[method], seed=seed,
                                output=str(run_folder(folder, method, seed)))
-                if method_params:
-                    try:
-                        METHODS[method].Settings.from_params(method_params, method)
-                    except MethodError as exc:
-                        raise BenchError(f"{source}: {method}: {exc}") from None
                 job = RunJob(case, base.name, method, seed)
                 _check_resumable(job.folder, case.to_dict(), problem.domain.names)
                 job.done_before = recorded_evaluations(job.folder)

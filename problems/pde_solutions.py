@@ -1,0 +1,98 @@
+"""Closed-form solutions of 2-D PDEs, as design problems: the physics-informed methods measured
+beyond the papers' tasks, on a linear PDE none of them was tuned on and on a nonlinear one.
+
+    helmholtz   [0, π]²  ∇²u + 13u = 0 (linear)       u = sin 3x cos 2y + ½ cos 2x sin 3y, minimised
+    liouville   [0, 1]²  ∇²u + eᵘ = 0 (nonlinear)     u = ln 8λ² − 2 ln(1 + λ²|p − c|²), maximised
+
+Helmholtz: two global minima u* = −1.2873250630603432 at (0.43738, π/2) and (π − 0.43738, π/2),
+and a local one 5% above them (−1.21985), so a method must find the right basin; the value is the
+root of −3 cos 3x + sin 2x = 0 on y = π/2, where both y-derivatives vanish.
+Liouville's equation has this radial family of solutions for every λ > 0 and centre c; its
+maximum ln 8λ² is at c, and λ sets the peak's width 1/λ. The PDE-conditioned GP refuses it
+(nonlinear); PINN-BO takes it as it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from pinnbo.pde import PDE
+from pinnbo.problem import Box, Problem, ProblemError, register_problem
+
+HELMHOLTZ_MINIMUM = -1.2873250630603432
+HELMHOLTZ_ARGMIN = (0.4373755707327469, math.pi / 2)
+
+
+def helmholtz_values(X: np.ndarray) -> np.ndarray:
+    """u(x, y) = sin 3x cos 2y + ½ cos 2x sin 3y at points X (n, 2)."""
+    x, y = np.asarray(X, dtype=np.float64).T
+    return np.sin(3 * x) * np.cos(2 * y) + 0.5 * np.cos(2 * x) * np.sin(3 * y)
+
+
+def liouville_values(X: np.ndarray, width: float, center: tuple[float, float]) -> np.ndarray:
+    """u = ln 8λ² − 2 ln(1 + λ²|p − c|²) at points X (n, 2), λ = ``width``."""
+    X = np.asarray(X, dtype=np.float64)
+    r2 = np.sum((X - np.asarray(center)) ** 2, axis=1)
+    return math.log(8 * width**2) - 2 * np.log1p(width**2 * r2)
+
+
+def _oracle(values, name: str):
+    def objective(x: np.ndarray) -> float:
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.size != 2:
+            raise ProblemError(f"{name}: expected a design with 2 values, got shape {arr.shape}")
+        return float(values(arr.reshape(1, 2))[0])
+
+    return objective
+
+
+def _laplacian() -> tuple[sp.Symbol, sp.Symbol, sp.Expr, sp.Expr]:
+    x, y = sp.symbols("x y")
+    u = sp.Function("u")(x, y)
+    return x, y, u, u.diff(x, 2) + u.diff(y, 2)
+
+
+def _field(values, domain: Box):
+    """The problem's ``field_plot``: the true field on an n × n grid of ``domain``."""
+
+    def field(n: int):
+        xs = np.linspace(domain.lower[0], domain.upper[0], n)
+        ys = np.linspace(domain.lower[1], domain.upper[1], n)
+        X, Y = np.meshgrid(xs, ys)
+        return xs, ys, values(np.stack([X.ravel(), Y.ravel()], axis=1)).reshape(n, n)
+
+    return field
+
+
+@register_problem
+def helmholtz() -> Problem:
+    """u = sin 3x cos 2y + ½ cos 2x sin 3y on [0, π]², ∇²u + 13u = 0, minimised (u* = −1.28733)."""
+    _, _, u, laplacian = _laplacian()
+    domain = Box((0.0, 0.0), (math.pi, math.pi), ("x", "y"))
+    return Problem("helmholtz", domain, _oracle(helmholtz_values, "helmholtz"), "minimize",
+                   pde=PDE(laplacian + 13 * u, rhs=0), optimum=HELMHOLTZ_MINIMUM, optimum_location=HELMHOLTZ_ARGMIN,
+                   field_plot=_field(helmholtz_values, domain),
+                   description="a Helmholtz solution on [0, pi]^2, two global minima and a 5% local one")
+
+
+@register_problem
+def liouville(width: float = 6.0, center: list = (0.73, 0.31)) -> Problem:
+    """u = ln 8λ² − 2 ln(1 + λ²|p − c|²) on [0, 1]², ∇²u + exp(u) = 0 (nonlinear), maximised at c."""
+    if not (isinstance(width, (int, float)) and math.isfinite(width) and width > 0):
+        raise ProblemError(f"params.width: expected a number > 0, got {width!r}")
+    c = tuple(float(v) for v in center)
+    if len(c) != 2 or not all(0.0 <= v <= 1.0 for v in c):
+        raise ProblemError(f"params.center: expected [x, y] in [0, 1]^2, got {list(center)!r}")
+    _, _, u, laplacian = _laplacian()
+
+    def values(X: np.ndarray) -> np.ndarray:
+        return liouville_values(X, float(width), c)
+
+    domain = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+    return Problem("liouville", domain, _oracle(values, "liouville"), "maximize",
+                   pde=PDE(laplacian + sp.exp(u), rhs=0), optimum=math.log(8 * width**2), optimum_location=c,
+                   field_plot=_field(values, domain),
+                   description=f"a Liouville solution on [0, 1]^2 (nonlinear PDE), peak of width 1/{width:g} at {c}")
