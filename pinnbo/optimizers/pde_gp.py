@@ -5,8 +5,8 @@ The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP 
 observations and on L f = g at collocation points drawn once from the seed (space-filling Sobol
 points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
 the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
-argmax of BoTorch's LogExpectedImprovement on it (``optimize_acqf`` from Sobol starts, never a
-repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
+minimiser of BoTorch's lower confidence bound μ − β^½ σ on it (``UpperConfidenceBound`` with
+``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
 method is a plain GP with the same kernel.
 
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from botorch.acquisition import LogExpectedImprovement
+from botorch.acquisition import UpperConfidenceBound
 
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.errors import MethodError, PDEError
@@ -32,6 +32,10 @@ from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on.
 MAX_COLLOCATION_ROWS = 512
+#: UCB's β (β^½ = 2, as gp-ucb): the PDE-conditioned posterior is confident inside the box and
+#: uncertain on its boundary, where a harmonic function has its extremes; log EI, whose
+#: improvement is small there, reached 1% on fewer heat-plate seeds (docs/archive/retired-options.md).
+UCB_BETA = 4.0
 
 
 @dataclass
@@ -98,7 +102,7 @@ class PDEGPOptimizer(Optimizer):
                                self.linear_form, lower, widths, start=earlier_fit(self._fits, self.n_told))
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
                                                                                  self.model.hyperparameters())]
-            acq = LogExpectedImprovement(self.model, best_f=float(np.min(y)), maximize=False)
+            acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.n_told, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                         duplicate_tol=s.duplicate_tol, device=self.device)
