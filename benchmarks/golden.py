@@ -116,7 +116,13 @@ def main() -> int:
                     "sha256": hashlib.sha256(b"".join(
                         (args.record / n / f"{m}.jsonl").read_bytes() for n, m, _ in todo
                         if (args.record / n / f"{m}.jsonl").exists())).hexdigest()}
-        (args.record / "MANIFEST.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        path = args.record / "MANIFEST.json"
+        if args.only and path.exists():   # runs added to an existing freeze (new cases): say which and when
+            previous = json.loads(path.read_text())
+            previous.setdefault("additions", []).append(
+                {"commit": commit, "runs": [f"{n}/{m}" for n, m, _ in todo]})
+            manifest = previous
+        path.write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"{len(todo) - failures} of {len(todo)} runs {'recorded' if args.record else 'identical'}")
     return 1 if failures else 0
 
