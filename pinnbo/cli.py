@@ -301,7 +301,7 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
         for column in ("parameter", "type", "default", "meaning"):
             table.add_column(column, overflow="fold")
         for p in parameters:
-            table.add_row(p.name, p.type, p.default, p.meaning)
+            table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.meaning)))   # [lower, upper] is text
         print_table(console, table)
         console.print("example case:", highlight=False)
         console.print(example.rstrip(), highlight=False, markup=False, soft_wrap=True)

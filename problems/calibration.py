@@ -51,7 +51,11 @@ def _synthetic(model: MomentModel, truth: np.ndarray, window: tuple[float, float
 
 @register_problem
 def rossler(data_seed: int = 0) -> Problem:
-    """Rössler's parameter c from the time-averaged moments of its solution over [20, 50] (x* = 5.7)."""
+    """Rössler's parameter c from the time-averaged moments of its solution over [20, 50] (x* = 5.7).
+
+    Args:
+        data_seed: the seed of the synthetic data's noise draw (fixed: one dataset, one true posterior).
+    """
     truth = np.array([5.7])
     data, variance = _synthetic(ROSSLER, truth, (20.0, 500.0), 1.0, data_seed)
     return calibration_problem("rossler", ROSSLER, data, variance, prior_mean=[6.0], prior_sd=[2.0],
@@ -62,7 +66,11 @@ def rossler(data_seed: int = 0) -> Problem:
 
 @register_problem
 def lorenz63(data_seed: int = 0) -> Problem:
-    """Lorenz-63's (sigma, rho, beta) from the time-averaged moments over [10, 200] (x* = (10, 28, 8/3))."""
+    """Lorenz-63's (sigma, rho, beta) from the time-averaged moments over [10, 200] (x* = (10, 28, 8/3)).
+
+    Args:
+        data_seed: the seed of the synthetic data's noise draw (fixed: one dataset, one true posterior).
+    """
     truth = np.array([10.0, 28.0, 8.0 / 3.0])
     data, variance = _synthetic(LORENZ63, truth, (10.0, 2000.0), 0.25, data_seed)
     return calibration_problem("lorenz63", LORENZ63, data, variance, prior_mean=[10.0, 28.5, 2.7],
@@ -75,7 +83,15 @@ def lorenz63(data_seed: int = 0) -> Problem:
 @register_problem
 def calibration(bounds: dict, data: list, noise_variance: float | list, prior_mean: dict | list,
                 prior_sd: dict | list) -> Problem:
-    """A forward model run as the case's oracle command, calibrated against data (module docstring)."""
+    """A forward model run as the case's oracle command, calibrated against data (module docstring).
+
+    Args:
+        bounds: the parameters and their box, {name: [lower, upper]}; it must hold the prior's mass.
+        data: the measured outputs D, a list of M numbers (the command prints M numbers too).
+        noise_variance: the variance of each output's noise (one number for all, or a list of M).
+        prior_mean: the Gaussian prior's mean, {name: value} or a list in the order of bounds.
+        prior_sd: the Gaussian prior's standard deviation per parameter, like prior_mean.
+    """
     names, lower, upper = parse_bounds(bounds)
     return calibration_problem("calibration", None, data, noise_variance,
                                per_variable(prior_mean, names, "params.prior_mean"),

@@ -80,7 +80,12 @@ def helmholtz() -> Problem:
 
 @register_problem
 def liouville(width: float = 6.0, center: list = (0.73, 0.31)) -> Problem:
-    """u = ln 8λ² − 2 ln(1 + λ²|p − c|²) on [0, 1]², ∇²u + exp(u) = 0 (nonlinear), maximised at c."""
+    """u = ln 8λ² − 2 ln(1 + λ²|p − c|²) on [0, 1]², ∇²u + exp(u) = 0 (nonlinear), maximised at c.
+
+    Args:
+        width: λ > 0; the peak's width is 1/λ and its height ln 8λ².
+        center: c = [x, y] in the unit square, where the maximum is.
+    """
     if not (isinstance(width, (int, float)) and math.isfinite(width) and width > 0):
         raise ProblemError(f"params.width: expected a number > 0, got {width!r}")
     c = tuple(float(v) for v in center)

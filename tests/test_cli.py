@@ -267,3 +267,10 @@ def test_initial_points_overrides_the_case(tmp_path):
     assert phases == ["initial"] * 3 + ["optimizer"] * 2
     bad = CliRunner().invoke(app, ["run", str(case), "--initial-points", "0", "--quiet"])
     assert bad.exit_code == 2 and "--initial-points: expected an integer >= 1, got 0" in bad.output
+
+
+def test_problem_parameters_are_printed_as_written():
+    """A parameter's meaning with brackets ([lower, upper]) is text, not console markup."""
+    result = runner.invoke(app, ["problems", "calibration"])
+    assert result.exit_code == 0, result.output
+    assert "{name: [lower, upper]}" in result.output
