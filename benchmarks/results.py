@@ -14,38 +14,51 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
 
 PDE_METHODS = "pinn-bo,pde-gp,gp-ei,gp-ucb,exploit,neural-bo,random"
+NONLINEAR_METHODS = PDE_METHODS.replace("pde-gp,", "")     # pde-gp takes linear PDEs only
+PHYSICS = ("pinn-bo", "pde-gp")
+GP = ("gp-ei", "gp-ucb")
 FAMILIES = [
     ("Problems with a PDE, 1-D and 2-D",
-     "PINN-BO's real tasks (the heat plates, the beam) and DropWave: 10 seeds, budget 40 (10 initial "
+     "PINN-BO's real tasks (the heat plates, the beam), DropWave, and two closed-form solutions no method was "
+     "tuned on (a Helmholtz solution, linear; a Liouville solution, nonlinear): 10 seeds, budget 40 (10 initial "
      "points and 30 proposals), where sample efficiency shows; the shipped cases' own budgets are larger.",
-     ["heat_bc1", "heat_bc2", "heat_bc3", "beam", "dropwave"],
-     "pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
-     f"--methods {PDE_METHODS} --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT"),
+     ["heat_bc1", "heat_bc2", "heat_bc3", "beam", "dropwave", "helmholtz", "liouville"],
+     ["pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
+      f"cases/helmholtz.yaml --methods {PDE_METHODS} --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT",
+      f"pinnbo bench cases/liouville.yaml --methods {NONLINEAR_METHODS} --seeds 10 --budget 40 --initial-points 10 "
+      "--jobs 2 --output ROOT"]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
       "heat_bc1_gradient"],
-     "pinnbo bench cases/branin_c.yaml cases/simionescu.yaml cases/gas.yaml cases/ackley5_c.yaml "
-     "cases/hartmann6_c.yaml cases/welded_beam.yaml cases/speed_reducer.yaml cases/heat_bc1_gradient.yaml "
-     "--methods neural-cbo,gp-cei,random --seeds 10 --budget 60 --initial-points 10 --jobs 2 --output ROOT"),
+     ["pinnbo bench cases/branin_c.yaml cases/simionescu.yaml cases/gas.yaml cases/ackley5_c.yaml "
+      "cases/hartmann6_c.yaml cases/welded_beam.yaml cases/speed_reducer.yaml cases/heat_bc1_gradient.yaml "
+      "--methods neural-cbo,gp-cei,random --seeds 10 --budget 60 --initial-points 10 --jobs 2 --output ROOT"]),
     ("High-dimensional functions with a PDE",
      "PINN-BO's synthetic functions in 10 to 50 dimensions, the shipped cases' 50 initial points: "
      "5 seeds, budget 100.",
      ["styblinski_tang", "rastrigin", "michalewicz", "cosine_mixture"],
-     "pinnbo bench cases/styblinski_tang.yaml cases/rastrigin.yaml cases/michalewicz.yaml cases/cosine_mixture.yaml "
-     "--methods pinn-bo,gp-ei,exploit,random --seeds 5 --budget 100 --jobs 2 --output ROOT"),
+     ["pinnbo bench cases/styblinski_tang.yaml cases/rastrigin.yaml cases/michalewicz.yaml cases/cosine_mixture.yaml "
+      "--methods pinn-bo,gp-ei,exploit,random --seeds 5 --budget 100 --jobs 2 --output ROOT"]),
+]
+CALIBRATION_COMMANDS = [
+    "python benchmarks/calibration_accuracy.py cases/rossler.yaml --seeds 20 --jobs 2 --output bench-results/calibration",
+    "python benchmarks/calibration_accuracy.py cases/lorenz63.yaml --methods exploit+,random --seeds 5 --budget 100 "
+    "--reference-points 1000 --jobs 2 --output bench-results/calibration",
 ]
 
 
@@ -106,7 +119,64 @@ def case_table(summary: dict) -> list[str]:
     return lines
 
 
-def render(roots: list[Path]) -> str:
+def _to_target(result: dict) -> tuple[float, int]:
+    """(median proposals to 1% with never = inf, -hits): sorts the better method first."""
+    stats = result.get(target_key(REGRET_TARGETS[-1])) or {}
+    median = stats.get("median")
+    return (math.inf if median is None else median, -stats.get("hits", 0))
+
+
+def physics_summary(roots: list[Path], cases: list[str]) -> list[str]:
+    """Per case: the best physics-informed method against the better GP on proposals to 1%, and
+    its cost per proposal against gp-ei's (the promise: fewer evaluations at a small multiple of
+    the GP's compute)."""
+    lines = ["### Does the PDE pay?", "",
+             "Per case, the physics-informed method (" + ", ".join(f"`{m}`" for m in PHYSICS) + ") that needs the "
+             "fewest proposals to 1% against the better of " + " and ".join(f"`{m}`" for m in GP) + " (median "
+             "[seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than the GP; cost: its "
+             "s/iter over gp-ei's.", "",
+             "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei |", "|---|---|---|---|---|---|---|"]
+    for case in cases:
+        folder = next((root / case for root in roots if (root / case / "summary.json").exists()), None)
+        if folder is None:
+            continue
+        results = json.loads((folder / "summary.json").read_text())["results"]
+        physics = sorted((m for m in PHYSICS if m in results), key=lambda m: _to_target(results[m]))
+        gps = sorted((m for m in GP if m in results), key=lambda m: _to_target(results[m]))
+        if not physics or not gps:
+            continue
+        p, g = physics[0], gps[0]
+        (pm, _), (gm, _) = _to_target(results[p]), _to_target(results[g])
+        ratio = "—" if math.isinf(pm) else ("< 1" if math.isinf(gm) else f"{pm / gm:.2f}")
+        cost = "—"
+        if "gp-ei" in results:
+            a, b = (results[p]["seconds_per_iteration"] or {}).get("mean"), \
+                (results["gp-ei"]["seconds_per_iteration"] or {}).get("mean")
+            cost = "—" if not a or not b else f"{a / b:.1f}"
+        key = target_key(REGRET_TARGETS[-1])
+        lines.append(f"| {case} | `{p}` | {_proposals(results[p].get(key))} | `{g}` | {_proposals(results[g].get(key))} "
+                     f"| {ratio} | {cost} |")
+    return lines + [""]
+
+
+def calibration_section(folder: Path) -> list[str]:
+    """The calibration benchmark's tables (benchmarks/calibration_accuracy.py), from its accuracy.json files."""
+    from calibration_accuracy import markdown
+
+    out = ["## Calibration accuracy", "",
+           "How close `pinnbo calibrate`'s surrogate posterior comes to the true one, per design strategy, as in "
+           "Kim & Sanz-Alonso's Tables 2 and 3 (definitions in [guide/calibration.md](guide/calibration.md) and "
+           "`benchmarks/calibration_accuracy.py`):", "", "```bash", *CALIBRATION_COMMANDS, "```", ""]
+    found = sorted(folder.glob("*/accuracy.json")) if folder.is_dir() else []
+    if not found:
+        return out + ["Not measured yet: run the commands above.", ""]
+    for path in found:
+        report = json.loads(path.read_text())
+        out += [f"### {report['problem']}", "", markdown(report), ""]
+    return out
+
+
+def render(roots: list[Path], calibration: Path | None = None) -> str:
     out = ["# Results", "",
            "Generated by `python benchmarks/results.py` from `pinnbo bench` folders; do not edit by hand. "
            "Columns as in [guide/bench.md](guide/bench.md#what-the-table-says): best and regret are means ± "
@@ -118,7 +188,10 @@ def render(roots: list[Path]) -> str:
            "initial design. The algorithms: [algorithms.md](algorithms.md); older measurements, with the "
            "commits that made them: [archive/](archive/).", ""]
     for title, about, cases, command in FAMILIES:
-        out += [f"## {title}", "", about, "", "```bash", command.replace("ROOT", "bench-results/results"), "```", ""]
+        out += [f"## {title}", "", about, "", "```bash", *(c.replace("ROOT", "bench-results/results") for c in command),
+                "```", ""]
+        if cases is FAMILIES[0][2]:
+            out += physics_summary(roots, cases)
         for case in cases:
             folder = next((root / case for root in roots if (root / case / "summary.json").exists()), None)
             if folder is None:
@@ -133,15 +206,19 @@ def render(roots: list[Path]) -> str:
                     + (" (smoke settings: a check of the machinery, not a result)" if summary["smoke"] else "")
                     + f". Commit {', '.join(commits)}; {'; '.join(cpus)}.", ""]
             out += case_table(summary) + [""]
+    if calibration is not None:
+        out += calibration_section(calibration)
     return "\n".join(out).rstrip() + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="+", type=Path, help="bench output folders (the first holding a case wins)")
+    parser.add_argument("--calibration", type=Path, default=Path("bench-results/calibration"),
+                        help="the calibration benchmark's output folder")
     parser.add_argument("--output", default=str(ROOT / "docs" / "results.md"), help="file to write, or - to print")
     args = parser.parse_args()
-    text = render(args.roots)
+    text = render(args.roots, args.calibration)
     if args.output == "-":
         sys.stdout.write(text)
     else:
