@@ -9,7 +9,8 @@
   the prior standard deviation (capped at a quarter of the box), the common step size adapted
   during burn-in towards the acceptance rate that is optimal for a Gaussian target (0.44 in one
   dimension, 0.234 in many; Roberts & Rosenthal 2001); a proposal outside the box is rejected.
-  Burn-in samples are dropped; the acceptance rate after burn-in is reported.
+  Burn-in samples are dropped, and each chain keeps every ``THIN``-th state after it (neighbouring
+  states of a random walk are strongly correlated); the acceptance rate after burn-in is reported.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ REJECTION_BATCH = 4096
 CHAINS = 8
 #: Burn-in adaptation: the step is updated every ADAPT_EVERY iterations.
 ADAPT_EVERY = 50
+#: Every THIN-th state of a chain is kept after burn-in.
+THIN = 8
 
 Progress = Callable[[int, int], None]
 
@@ -73,7 +76,7 @@ def rejection(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: i
 def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: int, burn_in: int,
                start: np.ndarray, scale: np.ndarray, rng: np.random.Generator,
                progress: Progress | None = None) -> Samples:
-    """``n`` draws (after ``burn_in`` iterations per chain) from CHAINS chains (module docstring)."""
+    """``n`` draws from CHAINS chains, each after ``burn_in`` iterations and thinned by THIN (module docstring)."""
     d = domain.dim
     target = 0.44 if d == 1 else 0.234
     per_chain = math.ceil(n / CHAINS)
@@ -82,7 +85,7 @@ def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: 
     current = np.repeat(np.asarray(start, dtype=np.float64).reshape(1, d), CHAINS, axis=0)
     current_logp = log_density(current)
     kept, accepted, window = [], 0, np.zeros(CHAINS)
-    total = burn_in + per_chain
+    total = burn_in + per_chain * THIN
     for t in range(total):
         proposal = current + step * scale * rng.standard_normal((CHAINS, d))
         inside = np.all((proposal >= domain.lower_array) & (proposal <= domain.upper_array), axis=1)
@@ -99,9 +102,10 @@ def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: 
                 window[:] = 0
         else:
             accepted += int(move.sum())
-            kept.append(current.copy())
+            if (t - burn_in + 1) % THIN == 0:
+                kept.append(current.copy())
         if progress is not None and (t % 100 == 0 or t == total - 1):
             progress(t + 1, total)
     chains = np.stack(kept, axis=1)                               # (CHAINS, per_chain, d)
-    return Samples(chains.reshape(-1, d)[:n], "metropolis", accepted / (per_chain * CHAINS),
-                   {"chains": CHAINS, "burn_in": burn_in, "step": step, "scale": scale.tolist()})
+    return Samples(chains.reshape(-1, d)[:n], "metropolis", accepted / (per_chain * THIN * CHAINS),
+                   {"chains": CHAINS, "burn_in": burn_in, "thin": THIN, "step": step, "scale": scale.tolist()})
