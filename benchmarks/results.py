@@ -182,7 +182,7 @@ def render(roots: list[Path], calibration: Path | None = None) -> str:
            "Columns as in [guide/bench.md](guide/bench.md#what-the-table-says): best and regret are means ± "
            "standard error over seeds; `to 10%` / `to 1%` the median proposals after the initial design until "
            "the normalised regret |f* − best| / |f* − m0| reaches 0.1 / 0.01 [seeds that got there]; s/iter the "
-           "seconds per proposal (fit + acquisition, oracle excluded); p (BH) the one-sided Welch test of the "
+           "seconds per proposal (fit + acquisition, oracle excluded; wall time on the machine named, which other benches may have shared, so compare it within a table); p (BH) the one-sided Welch test of the "
            "first method's final best against each other's and p to 1% (BH) the rank test on proposals to 1 %, "
            "Benjamini–Hochberg adjusted (`*`: significant at 0.05). Every method of a seed starts from the same "
            "initial design. The algorithms: [algorithms.md](algorithms.md); older measurements, with the "
