@@ -25,15 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from pinnbo.calibration.figures import plot_density, plot_surrogate
 from pinnbo.calibration.posterior import LogPosterior
 from pinnbo.calibration.sampling import REJECTION_MAX_DIM, Progress, Samples, metropolis, rejection
 from pinnbo.calibration.surrogate import KERNEL, Surrogate, fit_surrogate, surrogate_maximum
-from pinnbo.errors import UserError
+from pinnbo.errors import UserError, write_failure
 from pinnbo.problem import Problem
 from pinnbo.runner.history import History, write_json_atomic, write_text_atomic
-from pinnbo.streams import numpy_rng
+from pinnbo.streams import derived_seed, numpy_rng
 
 #: Posterior samples kept by default (the paper's figure shows 2000).
 DEFAULT_SAMPLES = 2000
@@ -85,7 +86,9 @@ def calibrate(history: History, problem: Problem, posterior: LogPosterior, folde
         raise CalibrationError(f"calibration: the run has {len(V)} successful evaluation(s); the surrogate needs at "
                                "least 2 (a larger --budget extends the run)")
     domain = problem.domain
-    surrogate = fit_surrogate(X, V, domain)
+    with torch.random.fork_rng():     # a failed GP fit restarts from random draws: seeded, never the clock
+        torch.manual_seed(derived_seed(seed, "calibration", "fit"))
+        surrogate = fit_surrogate(X, V, domain)
     x_max, v_max = surrogate_maximum(surrogate, seed, X)
     rng = numpy_rng(seed, "calibration", "sampling")
     drawn = None
@@ -103,7 +106,10 @@ def calibrate(history: History, problem: Problem, posterior: LogPosterior, folde
         "sampler_details": drawn.details,
         "parameters": summarise(drawn.values, domain.names),
     }
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failure(folder, exc) from None
     write_text_atomic(folder / "design.csv", _csv(list(domain.names) + ["V", "phase"],
                                                   [[*x, v, p] for x, v, p in zip(X.tolist(), V.tolist(), phases)]))
     write_text_atomic(folder / "samples.csv", _csv(list(domain.names), drawn.values.tolist()))
