@@ -45,6 +45,8 @@ MultiIndex = tuple[int, ...]
 # A compiled node: (values of the placeholder/input symbols, (N,) reference tensor) -> value.
 # Constant subtrees are folded to Python floats; everything else is an (N,) tensor.
 _Node = Callable[[Mapping[sp.Symbol, torch.Tensor], torch.Tensor], "torch.Tensor | float"]
+#: The key of a residual's environment holding the inputs detached from the graph (PDE._build).
+_CONSTANT_INPUTS = "constant inputs"
 
 
 def _heaviside(x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
@@ -152,6 +154,9 @@ class PDE:
     Raises:
         PDEError: on any declaration that cannot be compiled, naming the offending symbol.
     """
+
+    #: Whether _build wraps the next input-only subtree (off while building inside one).
+    _split_coefficients = True
 
     def __init__(
         self,
@@ -316,6 +321,17 @@ class PDE:
 
     def _build(self, expr: sp.Basic) -> _Node:
         """Turn a sympy tree into nested torch closures; constants are folded to floats here."""
+        if (self._split_coefficients and isinstance(expr, sp.Expr) and expr.free_symbols
+                and not expr.has(AppliedUndef) and not expr.has(sp.Derivative)):
+            # A function of the inputs alone (a coefficient such as the beam's EI(x), a source g):
+            # evaluated on the detached inputs when the caller does not differentiate in them, so
+            # training's backward pass does not run through it (values and parameter gradients unchanged).
+            self._split_coefficients = False
+            try:
+                node = self._build(expr)
+            finally:
+                self._split_coefficients = True
+            return lambda env, ref: node(env.get(_CONSTANT_INPUTS, env), ref)
         if expr == self._call:
             p = self._placeholder((0,) * self.dim)
             return lambda env, ref: env[p]
@@ -424,6 +440,9 @@ class PDE:
             derivatives = _derivatives(h.reshape(-1), z, multi_indices)
             env = {s: z[:, i] for i, s in enumerate(symbols)}
             env.update({placeholders[a]: derivatives[a] for a in multi_indices})
+            if not points.requires_grad:     # nobody asks for d residual / d points: coefficients are constants
+                detached = z.detach()
+                env[_CONSTANT_INPUTS] = {s: detached[:, i] for i, s in enumerate(symbols)}
             ref = z[:, 0].detach()
             columns = [_as_tensor(eq(env, ref), ref) for eq in equations]
             return torch.stack(columns, dim=1).to(points.dtype)

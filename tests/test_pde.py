@@ -333,3 +333,21 @@ def test_a_maximised_problem_hands_its_optimiser_the_pde_of_the_minimised_values
         residual = optimizer.pde.compile()
         torch.testing.assert_close(residual(lambda z: -square(z), points), torch.zeros(10, 1, dtype=torch.float64))
         assert residual(square, points).abs().min() > 7.9
+
+
+def test_coefficients_stay_differentiable_in_the_points_when_asked():
+    """x²·u'' = sin x, h = x³: the residual 6x³ − sin x; its derivative in the points, 18x² − cos x,
+    needs the coefficient and the source in the graph (points that require grad), while the values
+    are the same whether they do or not."""
+    x = sp.Symbol("x")
+    u = sp.Function("u")(x)
+    residual = PDE(x**2 * u.diff(x, 2), rhs=sp.sin(x)).compile()
+    points = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64).reshape(-1, 1)
+    plain = residual(lambda z: z[:, 0] ** 3, points)
+    asked = points.clone().requires_grad_(True)
+    traced = residual(lambda z: z[:, 0] ** 3, asked)
+    assert torch.equal(plain, traced.detach())
+    expected = 6 * points[:, 0] ** 3 - torch.sin(points[:, 0])
+    assert torch.allclose(plain[:, 0], expected, atol=1e-12)
+    (slope,) = torch.autograd.grad(traced.sum(), asked)
+    assert torch.allclose(slope[:, 0], 18 * points[:, 0] ** 2 - torch.cos(points[:, 0]), atol=1e-10)
