@@ -1,5 +1,5 @@
 """Seconds per iteration of every method at t = 50 and t = 200 observations on a 2-D case, side by
-side in one run (issue 4: "PINN-BO within 3× of GP-EI at t = 200").
+side in one run (the target: a physics-informed step within 3× of GP-EI's at the same t).
 
 One iteration is what ``pinnbo run`` times as ``ask_seconds``: the surrogate fit plus the
 acquisition, oracle excluded. For each method and each t the optimiser is told the same t designs
