@@ -6,7 +6,7 @@ rerun skips complete runs), the surrogate V̂ is fitted to the design points as 
 does, and compared with the true log-posterior V computed from the real forward model:
 
 - one parameter (Rössler): the true and the surrogate densities, each normalised on a grid of
-  GRID points over the box (the paper: 1401 points on [1, 14]); the ℓ2 difference is the Euclidean
+  DENSITY_GRID points over the box (the paper: 1401 points on [1, 14]); the ℓ2 difference is the Euclidean
   norm of the difference of the two density vectors (the paper's definition).
 - several parameters (Lorenz-63): the unnormalised densities exp(V) and exp(V̂) at a Latin
   hypercube of ``--reference-points`` points in the box (the paper: 30 000); the ℓ2 difference is
@@ -40,13 +40,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pinnbo.bench.statistics import benjamini_hochberg  # noqa: E402
+from pinnbo.calibration.figures import DENSITY_GRID  # noqa: E402
 
-GRID = 1401
 PAPER_POINTS = 30_000
 PAPER = {"rossler": {"gp-ucb": "0.7134 ± 0.0004", "random": "1.1129 ± 0.9910", "exploit+": "0.4285 ± 0.0986",
                      "gp-ucb+": "0.3569 ± 0.0710"},
          "lorenz63": {"exploit+": "14.10 ± 1.34", "random": "80.68 ± 54.27"}}
 PLUS = ("exploit+", "gp-ucb+")
+#: The case's problem, built once by main() before the worker processes fork from it (a Lorenz-63
+#: build solves 2000 time units for Γ).
+_PROBLEM = None
 
 
 def _problem(case_path: str):
@@ -61,27 +64,25 @@ def _reference_points(problem, points: int) -> np.ndarray:
 
     domain = problem.domain
     if domain.dim == 1:
-        return np.linspace(domain.lower[0], domain.upper[0], GRID)[:, None]
+        return np.linspace(domain.lower[0], domain.upper[0], DENSITY_GRID)[:, None]
     return domain.from_unit(qmc.LatinHypercube(d=domain.dim, seed=0).random(points))
 
 
-def _true_values(args: tuple[str, np.ndarray]) -> np.ndarray:
-    case_path, X = args
-    problem = _problem(case_path)
-    return np.array([problem.objective(x) for x in X])
+def _true_values(X: np.ndarray) -> np.ndarray:
+    return np.array([_PROBLEM.objective(x) for x in X])
 
 
-def reference(case_path: str, points: int, jobs: int, folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(points X, true V at X), computed once with the real forward model and kept in ``folder``."""
-    path = folder / f"reference-{points if _problem(case_path).domain.dim > 1 else GRID}.npz"
+def reference(points: int, jobs: int, folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(points X, true V at X) of _PROBLEM, computed once with the real forward model and kept in ``folder``."""
+    path = folder / f"reference-{points if _PROBLEM.domain.dim > 1 else DENSITY_GRID}.npz"
     if path.exists():
         stored = np.load(path)
         return stored["X"], stored["V"]
-    X = _reference_points(_problem(case_path), points)
+    X = _reference_points(_PROBLEM, points)
     started = time.perf_counter()
     chunks = np.array_split(X, max(1, jobs * 4))
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        V = np.concatenate(pool.map(_true_values, [(case_path, c) for c in chunks]))
+        V = np.concatenate(pool.map(_true_values, chunks))
     print(f"reference: {len(X)} forward solves in {time.perf_counter() - started:.0f} s", flush=True)
     folder.mkdir(parents=True, exist_ok=True)
     np.savez(path, X=X, V=V)
@@ -97,26 +98,23 @@ def one_run(args: tuple) -> dict:
     from pinnbo.bench.plan import recorded_evaluations
     from pinnbo.calibration import calibrate, calibration_of
     from pinnbo.calibration.posterior import normalised_density
-    from pinnbo.calibration.surrogate import fit_surrogate
-    from pinnbo.calibration.calibrate import design_points
-    from pinnbo.runner.build import build_optimizer, build_problem, run_settings
+    from pinnbo.runner.build import build_optimizer, run_settings
     from pinnbo.runner.case import load_case
     from pinnbo.runner.loop import run
 
     case = load_case(case_path, {"method": method, "seed": seed, "budget": budget, "output": str(folder)})
-    problem = build_problem(case)
+    problem = _PROBLEM      # the overrides (method, seed, budget, output) do not change the problem
     resume = recorded_evaluations(folder) > 0
     history = run(problem, build_optimizer(case, problem), run_settings(case, problem, resume=resume), None)
-    X, V, _ = design_points(history)
-    surrogate = fit_surrogate(X, V, problem.domain)
-    V_hat = surrogate(X_ref)
+    # pinnbo calibrate's own surrogate and samples (2000 draws)
+    result = calibrate(history, problem, calibration_of(problem), folder / "calibration", seed, 2000)
+    V_hat = result.surrogate(X_ref)
     if problem.domain.dim == 1:
         grid = X_ref[:, 0]
         p_true, p_hat = normalised_density(V_ref, grid), normalised_density(V_hat, grid)
         l2 = float(np.linalg.norm(p_true - p_hat))
     else:
         l2 = float(np.linalg.norm(np.exp(V_ref) - np.exp(V_hat)) * np.sqrt(PAPER_POINTS / len(V_ref)))
-    result = calibrate(history, problem, calibration_of(problem), folder / "calibration", seed, 2000)
     truth = problem.metadata.get("true_parameters")
     stats = result.summary["parameters"]
     covered = None if truth is None else all(lo <= t <= hi for t, (lo, hi) in
@@ -144,10 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-    problem = _problem(args.case)
+    global _PROBLEM
+    _PROBLEM = problem = _problem(args.case)
     name = problem.name
     folder = args.output / name
-    X_ref, V_ref = reference(args.case, args.reference_points, args.jobs, folder)
+    X_ref, V_ref = reference(args.reference_points, args.jobs, folder)
     methods = args.methods.split(",")
     tasks = [(args.case, m, s, args.budget, folder / "runs" / m / f"seed{s}", X_ref, V_ref)
              for m in methods for s in range(args.seeds)]

@@ -119,6 +119,11 @@ def case_table(summary: dict) -> list[str]:
     return lines
 
 
+def _case_folder(roots: list[Path], case: str) -> Path | None:
+    """The first root's folder of ``case`` that holds a bench summary."""
+    return next((root / case for root in roots if (root / case / "summary.json").exists()), None)
+
+
 def _to_target(result: dict) -> tuple[float, int]:
     """(median proposals to 1% with never = inf, -hits): sorts the better method first."""
     stats = result.get(target_key(REGRET_TARGETS[-1])) or {}
@@ -137,7 +142,7 @@ def physics_summary(roots: list[Path], cases: list[str]) -> list[str]:
              "s/iter over gp-ei's.", "",
              "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei |", "|---|---|---|---|---|---|---|"]
     for case in cases:
-        folder = next((root / case for root in roots if (root / case / "summary.json").exists()), None)
+        folder = _case_folder(roots, case)
         if folder is None:
             continue
         results = json.loads((folder / "summary.json").read_text())["results"]
@@ -193,7 +198,7 @@ def render(roots: list[Path], calibration: Path | None = None) -> str:
         if cases is FAMILIES[0][2]:
             out += physics_summary(roots, cases)
         for case in cases:
-            folder = next((root / case for root in roots if (root / case / "summary.json").exists()), None)
+            folder = _case_folder(roots, case)
             if folder is None:
                 out += [f"### {case}", "", "Not measured yet: run the command above.", ""]
                 continue

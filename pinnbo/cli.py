@@ -200,16 +200,15 @@ def calibrate(
     to the design points and sample the posterior (results in <output>/calibration/)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from pinnbo.calibration import MAX_SAMPLES, calibrate as calibrate_run, calibration_of
-    from pinnbo.report.format import fmt
+    from pinnbo.calibration import calibrate as calibrate_run, calibration_of, check_samples
+    from pinnbo.report.format import fmt, print_table
 
     def check(loaded, problem) -> None:
         if calibration_of(problem) is None:
             raise UserError(f"problem: {loaded.problem} is not a calibration problem (pinnbo calibrate needs rossler, "
                             "lorenz63, calibration, or a problem file returning calibration_problem(...)); "
                             "pinnbo run optimises it")
-        if not 1 <= samples <= MAX_SAMPLES:
-            raise UserError(f"--samples: expected an integer in [1, {MAX_SAMPLES}], got {samples}")
+        check_samples(samples)
 
     loaded, problem, history, summary, _ = _run_case(
         case, {"method": method, "seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
@@ -236,8 +235,6 @@ def calibrate(
     for name, stats in posterior["parameters"].items():
         low, high = stats["interval_95"]
         table.add_row(name, fmt(stats["mean"], 5), fmt(stats["sd"], 3), f"[{fmt(low, 5)}, {fmt(high, 5)}]")
-    from pinnbo.report.format import print_table
-
     print_table(console, table)
     console.print(f"samples, summaries and plots in {folder}/", highlight=False, markup=False)
 

@@ -249,6 +249,19 @@ class Problem:
         return abs(self.optimum - best_true)
 
 
+def point_oracle(values: Callable[[np.ndarray], np.ndarray], dim: int, name: str) -> Callable[[np.ndarray], float]:
+    """The objective ``x (d,) -> float`` of a batched function ``values(X (n, d)) -> (n,)``."""
+
+    def objective(x: np.ndarray) -> float:
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.size != dim:
+            raise ProblemError(f"{name}: expected a design with {dim} values, got shape {arr.shape}")
+        return float(values(arr.reshape(1, dim))[0])
+
+    objective.__doc__ = f"{name}: true (noise-free) value at one design x of shape ({dim},)."
+    return objective
+
+
 def read_outcome(problem: Problem, outcome) -> tuple[float, dict[str, float], str | None]:
     """(objective, black-box constraint values, None) of one oracle result, or (nan, {}, reason)
     when it does not have the problem's shape (a failed evaluation, not a crash)."""

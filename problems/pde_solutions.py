@@ -20,7 +20,7 @@ import numpy as np
 import sympy as sp
 
 from pinnbo.pde import PDE
-from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Problem, ProblemError, point_oracle, register_problem
 
 HELMHOLTZ_MINIMUM = -1.2873250630603432
 HELMHOLTZ_ARGMIN = (0.4373755707327469, math.pi / 2)
@@ -37,16 +37,6 @@ def liouville_values(X: np.ndarray, width: float, center: tuple[float, float]) -
     X = np.asarray(X, dtype=np.float64)
     r2 = np.sum((X - np.asarray(center)) ** 2, axis=1)
     return math.log(8 * width**2) - 2 * np.log1p(width**2 * r2)
-
-
-def _oracle(values, name: str):
-    def objective(x: np.ndarray) -> float:
-        arr = np.asarray(x, dtype=np.float64)
-        if arr.size != 2:
-            raise ProblemError(f"{name}: expected a design with 2 values, got shape {arr.shape}")
-        return float(values(arr.reshape(1, 2))[0])
-
-    return objective
 
 
 def _laplacian() -> tuple[sp.Symbol, sp.Symbol, sp.Expr, sp.Expr]:
@@ -72,7 +62,7 @@ def helmholtz() -> Problem:
     """u = sin 3x cos 2y + ½ cos 2x sin 3y on [0, π]², ∇²u + 13u = 0, minimised (u* = −1.28733)."""
     _, _, u, laplacian = _laplacian()
     domain = Box((0.0, 0.0), (math.pi, math.pi), ("x", "y"))
-    return Problem("helmholtz", domain, _oracle(helmholtz_values, "helmholtz"), "minimize",
+    return Problem("helmholtz", domain, point_oracle(helmholtz_values, 2, "helmholtz"), "minimize",
                    pde=PDE(laplacian + 13 * u, rhs=0), optimum=HELMHOLTZ_MINIMUM, optimum_location=HELMHOLTZ_ARGMIN,
                    field_plot=_field(helmholtz_values, domain),
                    description="a Helmholtz solution on [0, pi]^2, two global minima and a 5% local one")
@@ -97,7 +87,7 @@ def liouville(width: float = 6.0, center: list = (0.73, 0.31)) -> Problem:
         return liouville_values(X, float(width), c)
 
     domain = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
-    return Problem("liouville", domain, _oracle(values, "liouville"), "maximize",
+    return Problem("liouville", domain, point_oracle(values, 2, "liouville"), "maximize",
                    pde=PDE(laplacian + sp.exp(u), rhs=0), optimum=math.log(8 * width**2), optimum_location=c,
                    field_plot=_field(values, domain),
                    description=f"a Liouville solution on [0, 1]^2 (nonlinear PDE), peak of width 1/{width:g} at {c}")

@@ -17,11 +17,10 @@ and :func:`levy_values` (also ``problem.metadata["batch_function"]``).
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 
-from pinnbo.problem import Box, Problem, ProblemError, check_dimension, register_problem
+from pinnbo.problem import Box, Problem, check_dimension, point_oracle, register_problem
 
 __all__ = ["ackley", "levy", "ackley_values", "levy_values"]
 
@@ -46,17 +45,6 @@ def levy_values(X: np.ndarray) -> np.ndarray:
     return head + middle + tail
 
 
-def _oracle(fn: Callable[[np.ndarray], np.ndarray], dim: int, name: str) -> Callable[[np.ndarray], float]:
-    def objective(x: np.ndarray) -> float:
-        arr = np.asarray(x, dtype=np.float64)
-        if arr.size != dim:
-            raise ProblemError(f"{name}: expected a design with {dim} values, got shape {arr.shape}")
-        return float(fn(arr.reshape(1, dim))[0])
-
-    objective.__doc__ = f"{name}: true (noise-free) value at one design x of shape ({dim},)."
-    return objective
-
-
 @register_problem
 def ackley(dim: int = 10) -> Problem:
     """Ackley on [−32.768, 32.768]^d (a = 20, b = 0.2, c = 2π), minimised, f* = 0 at 0."""
@@ -64,7 +52,7 @@ def ackley(dim: int = 10) -> Problem:
     return Problem(
         name="ackley",
         domain=Box.cube(-ACKLEY_BOUND, ACKLEY_BOUND, dim),
-        objective=_oracle(ackley_values, dim, "ackley"),
+        objective=point_oracle(ackley_values, dim, "ackley"),
         sense="minimize",
         optimum=0.0,
         optimum_location=(0.0,) * dim,
@@ -80,7 +68,7 @@ def levy(dim: int = 10) -> Problem:
     return Problem(
         name="levy",
         domain=Box.cube(-LEVY_BOUND, LEVY_BOUND, dim),
-        objective=_oracle(levy_values, dim, "levy"),
+        objective=point_oracle(levy_values, dim, "levy"),
         sense="minimize",
         optimum=0.0,
         optimum_location=(1.0,) * dim,

@@ -40,8 +40,6 @@ from pinnbo.streams import derived_seed, numpy_rng
 DEFAULT_SAMPLES = 2000
 #: Most samples one command may ask for (memory and the CSV stay small).
 MAX_SAMPLES = 1_000_000
-#: Points of the 1-D density grid (the paper's accuracy grid on [1, 14] has 1401).
-GRID = 1401
 
 
 class CalibrationError(UserError):
@@ -76,11 +74,16 @@ def summarise(values: np.ndarray, names: tuple[str, ...]) -> dict:
     return out
 
 
+def check_samples(samples: int) -> None:
+    """A CalibrationError naming ``--samples`` unless it is in [1, MAX_SAMPLES]."""
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise CalibrationError(f"--samples: expected an integer in [1, {MAX_SAMPLES}], got {samples}")
+
+
 def calibrate(history: History, problem: Problem, posterior: LogPosterior, folder: Path, seed: int,
               samples: int = DEFAULT_SAMPLES, progress: Progress | None = None) -> Calibration:
     """Fit the surrogate to the run's design points, sample exp(V̂), write ``folder`` (module docstring)."""
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise CalibrationError(f"--samples: expected an integer in [1, {MAX_SAMPLES}], got {samples}")
+    check_samples(samples)
     X, V, phases = design_points(history)
     if len(V) < 2:
         raise CalibrationError(f"calibration: the run has {len(V)} successful evaluation(s); the surrogate needs at "

@@ -13,6 +13,8 @@ from pinnbo.report.figures import pyplot, save_figure
 
 #: Points per parameter of the 1-D curves.
 CURVE_POINTS = 401
+#: Points of the 1-D density grid (the paper's accuracy grid on [1, 14] has 1401).
+DENSITY_GRID = 1401
 
 
 def plot_density(values: np.ndarray, surrogate: Surrogate, domain: Box, folder: Path) -> None:
@@ -20,7 +22,7 @@ def plot_density(values: np.ndarray, surrogate: Surrogate, domain: Box, folder: 
     plt = pyplot()
     names = domain.names
     if domain.dim == 1:
-        grid = np.linspace(domain.lower[0], domain.upper[0], 1401)
+        grid = np.linspace(domain.lower[0], domain.upper[0], DENSITY_GRID)
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.hist(values[:, 0], bins=60, density=True, color="tab:blue", alpha=0.5, label="samples")
         ax.plot(grid, normalised_density(surrogate(grid[:, None]), grid), color="k", lw=1.5,

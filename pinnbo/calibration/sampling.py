@@ -84,7 +84,7 @@ def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: 
     step = 2.38 / math.sqrt(d)
     current = np.repeat(np.asarray(start, dtype=np.float64).reshape(1, d), CHAINS, axis=0)
     current_logp = log_density(current)
-    kept, accepted, window = [], 0, np.zeros(CHAINS)
+    kept, accepted, window = [], 0, 0
     total = burn_in + per_chain * THIN
     for t in range(total):
         proposal = current + step * scale * rng.standard_normal((CHAINS, d))
@@ -95,11 +95,11 @@ def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: 
         move = np.log(rng.random(CHAINS)) < logp - current_logp
         current[move], current_logp[move] = proposal[move], logp[move]
         if t < burn_in:
-            window += move
+            window += int(move.sum())
             if (t + 1) % ADAPT_EVERY == 0:
-                rate = window.sum() / (ADAPT_EVERY * CHAINS)
+                rate = window / (ADAPT_EVERY * CHAINS)
                 step *= math.exp(rate - target)
-                window[:] = 0
+                window = 0
         else:
             accepted += int(move.sum())
             if (t - burn_in + 1) % THIN == 0:

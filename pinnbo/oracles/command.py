@@ -184,13 +184,10 @@ class CommandOracle:
         expected = ("{\"objective\": ..., \"constraints\": {...}}" if self.constraints
                     else "a number or {\"value\": ...}")
         try:
-            data = json.loads(stdout)
+            data = _load_json(stdout, lines[-1])
         except json.JSONDecodeError:
-            try:  # chatter before the result: the last line is the JSON
-                data = json.loads(lines[-1])
-            except json.JSONDecodeError:
-                raise OracleFailure(f"unparsable output: expected JSON ({expected}) as stdout "
-                                    f"or its last line, got {shown(_clip(lines[-1]))}") from None
+            raise OracleFailure(f"unparsable output: expected JSON ({expected}) as stdout "
+                                f"or its last line, got {shown(_clip(lines[-1]))}") from None
         if self.constraints and not isinstance(data, dict):
             raise OracleFailure(f"unparsable output: expected JSON {expected} (the problem has constraints "
                                 f"{', '.join(self.constraints)}), got {shown(_clip(json.dumps(data)))}")
@@ -215,10 +212,7 @@ class CommandOracle:
         expected = f"{self.outputs} numbers" + (" as a JSON list" if self.parse == "json" else " on the last line")
         try:
             if self.parse == "json":
-                try:
-                    data = json.loads(stdout)
-                except json.JSONDecodeError:
-                    data = json.loads(last)
+                data = _load_json(stdout, last)
                 if isinstance(data, dict):
                     data = data.get("value", data.get("outputs"))
                 if not isinstance(data, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in data):
@@ -253,6 +247,15 @@ class CommandOracle:
                                     f"{shown(_clip(json.dumps(v)))}")
             values[name] = float(v)
         return values
+
+
+def _load_json(stdout: str, last: str) -> Any:
+    """The JSON of a command's stdout, or of its last line when chatter comes before the result;
+    json.JSONDecodeError when neither parses."""
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        return json.loads(last)
 
 
 def _clip(text: str, n: int = 120) -> str:
