@@ -156,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(pool.map(one_run, tasks))
     seconds = time.perf_counter() - started
 
+    from pinnbo.report.summary import versions
+
     report = {"case": args.case, "problem": name, "seeds": args.seeds, "budget": args.budget,
+              "cpu": versions().get("cpu"), "commit": versions().get("pinnbo_commit"),
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),
               "reference_points": len(X_ref), "seconds": seconds, "runs": rows, "methods": {}}
     if problem.domain.dim == 1:
         from pinnbo.calibration.posterior import normalised_density
@@ -187,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def markdown(report: dict) -> str:
     one_d = "true_posterior" in report
+    where = "; ".join(str(report[k]) for k in ("commit", "cpu", "date") if report.get(k))
     lines = [f"{report['problem']}: {report['seeds']} seeds, reference {report['reference_points']} points, "
-             f"{report['seconds']:.0f} s in the last invocation (runs already on disk are read, not rerun)", "",
+             f"{report['seconds']:.0f} s in the last invocation (runs already on disk are read, not rerun)"
+             + (f"; {where}" if where else "") + ".", "",
              "| method | ℓ2 difference (mean ± sd) | paper | 95% interval covers x* |"
              + (" mean error | sd error |" if one_d else ""),
              "|---|---|---|---|" + ("---|---|" if one_d else "")]

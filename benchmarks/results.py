@@ -17,6 +17,7 @@ import json
 import math
 import sys
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,14 +82,17 @@ def _p(tests: dict | None, method: str) -> str:
     return "—" if p is None else f"{p:.2g}" + (" *" if p <= tests["alpha"] else "")
 
 
-def provenance(folder: Path) -> tuple[list[str], list[str]]:
-    """The commits and CPUs recorded by the case's runs (most frequent first)."""
-    commits, cpus = Counter(), Counter()
+def provenance(folder: Path) -> tuple[list[str], list[str], list[str]]:
+    """The commits and CPUs recorded by the case's runs (most frequent first), and the first and last
+    dates (UTC) their summaries were written."""
+    commits, cpus, dates = Counter(), Counter(), set()
     for path in folder.glob("runs/*/*/summary.json"):
         found = json.loads(path.read_text()).get("versions", {})
         commits[found.get("pinnbo_commit", "unknown")] += 1
         cpus[found.get("cpu", found.get("machine", "unknown"))] += 1
-    return [c for c, _ in commits.most_common()], [c for c, _ in cpus.most_common()]
+        dates.add(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat())
+    return ([c for c, _ in commits.most_common()], [c for c, _ in cpus.most_common()],
+            sorted({min(dates), max(dates)}) if dates else [])
 
 
 def case_table(summary: dict) -> list[str]:
@@ -203,13 +207,13 @@ def render(roots: list[Path], calibration: Path | None = None) -> str:
                 out += [f"### {case}", "", "Not measured yet: run the command above.", ""]
                 continue
             summary = json.loads((folder / "summary.json").read_text())
-            commits, cpus = provenance(folder)
+            commits, cpus, dates = provenance(folder)
             optimum = "unknown" if summary["optimum"] is None else fmt(summary["optimum"])
             out += [f"### {case}", "",
                     f"{summary['problem']}, {summary['sense']}, f* {optimum}; budget {summary['budget']} with "
                     f"{summary['initial_points']} initial points, seeds {seeds_text(summary['seeds'])}"
                     + (" (smoke settings: a check of the machinery, not a result)" if summary["smoke"] else "")
-                    + f". Commit {', '.join(commits)}; {'; '.join(cpus)}.", ""]
+                    + f". Commit {', '.join(commits)}; {'; '.join(cpus)}; {' to '.join(dates)}.", ""]
             out += case_table(summary) + [""]
     if calibration is not None:
         out += calibration_section(calibration)
