@@ -70,8 +70,14 @@ SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settin
 RESUME_OPTION = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder.")
 OVERWRITE_OPTION = typer.Option(False, "--overwrite", help="Replace the results of an earlier run.")
 QUIET_OPTION = typer.Option(False, "--quiet", help="No live display.")
+WORKERS_OPTION = typer.Option(None, "--workers", help="Evaluations in flight at once, on a local Dask cluster "
+                              "(or the --scheduler's); 1 (default): one at a time.")
+SCHEDULER_OPTION = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler "
+                                "(tcp://host:8786); its workers evaluate, at most --workers at once.")
+BATCH_OPTION = typer.Option(False, "--batch", help="Propose --workers designs at a time and wait for all of them "
+                            "(default: a new design as soon as one evaluation comes back).")
 # The overrides a resume must repeat (a resume with another seed or folder would be refused).
-RESUMED_OVERRIDES = ("method", "seed", "budget", "initial_points", "output", "device")
+RESUMED_OVERRIDES = ("method", "seed", "budget", "initial_points", "output", "device", "workers", "scheduler")
 
 
 def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, quiet: bool, command: str = "run",
@@ -138,7 +144,10 @@ def run(
                                               ".jsonl), recorded before the first proposal."),
     target: Optional[float] = typer.Option(None, help="Stop once the best observed value reaches this."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many seconds (the "
-                                             "evaluation under way finishes)."),
+                                             "evaluations under way finish)."),
+    workers: Optional[int] = WORKERS_OPTION,
+    scheduler: Optional[str] = SCHEDULER_OPTION,
+    batch: bool = BATCH_OPTION,
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
     from pinnbo.report.format import fmt
@@ -147,7 +156,8 @@ def run(
         case, {"seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
                "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None,
                "warm_start": None if warm_start is None else str(warm_start.resolve()),
-               "target": target, "max_time": max_time},
+               "target": target, "max_time": max_time, "workers": workers, "scheduler": scheduler,
+               "batch": batch or None},
         resume=resume, overwrite=overwrite, quiet=quiet)
     constrained = "n_feasible" in summary
     if recorded >= loaded.budget:
@@ -195,6 +205,8 @@ def calibrate(
     overwrite: bool = OVERWRITE_OPTION,
     smoke: bool = SMOKE_OPTION,
     quiet: bool = QUIET_OPTION,
+    workers: Optional[int] = WORKERS_OPTION,
+    scheduler: Optional[str] = SCHEDULER_OPTION,
 ) -> None:
     """Calibrate a model from data: run the design strategy on the log-posterior, fit a GP surrogate
     to the design points and sample the posterior (results in <output>/calibration/)."""
@@ -212,7 +224,8 @@ def calibrate(
 
     loaded, problem, history, summary, _ = _run_case(
         case, {"method": method, "seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
-               "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None},
+               "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None,
+               "workers": workers, "scheduler": scheduler},
         resume=resume, overwrite=overwrite, quiet=quiet, command="calibrate", check=check)
     folder = loaded.output_dir / "calibration"
     progress = Progress(TextColumn("[bold]sampling"), BarColumn(), MofNCompleteColumn(), console=err_console,

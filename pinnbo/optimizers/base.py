@@ -8,6 +8,12 @@ Reproducibility contract: every random draw an optimiser makes at step t comes f
 derived from (seed, purpose, t), where t is the number of evaluations told so far. ``ask`` is
 therefore a deterministic function of the seed, the told data and the checkpointed state, which is
 what lets an interrupted run resume to the identical history.
+
+Asynchronous runs (several evaluations in flight) ask with the designs still being evaluated,
+``ask(pending=...)``: they count as taken for the duplicate rule, a method whose surrogate has an
+exact variance update conditions on them (no value is needed for it), and the step index t of the
+streams becomes the ask index, told + pending, so each proposal draws fresh randomness. Without
+pending designs the two indices coincide and a sequential run is what it always was.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import abc
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
@@ -24,6 +30,9 @@ from pinnbo.errors import MethodError, shown
 from pinnbo.problem import Box, Constraint
 from pinnbo.settings import Settings
 from pinnbo.streams import numpy_rng, torch_generator
+
+#: Phases of designs the optimiser did not propose (the initial design, evaluations made elsewhere).
+NOT_PROPOSED = ("initial", "imported")
 
 # Floating-point types a network method can train in (``dtype`` in method_params).
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -89,17 +98,34 @@ class Optimizer(abc.ABC):
         self.X: list[np.ndarray] = []      # every told design, failed ones included
         self.y: list[float | None] = []    # minimisation values; None for a failed evaluation
         self.C: list[np.ndarray | None] = []  # observed constraint values (K,), c <= 0 feasible; None if failed
+        # Designs asked and still being evaluated, with their phases, during an ask (module docstring).
+        self.pending: list[np.ndarray] = []
+        self.pending_phases: list[str] = []
 
     # -- data ---------------------------------------------------------------------------------
     @property
     def n_told(self) -> int:
         return len(self.X)
 
-    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None) -> None:
+    @property
+    def ask_index(self) -> int:
+        """The index of the evaluation being asked for: told + pending (module docstring)."""
+        return len(self.X) + len(self.pending)
+
+    @property
+    def n_pending_proposed(self) -> int:
+        """How many of the pending designs this optimiser proposed (not initial nor imported)."""
+        return sum(p not in NOT_PROPOSED for p in self.pending_phases)
+
+    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None, *,
+             proposed: bool | None = None) -> None:
         """Record one evaluation: ``x`` shape (d,), ``y`` the value in the optimiser's :attr:`sense`
         (minimisation unless it was built for a maximised problem) or None if failed, ``c`` the
         observed constraint values, shape (K,) in the order of ``self.constraints`` (required when
-        the optimiser has constraints and the evaluation succeeded)."""
+        the optimiser has constraints and the evaluation succeeded). ``proposed``: whether this
+        optimiser proposed ``x``; asynchronous runs say so, since their asks and tells do not
+        alternate (None: the design of the last ask if one awaits its tell)."""
+        del proposed
         x = self._checked_design(x)
         if y is not None and not np.isfinite(y):
             y = None
@@ -151,14 +177,29 @@ class Optimizer(abc.ABC):
         return np.stack([r[0] for r in rows]), np.array([r[1] for r in rows]), C
 
     def evaluated_unit(self) -> np.ndarray:
-        """Every told design (failed included) in unit coordinates, shape (n, d)."""
-        if not self.X:
+        """Every design taken, in unit coordinates, shape (n, d): told (failed included) and
+        pending; what a proposal must not repeat."""
+        taken = self.X + self.pending
+        if not taken:
             return np.zeros((0, self.domain.dim))
-        return self.domain.to_unit(np.stack(self.X))
+        return self.domain.to_unit(np.stack(taken))
+
+    def pending_unit(self) -> np.ndarray:
+        """The pending designs in unit coordinates, shape (p, d)."""
+        if not self.pending:
+            return np.zeros((0, self.domain.dim))
+        return self.domain.to_unit(np.stack(self.pending))
 
     # -- proposals ------------------------------------------------------------------------------
-    def ask(self) -> np.ndarray:
-        x = np.asarray(self.propose(), dtype=np.float64).reshape(self.domain.dim)
+    def ask(self, pending: Sequence[tuple[np.ndarray, str]] = ()) -> np.ndarray:
+        """The next design, shape (d,). ``pending``: (design, phase) of each evaluation asked and
+        not yet told (asynchronous runs; module docstring)."""
+        self.pending = [self._checked_design(x) for x, _ in pending]
+        self.pending_phases = [str(phase) for _, phase in pending]
+        try:
+            x = np.asarray(self.propose(), dtype=np.float64).reshape(self.domain.dim)
+        finally:
+            self.pending, self.pending_phases = [], []
         return self.domain.clip(x)
 
     @abc.abstractmethod
@@ -167,10 +208,10 @@ class Optimizer(abc.ABC):
 
     def rng(self, *keys: Any) -> np.random.Generator:
         """Numpy generator for this step's draws named by ``keys``."""
-        return numpy_rng(self.seed, self.name, self.n_told, *keys)
+        return numpy_rng(self.seed, self.name, self.ask_index, *keys)
 
     def generator(self, *keys: Any) -> torch.Generator:
-        return torch_generator(self.seed, self.name, self.n_told, *keys)
+        return torch_generator(self.seed, self.name, self.ask_index, *keys)
 
     # -- checkpoints ------------------------------------------------------------------------------
     def state_dict(self) -> dict:

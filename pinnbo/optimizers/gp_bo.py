@@ -13,9 +13,14 @@ maximum marginal likelihood at every step; acquisitions maximised with ``optimiz
 
 One point per ask: the "+" methods' asks alternate, the ask after an acquisition point returning
 the random point with phase ``exploration``, so a run reports the best with and without them.
-Which kind comes next is decided by how many asked points have been told (initial-design tells do
-not count), so ``ask`` stays repeatable; the count is checkpointed. The budget counts observations,
-so a "+" run makes half as many acquisition steps.
+Which kind comes next is decided by how many asked points have been told or are pending
+(initial-design tells do not count), so ``ask`` stays repeatable; the count is checkpointed. The
+budget counts observations, so a "+" run makes half as many acquisition steps.
+
+With pending designs (asynchronous runs) GP-EI and GP-UCB maximise BoTorch's MC q-acquisitions,
+qLogExpectedImprovement and qUpperConfidenceBound, of the one new point jointly with ``X_pending``
+(Wilson et al. 2018: the expected gain of the candidate given that the pending points will be
+observed); EXPLOIT's posterior mean does not depend on pending points, which only count as taken.
 
 If the best restart repeats an evaluated design (a noise-free posterior mean peaks at its
 incumbent), the next-best restart is taken, then points nudged just beyond ``duplicate_tol`` of the
@@ -30,9 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConfidenceBound
+from botorch.acquisition import (LogExpectedImprovement, PosteriorMean, UpperConfidenceBound,
+                                 qLogExpectedImprovement, qUpperConfidenceBound)
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
 
 from pinnbo.acquisition.search import best_new, farthest_from, is_duplicate, nudged
 from pinnbo.models.gp import KERNELS, fit_gp
@@ -42,6 +49,9 @@ from pinnbo.streams import derived_seed, sobol_unit
 
 #: The phase of the "+" methods' uniformly random points.
 EXPLORATION = "exploration"
+#: Quasi-MC samples of the q-acquisitions used with pending designs (BoTorch's default is 512;
+#: one new point needs fewer for a stable argmax).
+PENDING_MC_SAMPLES = 256
 
 
 @dataclass
@@ -99,19 +109,21 @@ class GPBO(Optimizer):
 
     # -- the role sequence ----------------------------------------------------------------------------
     def next_phase(self) -> str:
-        if self.random_exploration and self.asked_told % 2 == 1:
+        if self.random_exploration and (self.asked_told + self.n_pending_proposed) % 2 == 1:
             return EXPLORATION
         return "optimizer"
 
-    def ask(self) -> np.ndarray:
-        x = super().ask()
+    def ask(self, pending=()) -> np.ndarray:
+        x = super().ask(pending)
         self._pending = True
         return x
 
-    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None) -> None:
+    def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None, *,
+             proposed: bool | None = None) -> None:
         super().tell(x, y, c)
-        if self._pending:
+        if self._pending if proposed is None else proposed:
             self.asked_told += 1
+        if proposed is None:
             self._pending = False
 
     # -- proposals ------------------------------------------------------------------------------------
@@ -127,7 +139,13 @@ class GPBO(Optimizer):
             return self.domain.from_unit(u)
         return self.domain.from_unit(self._acquisition_argmax(X, y, evaluated))
 
-    def _acquisition_function(self, model, y: np.ndarray):
+    def _acquisition_function(self, model, y: np.ndarray, seed: int):
+        if self.pending and self.acquisition != "mean":
+            X_pending = torch.as_tensor(self.pending_unit(), dtype=torch.float64, device=self.device)
+            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([PENDING_MC_SAMPLES]), seed=seed % (2**31))
+            if self.acquisition == "ei":
+                return qLogExpectedImprovement(model, best_f=float(-np.min(y)), sampler=sampler, X_pending=X_pending)
+            return qUpperConfidenceBound(model, beta=self.settings.beta, sampler=sampler, X_pending=X_pending)
         if self.acquisition == "ei":
             return LogExpectedImprovement(model, best_f=float(-np.min(y)))
         if self.acquisition == "ucb":
@@ -138,13 +156,13 @@ class GPBO(Optimizer):
         s = self.settings
         d = self.domain.dim
         dtype = torch.float64
-        seed = derived_seed(self.seed, self.name, self.n_told, "botorch")
+        seed = derived_seed(self.seed, self.name, self.ask_index, "botorch")
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free, noise_floor=s.noise_floor,
                                 dtype=dtype, device=self.device, kernel=s.kernel)
-            acq = self._acquisition_function(self.model, y)
+            acq = self._acquisition_function(self.model, y, seed)
             bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizationWarning)
@@ -166,7 +184,7 @@ class GPBO(Optimizer):
             # Every restart converged onto an evaluated design: look just beside the optima,
             # then over a fresh pool.
             for pool in (nudged(candidates, evaluated, s.duplicate_tol),
-                         sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "fallback-pool")):
+                         sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")):
                 if len(pool) == 0:
                     continue
                 with torch.no_grad():

@@ -74,12 +74,12 @@ class GPCEI(Optimizer):
         evaluated = self.evaluated_unit()
         if len(y) == 0:
             self.last_mode = "start"
-            pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.n_told, "start")
+            pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start")
             return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
                                                        evaluated, s.duplicate_tol))
         feasible = np.all(C <= 0.0, axis=1) if C.shape[1] else np.ones(len(y), dtype=bool)
         Y = np.column_stack([y] + [C[:, i] for i in self.blackbox])
-        seed = derived_seed(self.seed, self.name, self.n_told, "botorch")
+        seed = derived_seed(self.seed, self.name, self.ask_index, "botorch")
         dtype = torch.float64
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
@@ -105,7 +105,7 @@ class GPCEI(Optimizer):
     def _maximise(self, acq, evaluated: np.ndarray, seed: int) -> np.ndarray:
         """argmax of ``acq`` over the box among known-feasible, new designs (module docstring)."""
         s = self.settings
-        pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.n_told, "raw-samples")
+        pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=s.duplicate_tol, violation=self._known_violation,
                                     device=self.device)

@@ -88,7 +88,7 @@ class NeuralBO(Optimizer):
         self.net.absorb(self._unit_to_z(self.domain.to_unit(np.stack(new))) if new else Z[:0], Z)
         self._absorbed = self.n_told
 
-        seed = derived_seed(self.seed, self.name, self.n_told, "candidates") % (2**31)
+        seed = derived_seed(self.seed, self.name, self.ask_index, "candidates") % (2**31)
         anchors = self.domain.to_unit(X[np.argsort(y, kind="stable")[:4]])
         pool = candidate_pool(self.domain.dim, seed, s.n_candidates, anchors, LOCAL_CANDIDATES, LOCAL_SCALE,
                               self.rng("local-candidates"))

@@ -150,7 +150,7 @@ class NeuralCBO(Optimizer):
         if self.settings.physics:
             target = y
             scalings["objective"] = self.objective.fit(
-                X, y, torch_generator(self.seed, self.name, self.n_told, "collocation-batches"))
+                X, y, torch_generator(self.seed, self.name, self.ask_index, "collocation-batches"))
         else:
             target = power_warp(y)   # monotone: the same designs are best
             scalings["objective"] = standardise(target)
@@ -182,7 +182,7 @@ class NeuralCBO(Optimizer):
                 columns.append((C[:, i] - mu_c[:, k]) / c_std)
         model, self._residual_fits = fit_residual_gp(
             unit, np.column_stack(columns), self._residual_fits, self.n_told,
-            derived_seed(self.seed, self.name, self.n_told, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
+            derived_seed(self.seed, self.name, self.ask_index, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
             device=self.device)
         self._residual = GPPredictor(model)
 
@@ -252,7 +252,7 @@ class NeuralCBO(Optimizer):
         evaluated = self.evaluated_unit()
         if len(y) == 0:   # nothing to learn from: the first known-feasible point of a Sobol pool
             self.last_mode = "start"
-            pool = sobol_unit(max(s.n_candidates, 1), d, self.seed, self.name, self.n_told, "start")
+            pool = sobol_unit(max(s.n_candidates, 1), d, self.seed, self.name, self.ask_index, "start")
             violation = np.maximum(self._known_values(pool), 0.0).sum(axis=1)
             first = next((i for i in np.argsort(violation, kind="stable")
                           if not is_duplicate(pool[i], evaluated, s.duplicate_tol)), 0)
@@ -269,7 +269,7 @@ class NeuralCBO(Optimizer):
         feasible = observed_violation == 0.0
         # Candidates: Sobol pool + perturbations of the 4 best designs (feasible by y, then least violation).
         rank = np.lexsort((np.where(feasible, y, 0.0), observed_violation))
-        seed = derived_seed(self.seed, self.name, self.n_told, "candidates") % (2**31)
+        seed = derived_seed(self.seed, self.name, self.ask_index, "candidates") % (2**31)
         pool = candidate_pool(d, seed, s.n_candidates, self.domain.to_unit(X[rank[:4]]), LOCAL_CANDIDATES,
                               LOCAL_SCALE, self.rng("local-candidates"))
 

@@ -99,7 +99,7 @@ class NeuralGreedy(Optimizer):
         noise = self.rng("local-starts").standard_normal((len(best), 16, self.domain.dim))
         local = unit[best][:, None, :] + 0.02 * noise
         proposal = minimize_surrogate(
-            surrogate, self.domain.dim, seed=derived_seed(self.seed, self.name, self.n_told, "pool"),
+            surrogate, self.domain.dim, seed=derived_seed(self.seed, self.name, self.ask_index, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
             refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,

@@ -93,7 +93,7 @@ class PDEGPOptimizer(Optimizer):
         dtype = torch.float64
         lower = torch.as_tensor(self.domain.lower_array, dtype=dtype, device=self.device)
         widths = torch.as_tensor(self.domain.widths, dtype=dtype, device=self.device)
-        seed = derived_seed(self.seed, self.name, self.n_told, "botorch")
+        seed = derived_seed(self.seed, self.name, self.ask_index, "botorch")
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
@@ -103,7 +103,7 @@ class PDEGPOptimizer(Optimizer):
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
                                                                                  self.model.hyperparameters())]
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False)
-            pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.n_told, "raw-samples")
+            pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                         duplicate_tol=s.duplicate_tol, device=self.device)
         return self.domain.from_unit(unit)

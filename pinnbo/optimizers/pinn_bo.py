@@ -120,7 +120,7 @@ class PINNBO(Optimizer):
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
         lower, upper = self._trust_bounds(X[best[0]], float(y[best[0]]))
         proposal = minimize_surrogate(
-            sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.n_told, "pool"),
+            sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.ask_index, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
             refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
@@ -133,7 +133,7 @@ class PINNBO(Optimizer):
         this step minimises: unit points (N, d) → (N,) standardised values, differentiable (module
         docstring); the pointwise minimum of K samples."""
         surrogate = self.surrogate
-        mean, std = surrogate.fit(X, y, torch_generator(self.seed, self.name, self.n_told, "collocation-batches"))
+        mean, std = surrogate.fit(X, y, torch_generator(self.seed, self.name, self.ask_index, "collocation-batches"))
         Z = surrogate.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         delta = self._last_layer_sample(Z, mean, std)
         model = surrogate.model
@@ -179,13 +179,13 @@ class PINNBO(Optimizer):
             r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.surrogate.model(Z)).double()
         gp, self._residual_fits = fit_residual_gp(
             self.domain.to_unit(X), r.cpu().numpy()[:, None], self._residual_fits, self.n_told,
-            derived_seed(self.seed, self.name, self.n_told, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
+            derived_seed(self.seed, self.name, self.ask_index, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
             device=self.device, max_outliers=math.ceil(OUTLIER_FRACTION * len(X)), outputscale=True)
         self.residual_outliers = getattr(gp, "outliers", 0)   # observations the screen left out (diagnostics)
         predictor = getattr(gp, "predictor", None) or GPPredictor(gp)    # the screen's, when it ran
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(derived_seed(self.seed, self.name, self.n_told, "residual-path"))
+            torch.manual_seed(derived_seed(self.seed, self.name, self.ask_index, "residual-path"))
             path = draw_matheron_paths(gp, sample_shape=torch.Size([draws]))
         dtype = self.dtype
 

@@ -29,5 +29,5 @@ class RandomSearch(Optimizer):
         engine = torch.quasirandom.SobolEngine(
             self.domain.dim, scramble=True, seed=derived_seed(self.seed, "initial-design") % (2**31)
         )
-        engine.fast_forward(self.n_told)
+        engine.fast_forward(self.ask_index)
         return self.domain.from_unit(engine.draw(1, dtype=torch.float64).numpy()[0])

@@ -87,6 +87,8 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         summary["imported"] = imported
     if history.stopped is not None:
         summary["stopped"] = history.stopped
+    if history.parallel is not None:
+        summary["parallel"] = history.parallel
     for phase in history.own_phases():
         summary.update(phase_summary(history, problem, phase))
     if history.constrained:

@@ -36,6 +36,7 @@ from pinnbo.streams import sobol_unit
 def run_settings(self: Case, problem: Problem, *, resume: bool = False, overwrite: bool = False):
     """The settings of a run of case ``self`` on ``problem`` (built from it: a warm start is read
     against it)."""
+    from pinnbo.runner.cluster import CaseObjective
     from pinnbo.runner.loop import RunSettings
     from pinnbo.runner.warm_start import read_evaluations
 
@@ -46,7 +47,8 @@ def run_settings(self: Case, problem: Problem, *, resume: bool = False, overwrit
     return RunSettings(budget=budget, initial_points=self.initial_points, seed=self.seed,
                        output=self.output_dir, case=self.to_dict(), resume=resume, overwrite=overwrite,
                        timeout=self.timeout, labels=dict(self.labels), imported=imported, target=self.target,
-                       max_time=self.max_time)
+                       max_time=self.max_time, workers=self.workers, scheduler=self.scheduler, batch=self.batch,
+                       objective=CaseObjective.of(self))
 
 def build_problem(self: Case) -> Problem:
     """The problem of case ``self``; every mistake a one-line CaseError or ProblemError."""

@@ -48,10 +48,11 @@ from pinnbo.optimizers.base import check_device
 MAX_BUDGET = 100_000
 MAX_INITIAL_POINTS = 10_000
 MAX_SEED = 2**63 - 1
+MAX_WORKERS = 1024
 
 FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
           "seed", "output", "device", "noise", "timeout", "oracle", "constraints", "constraint_noise",
-          "warm_start", "target", "max_time")
+          "warm_start", "target", "max_time", "workers", "scheduler", "batch")
 ORACLE_FIELDS = ("command", "parse")
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
 
@@ -80,6 +81,9 @@ class Case:
     warm_start: dict | None = None
     target: float | None = None     # stop once the best observed value reaches this
     max_time: float | None = None   # stop after this many seconds of one command
+    workers: int = 1                # evaluations in flight (asynchronous runs, Dask); 1: one at a time
+    scheduler: str | None = None    # address of an existing Dask scheduler (workers caps what is in flight)
+    batch: bool = False             # synchronous batches of `workers` designs instead of asynchronous asks
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
     labels: dict = field(default_factory=dict)   # field -> the command-line option that set it (messages)
@@ -98,9 +102,15 @@ class Case:
             data.pop("constraints")
         if not data["constraint_noise"]:
             data.pop("constraint_noise")
-        for key in ("warm_start", "target", "max_time"):
+        for key in ("warm_start", "target", "max_time", "scheduler"):
             if data[key] is None:
                 data.pop(key)
+        # How the evaluations are dispatched is not part of what a run computes: left out at their
+        # defaults, so a sequential run's case.json is what it always was.
+        if data["workers"] == 1:
+            data.pop("workers")
+        if not data["batch"]:
+            data.pop("batch")
         return data
 
     @property
@@ -244,6 +254,9 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         warm_start=_warm_start(data, Path(source).resolve().parent if source else Path.cwd()),
         target=None if data.get("target") is None else _number(data, "target", 0.0, minimum=-math.inf),
         max_time=None if data.get("max_time") is None else _positive_seconds(data, "max_time"),
+        workers=_integer(data, "workers", 1, minimum=1, maximum=MAX_WORKERS),
+        scheduler=_scheduler(data),
+        batch=_flag(data, "batch"),
         source=source,
         smoke=smoke,
     )
@@ -273,6 +286,22 @@ def _string(data: dict, key: str, default: Any = ...) -> Any:
     value = data[key]
     if not isinstance(value, str) or not value.strip():
         raise CaseError(f"{key}: expected a non-empty string, got {shown(value)}")
+    return value
+
+
+def _scheduler(data: dict) -> str | None:
+    address = _string(data, "scheduler", None)
+    if address is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+|[A-Za-z0-9.\-\[\]:]+:\d+", address):
+        raise CaseError(f"scheduler: expected a Dask scheduler address such as tcp://host:8786, got {shown(address)}")
+    return address
+
+
+def _flag(data: dict, key: str) -> bool:
+    value = data.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise CaseError(f"{key}: expected true or false, got {shown(value)}")
     return value
 
 

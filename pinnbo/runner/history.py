@@ -144,6 +144,7 @@ class History:
         self.timings: list[dict] = []
         self.case: dict = {}     # read(): the case of the run (binds its state files, pinnbo.state)
         self.stopped: dict | None = None   # the stopping rule that ended the run early (pinnbo.runner.loop.stop)
+        self.parallel: dict | None = None  # an asynchronous run's wall and oracle time, utilisation
         self._existing = False   # read(): the folder held files
         self._resumed = False    # read(): the evaluations on disk were loaded
 
@@ -226,19 +227,23 @@ class History:
         lines = text.split("\n")
         complete, tail = lines[:-1], lines[-1]  # tail: "" or a record cut off mid-write
         evaluations = []
+        seen: set[int] = set()
+        asynchronous = os.path.lexists(self.folder / ASKS)
         for number, line in enumerate(complete, start=1):
             if not line.strip():
                 continue
             record = Evaluation.from_json(line, f"{path}:{number}")
             self._check_constraints(record, f"{path}:{number}")
-            if record.index != len(evaluations):
+            # In ask order, except for an asynchronous run (pinnbo.runner.asynchronous): completion order.
+            if record.index in seen or (record.index != len(evaluations) and not asynchronous):
                 raise HistoryError(f"{path}:{number}: corrupted record: index {record.index}, expected {len(evaluations)}")
+            seen.add(record.index)
             evaluations.append(record)
         if tail.strip():
             try:  # only the newline missing: the evaluation happened, keep it (repair adds the newline)
                 record = Evaluation.from_json(tail, str(path))
                 self._check_constraints(record, str(path))
-                if record.index == len(evaluations):
+                if record.index == len(evaluations) or (asynchronous and record.index not in seen):
                     evaluations.append(record)
             except HistoryError:
                 pass
@@ -403,12 +408,16 @@ class History:
 
 # Keys of the case that may change between a run and its resumption (a longer timeout included:
 # evaluations already recorded stay as they are).
-RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout", "target", "max_time"}
+RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout", "target", "max_time", "workers", "scheduler",
+                  "batch"}
 # case.json's list of the design variables, in the order of the records' x. Not a case field: the
 # problem gives it, and _check_folder compares it on resume (a folder written before it existed has
 # none, and is not checked).
 VARIABLES_KEY = "variables"
-RUN_FILES = ("evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
+#: The asks of an asynchronous run, one line each, fsynced before the design is dispatched
+#: (pinnbo.runner.asynchronous); its presence marks a log in completion order.
+ASKS = "asks.jsonl"
+RUN_FILES = (ASKS, "evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
              "convergence.png", "field.png", "pending.json", "pending.pt")
 
 

@@ -38,10 +38,10 @@ import torch
 
 from pinnbo.errors import HistoryError, ProblemError, RunStopped, shown
 from pinnbo.interrupts import Terminated, held_interrupts
-from pinnbo.optimizers.base import Optimizer
+from pinnbo.optimizers.base import NOT_PROPOSED, Optimizer
 from pinnbo.oracles.isolation import OracleFailure, call_oracle
 from pinnbo.problem import Problem, read_outcome
-from pinnbo.runner.history import Evaluation, History, locked
+from pinnbo.runner.history import ASKS, Evaluation, History, locked
 from pinnbo.runner.state import CHECKPOINT, load_state, run_identity, save_state
 from pinnbo.runner.warm_start import IMPORTED
 from pinnbo.streams import initial_design, numpy_rng
@@ -63,6 +63,14 @@ class RunSettings:
     imported: tuple = ()            # evaluations made elsewhere, recorded first (pinnbo.runner.warm_start)
     target: float | None = None     # stop once the best observed value reaches this (problem's sense)
     max_time: float | None = None   # stop after this many seconds of this command
+    workers: int = 1                # evaluations in flight (pinnbo.runner.asynchronous); 1: sequential
+    scheduler: str | None = None    # an existing Dask scheduler's address instead of a local cluster
+    batch: bool = False             # synchronous batches of `workers` instead of asynchronous proposals
+    objective: object = None        # what a worker builds the objective from (a CaseObjective); None: problem's
+
+    @property
+    def parallel(self) -> bool:
+        return self.workers > 1 or self.scheduler is not None
 
     @property
     def first_proposal(self) -> int:
@@ -130,22 +138,34 @@ def evaluate(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str,
     producing finite values is a failed evaluation with its reason.
     """
     start = time.perf_counter()
-    outcome, error = None, None
+    outcome, error = oracle_outcome(problem.objective, x, timeout)
+    seconds = time.perf_counter() - start
+    return outcome_record(problem, x, index, seed, phase, outcome, error), seconds
+
+
+def oracle_outcome(objective, x: np.ndarray, timeout: float | None = None) -> tuple[object, str | None]:
+    """One isolated oracle call at ``x`` (d,): (its result, None), or (None, the reason it produced
+    none). KeyboardInterrupt propagates. What an asynchronous run's workers execute."""
     try:
-        outcome = call_oracle(problem.objective, np.array(x, dtype=np.float64), timeout)
+        return call_oracle(objective, np.array(x, dtype=np.float64), timeout), None
     except KeyboardInterrupt:
         raise
     except OracleFailure as exc:
-        error = str(exc)
+        return None, str(exc)
     except SystemExit as exc:  # an oracle wrapping a script must not end the run
-        error = f"oracle called sys.exit({shown(exc.code)})"
+        return None, f"oracle called sys.exit({shown(exc.code)})"
     except Exception as exc:  # any oracle failure is data, not a crash
-        error = f"{type(exc).__name__}: {exc}".strip()
-    seconds = time.perf_counter() - start
+        return None, f"{type(exc).__name__}: {exc}".strip()
+
+
+def outcome_record(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, outcome: object,
+                   error: str | None) -> Evaluation:
+    """The record of evaluation ``index`` from the oracle's ``outcome`` (or ``error``): its shape
+    checked, noise added and the known constraints computed here, in the runner."""
     value, blackbox = float("nan"), {}
     if error is None:
         value, blackbox, error = read_outcome(problem, outcome)
-    return observation(problem, x, index, seed, phase, value, error, constraints=blackbox), seconds
+    return observation(problem, x, index, seed, phase, value, error, constraints=blackbox)
 
 
 def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
@@ -228,10 +248,13 @@ def read_checkpoint(history: History, device: torch.device | str = "cpu") -> dic
     return load_state(history.folder / CHECKPOINT, run_identity(history.case), device, recorded=len(history))
 
 
-def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | None = None) -> None:
+def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | None = None,
+            asynchronous: bool = False) -> None:
     """Rebuild the optimiser's state from the log and ``saved`` (a :func:`read_checkpoint`)
     without calling the oracle. Afterwards the optimiser is in the state of an uninterrupted run
-    that has just told ``len(history)`` evaluations."""
+    that has just told ``len(history)`` evaluations. ``asynchronous``: the log of a run with
+    evaluations in flight (:mod:`pinnbo.runner.asynchronous`), whose asks did not alternate with its
+    tells: every record is told without replaying an ask."""
     start = 0
     if saved is not None:
         try:
@@ -245,18 +268,21 @@ def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | N
         if len(record.x) != dim:
             raise HistoryError(f"evaluations.jsonl: corrupted record {record.index}: 'x' has {len(record.x)} "
                                f"values, the problem has {dim} variables")
-        if record.index >= max(start, n_init):
+        if not asynchronous and record.index >= max(start, n_init):
             replayed = optimizer.ask()
             if not np.allclose(replayed, record.x, rtol=1e-9, atol=1e-12):
                 log.warning("evaluation %d does not replay exactly (different machine or version?); "
                             "continuing from the logged design", record.index)
         y = None if record.y is None else history_sign(history) * record.y
-        _tell(optimizer, history, record, y)
+        _tell(optimizer, history, record, y, asynchronous)
 
 
-def _tell(optimizer: Optimizer, history: History, record: Evaluation, y: float | None) -> None:
+def _tell(optimizer: Optimizer, history: History, record: Evaluation, y: float | None,
+          asynchronous: bool = False) -> None:
     c = constraint_vector(history, record)
-    if c is None:  # the unconstrained call, exactly as before constraints existed
+    if asynchronous:
+        optimizer.tell(np.array(record.x), y, c, proposed=record.phase not in NOT_PROPOSED)
+    elif c is None:  # the unconstrained call, exactly as before constraints existed
         optimizer.tell(np.array(record.x), y)
     else:
         optimizer.tell(np.array(record.x), y, c)
@@ -267,13 +293,14 @@ def history_sign(history: History) -> float:
 
 
 def commit(history: History, optimizer: Optimizer | None, record: Evaluation, timing: dict,
-           n_init: int) -> None:
+           n_init: int, asynchronous: bool = False) -> None:
     """Step 3–4 of the loop: record (fsynced), tell, checkpoint, with Ctrl-C held until done.
     ``optimizer`` None: the caller keeps the checkpoint itself (``pinnbo tell``)."""
     with held_interrupts():
         history.append(record, timing)
         if optimizer is not None:
-            _tell(optimizer, history, record, None if record.y is None else history_sign(history) * record.y)
+            _tell(optimizer, history, record, None if record.y is None else history_sign(history) * record.y,
+                  asynchronous)
             if history.folder is not None and len(history) >= n_init:
                 checkpoint(history, optimizer)
 
@@ -309,13 +336,18 @@ def stop(history: History, settings: RunSettings, started: float) -> bool:
 
 
 def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
-        observer: RunObserver | None = None) -> History:
-    """Run ``optimizer`` on ``problem`` until ``settings.budget`` evaluations are recorded."""
+        observer: RunObserver | None = None, engine=None) -> History:
+    """Run ``optimizer`` on ``problem`` until ``settings.budget`` evaluations are recorded: one at a
+    time, or with several in flight (:mod:`pinnbo.runner.asynchronous`) when ``settings`` asks for
+    workers or a scheduler, when ``engine`` is given (a simulated cluster), or when the folder holds
+    an asynchronous run."""
     if problem.objective is None:
         raise ProblemError(f"oracle: problem {shown(problem.name)} is measured outside pinnbo; give the case "
                            "`oracle: {command: ...}` to run it, or use `pinnbo ask` / `pinnbo tell`")
     if settings.output is None:
         history = History(problem.sense, None, problem.optimum, problem.constraint_names)
+        if settings.parallel or engine is not None:
+            return _run_on_engine(problem, optimizer, settings, history, observer, None, engine)
         return _loop(problem, optimizer, settings, history, observer, None)
     with locked(settings.output):
         history = History.read(settings.output, settings.case or {}, problem.sense, problem.optimum,
@@ -324,7 +356,25 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
                                labels=settings.labels, budget=settings.budget)
         saved = read_checkpoint(history, optimizer.device) if settings.resume else None   # before any write
         history.begin(settings.case or {})
+        if settings.parallel or engine is not None or (settings.output / ASKS).exists():
+            return _run_on_engine(problem, optimizer, settings, history, observer, saved, engine)
         return _loop(problem, optimizer, settings, history, observer, saved)
+
+
+def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
+                   observer: RunObserver | None, saved: dict | None, engine) -> History:
+    from pinnbo.runner.asynchronous import run_asynchronous
+    from pinnbo.runner.cluster import DaskEngine
+
+    own = engine is None
+    if own:
+        engine = DaskEngine(problem.objective if settings.objective is None else settings.objective,
+                            workers=settings.workers, scheduler=settings.scheduler, timeout=settings.timeout)
+    try:
+        return run_asynchronous(problem, optimizer, settings, history, observer, saved, engine, batch=settings.batch)
+    finally:
+        if own:
+            engine.close()
 
 
 def next_design(k: int, settings: RunSettings, design: np.ndarray, optimizer: Optimizer) -> tuple[np.ndarray, str, float]:

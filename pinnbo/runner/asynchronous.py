@@ -1,0 +1,172 @@
+"""Asynchronous runs: up to q evaluations in flight, a new proposal as soon as one comes back.
+
+The loop (``pinnbo run --workers q``, or ``--scheduler``):
+1. while fewer than q evaluations are in flight and told + pending < budget: evaluation k's design
+   (an initial-design point, or ``optimizer.ask(pending=...)`` knowing the designs still being
+   evaluated, :mod:`pinnbo.optimizers.base`); the ask {index, x, phase} appended to ``asks.jsonl``
+   and fsynced, *then* dispatched to the engine (:mod:`pinnbo.runner.cluster`);
+2. wait for one to come back; its record appended to ``evaluations.jsonl`` (fsynced), told,
+   checkpointed (:func:`pinnbo.runner.loop.commit`); back to 1.
+``batch`` waits for the whole batch of q before proposing the next q (synchronous batches).
+
+The log is in completion order; each record keeps its ask index k, which keys its noise draw
+and its method's random streams, so a record is the same whichever order the calls finished in.
+``--resume`` replays the log into a fresh optimiser (:func:`pinnbo.runner.loop.restore`), then
+dispatches again, unchanged, every ask without a record: a recorded evaluation is never repeated
+and a pending one never re-proposed. The budget counts told + pending.
+
+Completion order depends on the oracle's and the machine's timing, so an asynchronous run is
+reproducible from its log, not byte-identical across reruns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pinnbo.errors import HistoryError
+from pinnbo.interrupts import Terminated
+from pinnbo.optimizers.base import Optimizer
+from pinnbo.problem import Problem
+from pinnbo.runner.history import ASKS, History, _append_line
+from pinnbo.runner.loop import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, outcome_record,
+                                record_imported, restore, stop)
+from pinnbo.streams import initial_design
+
+
+@dataclass
+class Ask:
+    """A design handed to the engine: its evaluation index, the design (physical) and its phase."""
+
+    index: int
+    x: list[float]
+    phase: str
+
+
+def read_asks(folder: Path | None) -> list[Ask]:
+    """The asks recorded in ``folder`` (none without a folder or a file). A last line cut off by
+    a crash was never dispatched and is dropped."""
+    if folder is None:
+        return []
+    path = Path(folder) / ASKS
+    if not os.path.lexists(path):
+        return []
+    if path.is_symlink() or not path.is_file():
+        raise HistoryError(f"{path}: corrupted ask log (not a regular file)")
+    lines = path.read_text(errors="replace").split("\n")
+    asks = []
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            ask = Ask(int(data["index"]), [float(v) for v in data["x"]], str(data["phase"]))
+            if not all(math.isfinite(v) for v in ask.x) or ask.index < 0:
+                raise ValueError
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise HistoryError(f"{path}:{number}: corrupted ask; expected {{\"index\", \"x\", \"phase\"}}") from None
+        asks.append(ask)
+    return asks
+
+
+def record_ask(folder: Path | None, ask: Ask) -> None:
+    """Append ``ask`` to the ask log, fsynced: on disk before its design leaves the runner."""
+    if folder is not None:
+        _append_line(Path(folder) / ASKS, json.dumps(asdict(ask), allow_nan=False))
+
+
+def open_asks(history: History, settings: RunSettings) -> tuple[dict[int, Ask], int]:
+    """The asks of ``history``'s folder without a record (by index, in ask order) and the index
+    of the next ask. An ask whose design is not the recorded one's is a foreign log: refused."""
+    asks = read_asks(history.folder)
+    told = {r.index: r for r in history.evaluations}
+    for ask in asks:
+        record = told.get(ask.index)
+        if record is not None and not np.allclose(record.x, ask.x, rtol=0, atol=1e-12):
+            raise HistoryError(f"{history.folder / ASKS}: ask {ask.index} does not match evaluation {ask.index} of "
+                               "evaluations.jsonl; the folder was changed by hand")
+    pending = {a.index: a for a in asks if a.index not in told}
+    indices = [a.index for a in asks] + list(told)
+    return pending, max([len(settings.imported) - 1, *indices], default=-1) + 1
+
+
+def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
+                     observer: RunObserver | None, saved: dict | None, engine, batch: bool = False) -> History:
+    """Run with ``engine`` (a :class:`~pinnbo.runner.cluster.DaskEngine` or a
+    :class:`~pinnbo.runner.simulated.SimulatedEngine`) until ``settings.budget`` evaluations are
+    recorded (module docstring). The caller closes the engine."""
+    first = settings.first_proposal
+    design = initial_design(problem.domain, settings.initial_points, settings.seed)
+    failures = FailureStreak(first)
+    started = time.monotonic()
+    stats = {"workers": engine.slots, "oracle_seconds": 0.0, "resubmitted": 0}
+    history.parallel = stats
+    asked: dict[int, dict] = {}
+    try:
+        restore(history, optimizer, first, saved, asynchronous=True)
+        record_imported(history, optimizer, problem, settings)
+        pending, next_index = open_asks(history, settings)
+        for ask in pending.values():    # dispatched before the interruption: again, unchanged
+            engine.submit(ask.index, np.asarray(ask.x))
+            stats["resubmitted"] += 1
+        if observer is not None:
+            observer.on_start(problem, settings, history)
+        stopped = False
+        while True:
+            filling = not batch or not pending
+            while filling and engine.in_flight < engine.slots and len(history) + len(pending) < settings.budget:
+                if stop(history, settings, started):
+                    stopped = True
+                    break
+                k = next_index
+                start = time.perf_counter()
+                x = settings.planned_design(k, design)
+                phase = "initial"
+                if x is None:
+                    x = optimizer.ask(pending=[(np.asarray(a.x), a.phase) for a in pending.values()])
+                    phase = optimizer.phase
+                ask = Ask(k, [float(v) for v in x], phase)
+                asked[k] = {"ask_seconds": round(time.perf_counter() - start, 6), "pending_at_ask": len(pending)}
+                record_ask(history.folder, ask)
+                pending[k] = ask
+                engine.submit(k, np.asarray(ask.x))
+                next_index += 1
+                _in_flight(observer, engine)
+            if not pending or (stopped and not engine.in_flight):
+                break
+            for done in engine.wait():
+                ask = pending.pop(done.index)
+                record = outcome_record(problem, np.asarray(ask.x), ask.index, settings.seed, ask.phase,
+                                        done.outcome, done.error)
+                timing = {**asked.pop(done.index, {}), "oracle_seconds": round(done.seconds, 6),
+                          "finished_seconds": round(done.finished, 6)}
+                stats["oracle_seconds"] += done.seconds
+                commit(history, optimizer, record, timing, first, asynchronous=True)
+                if observer is not None:
+                    observer.on_evaluation(record, timing, history)
+                _in_flight(observer, engine)
+                failures.check(history, record)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        word = "terminated" if terminated else "interrupted"
+        raise RunInterrupted(f"{word} after {len(history)} evaluations", terminated) from None
+    finally:
+        wall = time.monotonic() - started
+        stats["wall_seconds"] = round(wall, 3)
+        stats["oracle_seconds"] = round(stats["oracle_seconds"], 3)
+        stats["utilisation"] = round(stats["oracle_seconds"] / (wall * engine.slots), 4) if wall > 0 else None
+    if observer is not None:
+        observer.on_finish(history)
+    return history
+
+
+def _in_flight(observer: RunObserver | None, engine) -> None:
+    show = getattr(observer, "on_flight", None)
+    if show is not None:
+        show(engine.in_flight, engine.worker_count())

@@ -1,0 +1,171 @@
+"""Oracle calls on a Dask cluster: the engine of an asynchronous run (:mod:`pinnbo.runner.asynchronous`).
+
+A local run starts a ``LocalCluster`` of ``workers`` processes with one thread each, listening on
+127.0.0.1 only; ``scheduler`` connects to an existing cluster instead (``dask scheduler`` and
+``dask worker`` processes, or dask-jobqueue's SLURM/PBS clusters), whose workers must have pinnbo
+installed and, for a problem file or an external program, see the same files at the same paths.
+
+What travels to a worker is plain data, never a pickled objective: the case's problem, its
+parameters, its oracle command and the folder its relative paths are resolved in
+(:class:`CaseObjective`). Each worker process builds the problem once and keeps it. The call itself
+is the runner's own isolated call (:func:`pinnbo.runner.loop.oracle_outcome`): a forked child in a
+process group of its own, killed at the case's ``timeout`` and with everything it started; its
+failures are values, so a task only fails when its worker dies. Dask then runs it again on another
+worker (up to ``distributed.scheduler.allowed-failures`` times, 3 by default) and the evaluation is
+recorded once, by the runner, from the first result that comes back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pinnbo.errors import CaseError, shown
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CaseObjective:
+    """What a worker needs to build a case's objective: plain, picklable data (module docstring).
+    The noise and the known constraints stay with the runner, which makes the record."""
+
+    problem: str
+    params: dict
+    oracle: dict | None
+    source: str | None
+
+    @classmethod
+    def of(cls, case) -> "CaseObjective":
+        return cls(case.problem, dict(case.params), None if case.oracle is None else dict(case.oracle), case.source)
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([self.problem, self.params, self.oracle, self.source], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def build(self):
+        from pinnbo.runner.build import build_problem
+        from pinnbo.runner.case import Case
+
+        case = Case(name="worker", problem=self.problem, params=self.params, oracle=self.oracle, source=self.source)
+        return build_problem(case).objective
+
+
+# The objectives a worker process has built, by CaseObjective.key (module docstring).
+_BUILT: dict[str, Any] = {}
+
+
+def evaluate_on_worker(objective: Any, x: list[float], timeout: float | None) -> tuple[Any, str | None, float]:
+    """The task a Dask worker runs: one isolated oracle call at ``x``; (result, error, seconds).
+    ``objective`` a :class:`CaseObjective`, or the objective itself (the Python API)."""
+    from pinnbo.runner.loop import oracle_outcome
+
+    # A Dask worker process is a daemon, and multiprocessing refuses children to daemons; the
+    # isolated call forks one per evaluation and always reaps it (pinnbo.oracles.isolation).
+    multiprocessing.current_process()._config["daemon"] = False
+    start = time.perf_counter()
+    if isinstance(objective, CaseObjective):
+        if objective.key not in _BUILT:
+            try:
+                _BUILT[objective.key] = objective.build()
+            except Exception as exc:   # the runner built it: a worker that cannot is its own failure
+                return None, f"the worker could not build the problem: {type(exc).__name__}: {exc}", 0.0
+        objective = _BUILT[objective.key]
+    outcome, error = oracle_outcome(objective, np.asarray(x, dtype=np.float64), timeout)
+    return outcome, error, time.perf_counter() - start
+
+
+@dataclass
+class Completed:
+    """An evaluation that came back: its ask index, the oracle's result or the reason there is
+    none, the seconds the call took on its worker, and the time it came back (engine clock)."""
+
+    index: int
+    outcome: Any
+    error: str | None
+    seconds: float
+    finished: float
+
+
+class DaskEngine:
+    """Up to ``slots`` oracle calls in flight on a Dask cluster (module docstring)."""
+
+    def __init__(self, objective: Any, *, workers: int, scheduler: str | None = None,
+                 timeout: float | None = None, name: str = "pinnbo") -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - a dependency; checked for a clear line
+            raise CaseError("workers: asynchronous runs need dask.distributed (pip install 'distributed')") from None
+        self.objective = objective
+        self.timeout = timeout
+        self.slots = int(workers)
+        self.name = name
+        self.cluster = None
+        if scheduler is None:
+            self.cluster = LocalCluster(n_workers=self.slots, threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                                        worker_dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(scheduler, timeout=CONNECT_SECONDS)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise CaseError(f"scheduler: cannot reach a Dask scheduler at {shown(scheduler)} "
+                                f"({type(exc).__name__}: {exc})") from None
+        self.futures: dict[Any, int] = {}
+        self.started = time.monotonic()
+
+    def submit(self, index: int, x: np.ndarray) -> None:
+        future = self.client.submit(evaluate_on_worker, self.objective, [float(v) for v in x], self.timeout,
+                                    key=f"{self.name}-{index}-{time.monotonic_ns()}", pure=False)
+        self.futures[future] = index
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.futures)
+
+    def worker_count(self) -> int:
+        try:
+            return len(self.client.scheduler_info().get("workers", {}))
+        except Exception:   # a scheduler that is going away: the display shows the last count
+            return self.slots
+
+    def wait(self) -> list[Completed]:
+        """Block until at least one call has come back; those that have, in submission order."""
+        from distributed import wait
+
+        done, _ = wait(list(self.futures), return_when="FIRST_COMPLETED")
+        now = time.monotonic() - self.started
+        completed = []
+        for future in sorted(done, key=lambda f: self.futures[f]):
+            index = self.futures.pop(future)
+            try:
+                outcome, error, seconds = future.result()
+            except Exception as exc:   # the task itself failed: its worker died too often (KilledWorker)
+                outcome, error, seconds = None, f"the evaluation's worker died ({type(exc).__name__}: {exc})", 0.0
+            completed.append(Completed(index, outcome, error, seconds, now))
+        return completed
+
+    def close(self) -> None:
+        """Cancel what is in flight and stop the local cluster (its workers, and with them every
+        oracle call's process group)."""
+        try:
+            if self.futures:
+                self.client.cancel(list(self.futures), force=True)
+            self.futures.clear()
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+#: Seconds to wait for an existing scheduler to answer.
+CONNECT_SECONDS = 10

@@ -1,0 +1,185 @@
+"""Asynchronous runs on a real Dask cluster (127.0.0.1 only): a local cluster, an existing
+scheduler, the runner killed with evaluations in flight, a worker killed mid-evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pinnbo.runner.asynchronous import read_asks
+from pinnbo.runner.history import History
+
+PROBLEM = Path(__file__).with_name("sleepy_problem.py")
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+
+
+def write_case(folder: Path, *, seconds: float, budget: int, method: str = "random", initial: int = 4) -> Path:
+    case = folder / "case.yaml"
+    case.write_text(f"name: sleepy\nproblem: {PROBLEM}:sleepy\nparams: {{seconds: {seconds}, log: {folder / 'calls.log'}}}\n"
+                    f"method: {method}\nbudget: {budget}\ninitial_points: {initial}\n")
+    return case
+
+
+def pinnbo(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pinnbo.cli", *args, "--quiet"], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def finish(process: subprocess.Popen, timeout: float = 240) -> str:
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, out + err
+    return out + err
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
+
+
+def calls(folder: Path) -> list[tuple[int, tuple[float, float]]]:
+    """(worker pid, design) of every oracle call started."""
+    path = folder / "calls.log"
+    if not path.exists():
+        return []
+    rows = [line.split() for line in path.read_text().splitlines() if line.count(" ") == 3]
+    return [(int(pid), (float(a), float(b))) for _, pid, a, b in rows]
+
+
+def check_complete(out: Path, budget: int) -> list[dict]:
+    """Every evaluation recorded once, at its ask's design, with the analytic value."""
+    logged = records(out)
+    assert sorted(r["index"] for r in logged) == list(range(budget))
+    asks = {a.index: a for a in read_asks(out)}
+    assert sorted(asks) == list(range(budget))
+    for r in logged:
+        assert r["x"] == asks[r["index"]].x
+        assert r["y"] == pytest.approx((r["x"][0] - 0.3) ** 2 + (r["x"][1] + 0.2) ** 2, abs=1e-12)
+    return logged
+
+
+def test_local_cluster_completes_a_run(tmp_path):
+    case = write_case(tmp_path, seconds=0.5, budget=10, method="gp-ei")
+    out = tmp_path / "out"
+    finish(pinnbo("run", str(case), "--workers", "2", "--output", str(out)))
+    check_complete(out, 10)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["parallel"]["workers"] == 2
+    # Two calls ran at once: the oracle time exceeds the wall time it had (a sequential run's could not).
+    assert summary["parallel"]["oracle_seconds"] > 10 * 0.5 * 0.9
+    # ... on two different worker processes.
+    assert len({pid for pid, _ in calls(tmp_path)}) == 2
+    timings = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
+    assert max(t["pending_at_ask"] for t in timings) == 1   # each proposal knew the other design in flight
+    # The log reads back (completion order) and a resume of a finished run evaluates nothing.
+    finish(pinnbo("run", str(case), "--workers", "2", "--output", str(out), "--resume"))
+    assert len(records(out)) == 10 and len(calls(tmp_path)) == 10
+
+
+def test_existing_scheduler(tmp_path):
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                  "--no-dashboard", "--scheduler-file", str(scheduler_file)], env=ENV,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        worker = subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--host",
+                                   "127.0.0.1", "--no-dashboard", "--nworkers", "2"], env=ENV,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        case = write_case(tmp_path, seconds=0.2, budget=8)
+        out = tmp_path / "out"
+        finish(pinnbo("run", str(case), "--scheduler", address, "--workers", "2", "--output", str(out)))
+        check_complete(out, 8)
+        # The calls ran in the separately started worker processes (children of `dask worker`).
+        pids = {pid for pid, _ in calls(tmp_path)}
+        assert pids and all(psutil.Process(pid).ppid() == worker.pid for pid in pids)
+        assert json.loads((out / "summary.json").read_text())["parallel"]["workers"] == 2
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.send_signal(signal.SIGINT)
+        for process in (worker, scheduler):
+            if process is not None:
+                try:
+                    process.wait(20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+
+def wait_for(condition, timeout: float = 120, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_runner_killed_with_four_in_flight_then_resumed(tmp_path):
+    budget = 14
+    case = write_case(tmp_path, seconds=3.0, budget=budget)
+    out = tmp_path / "out"
+    runner = pinnbo("run", str(case), "--workers", "4", "--output", str(out), start_new_session=True)
+    # Past the first round: some evaluations recorded, four asks in flight.
+    wait_for(lambda: (out / "evaluations.jsonl").exists() and len(records(out)) >= 4
+             and len(read_asks(out)) - len(records(out)) == 4, what="a round recorded and four in flight")
+    os.killpg(runner.pid, signal.SIGKILL)
+    runner.wait()
+    recorded = {r["index"]: r for r in records(out)}
+    in_flight = [a for a in read_asks(out) if a.index not in recorded]
+    assert len(in_flight) == 4
+    started_before = Counter(x for _, x in calls(tmp_path))
+
+    finish(pinnbo("run", str(case), "--workers", "4", "--output", str(out), "--resume"))
+    logged = check_complete(out, budget)
+    started = Counter(x for _, x in calls(tmp_path))
+    for r in logged:
+        x = tuple(r["x"])
+        if r["index"] in recorded:      # recorded before the kill: kept, never evaluated again
+            assert r == recorded[r["index"]] and started[x] == started_before[x] == 1
+    for ask in in_flight:               # dispatched again, unchanged, and recorded once
+        assert started[tuple(ask.x)] == 2
+    assert json.loads((out / "summary.json").read_text())["parallel"]["resubmitted"] == 4
+
+
+def test_worker_killed_mid_evaluation(tmp_path):
+    case = write_case(tmp_path, seconds=2.0, budget=8)
+    out = tmp_path / "out"
+    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out))
+    wait_for(lambda: len(calls(tmp_path)) >= 3, what="an evaluation under way")
+    pid, victim = calls(tmp_path)[-1]
+    os.kill(pid, signal.SIGKILL)        # the Dask worker process running that call
+    finish(runner)
+    check_complete(out, 8)
+    started = Counter(x for _, x in calls(tmp_path))
+    assert started[victim] == 2         # run again on another worker ...
+    assert sum(r["x"] == list(victim) for r in records(out)) == 1   # ... and recorded once
+
+
+def test_completion_order_log_reads_back(tmp_path):
+    """A log in completion order (indices not in sequence) is valid only beside its ask log."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "case.json").write_text("{}")
+    lines = [json.dumps({"index": i, "x": [0.0, 0.0], "y": 1.0, "true": 1.0}) for i in (1, 0, 2)]
+    (folder / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+    from pinnbo.errors import HistoryError
+    with pytest.raises(HistoryError, match="index 1, expected 0"):
+        History.read(folder, {}, "minimize", resume=True, overwrite=False)
+    (folder / "asks.jsonl").write_text("".join(json.dumps({"index": i, "x": [0.0, 0.0], "phase": "initial"}) + "\n"
+                                               for i in range(3)))
+    history = History.read(folder, {}, "minimize", resume=True, overwrite=False)
+    assert [r.index for r in history.evaluations] == [1, 0, 2]
+    (folder / "evaluations.jsonl").write_text("\n".join(lines + [lines[0]]) + "\n")
+    with pytest.raises(HistoryError, match="corrupted record"):
+        History.read(folder, {}, "minimize", resume=True, overwrite=False)
