@@ -35,6 +35,7 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import MaternKernel, ScaleKernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.means import ZeroMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -243,3 +244,33 @@ class GPPredictor:
         std = self.stdvs[:, None] * var.clamp_min(torch.finfo(var.dtype).tiny).sqrt() * (var > 0)
         remaining = var / prior.clamp_min(torch.finfo(prior.dtype).tiny)
         return mean, std, remaining
+
+
+def conditioned_on_pending(model, unit_X: np.ndarray):
+    """A copy of a fitted (batched) ``SingleTaskGP``, conditioned on
+    observations at ``unit_X`` (p, d) whose values are its own posterior mean there ("kriging
+    believer"): the mean is unchanged and the covariance is exactly the posterior covariance given
+    observations at those designs, which does not depend on their values. What an asynchronous
+    proposal knows of the designs still being evaluated. ``model`` itself when p = 0."""
+    if len(unit_X) == 0:
+        return model
+    import copy
+
+    with torch.no_grad():
+        X = model.train_inputs[0]
+        pending = torch.as_tensor(unit_X, dtype=X.dtype, device=X.device)
+        predictor = GPPredictor(model)
+        latent = predictor.constant + (predictor._cross_covariance(pending) @ predictor.alpha).squeeze(-1)  # (M, p)
+        fantasy = copy.deepcopy(model)
+        if predictor.batched:
+            inputs = torch.cat([X, pending.expand(X.shape[0], *pending.shape)], dim=-2)
+            targets = torch.cat([model.train_targets, latent], dim=-1)
+        else:
+            inputs = torch.cat([X, pending])
+            targets = torch.cat([model.train_targets, latent[0]])
+        fantasy.set_train_data(inputs=inputs, targets=targets, strict=False)
+        if isinstance(fantasy.likelihood, FixedNoiseGaussianLikelihood):   # noise_free: the floor there too
+            noise = fantasy.likelihood.noise
+            extra = noise.min(dim=-1, keepdim=True).values.expand(*noise.shape[:-1], len(pending))
+            fantasy.likelihood.noise = torch.cat([noise, extra], dim=-1)
+    return fantasy

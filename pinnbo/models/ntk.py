@@ -33,6 +33,8 @@ trained θ (Neural-CBO's choice) over every parameter, rebuilt from all observat
 
 from __future__ import annotations
 
+import copy
+
 from typing import Sequence
 
 import numpy as np
@@ -223,14 +225,21 @@ class NTKNetwork:
             {k: v.detach() for k, v in self.model.named_parameters()}
         return ntk_features(self.model, params, Z, FEATURE_BATCH, wrt=self.feature_names)
 
-    def mean_and_variance(self, Z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """h(z; θ) and σ²(z) for rows of ``Z`` (N, d) in network coordinates, in batches."""
+    def mean_and_variance(self, Z: torch.Tensor, pending: torch.Tensor | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """h(z; θ) and σ²(z) for rows of ``Z`` (N, d) in network coordinates, in batches.
+        ``pending`` (p, d): designs being evaluated, whose gradients join U for this call only (the
+        posterior variance given observations there, exact, needs no value)."""
+        precision = self.precision
+        if pending is not None and len(pending):
+            precision = copy.deepcopy(self.precision)
+            precision.update(self.features(pending))
         means, variances = [], []
         for i in range(0, len(Z), FEATURE_BATCH):
             chunk = Z[i:i + FEATURE_BATCH]
             with torch.no_grad():
                 means.append(self.model(chunk))
-            variances.append(self.precision.variance(self.features(chunk)))
+            variances.append(precision.variance(self.features(chunk)))
         return torch.cat(means), torch.cat(variances)
 
     # -- checkpoints --------------------------------------------------------------------------------

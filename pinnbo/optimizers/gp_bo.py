@@ -19,8 +19,8 @@ budget counts observations, so a "+" run makes half as many acquisition steps.
 
 With pending designs (asynchronous runs) GP-EI and GP-UCB maximise BoTorch's MC q-acquisitions,
 qLogExpectedImprovement and qUpperConfidenceBound, of the one new point jointly with ``X_pending``
-(Wilson et al. 2018: the expected gain of the candidate given that the pending points will be
-observed); EXPLOIT's posterior mean does not depend on pending points, which only count as taken.
+(:mod:`pinnbo.acquisition.pending`), and EXPLOIT qSimpleRegret: its posterior mean alone would
+propose the same design again beside each pending one.
 
 If the best restart repeats an evaluated design (a noise-free posterior mean peaks at its
 incumbent), the next-best restart is taken, then points nudged just beyond ``duplicate_tol`` of the
@@ -35,12 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from botorch.acquisition import (LogExpectedImprovement, PosteriorMean, UpperConfidenceBound,
-                                 qLogExpectedImprovement, qUpperConfidenceBound)
+from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConfidenceBound
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
-from botorch.sampling import SobolQMCNormalSampler
 
+from pinnbo.acquisition.pending import pending_log_ei, pending_mean, pending_ucb
 from pinnbo.acquisition.search import best_new, farthest_from, is_duplicate, nudged
 from pinnbo.models.gp import KERNELS, fit_gp
 from pinnbo.optimizers.base import Optimizer
@@ -49,9 +48,6 @@ from pinnbo.streams import derived_seed, sobol_unit
 
 #: The phase of the "+" methods' uniformly random points.
 EXPLORATION = "exploration"
-#: Quasi-MC samples of the q-acquisitions used with pending designs (BoTorch's default is 512;
-#: one new point needs fewer for a stable argmax).
-PENDING_MC_SAMPLES = 256
 
 
 @dataclass
@@ -140,12 +136,12 @@ class GPBO(Optimizer):
         return self.domain.from_unit(self._acquisition_argmax(X, y, evaluated))
 
     def _acquisition_function(self, model, y: np.ndarray, seed: int):
-        if self.pending and self.acquisition != "mean":
-            X_pending = torch.as_tensor(self.pending_unit(), dtype=torch.float64, device=self.device)
-            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([PENDING_MC_SAMPLES]), seed=seed % (2**31))
-            if self.acquisition == "ei":
-                return qLogExpectedImprovement(model, best_f=float(-np.min(y)), sampler=sampler, X_pending=X_pending)
-            return qUpperConfidenceBound(model, beta=self.settings.beta, sampler=sampler, X_pending=X_pending)
+        if self.pending and self.acquisition == "ei":
+            return pending_log_ei(model, float(-np.min(y)), self.pending_unit(), seed, self.device)
+        if self.pending and self.acquisition == "ucb":
+            return pending_ucb(model, self.settings.beta, self.pending_unit(), seed, self.device)
+        if self.pending:
+            return pending_mean(model, self.pending_unit(), seed, self.device)
         if self.acquisition == "ei":
             return LogExpectedImprovement(model, best_f=float(-np.min(y)))
         if self.acquisition == "ucb":

@@ -15,6 +15,11 @@ Known constraints are exact, so they are applied exactly: the restarts start fro
 known-feasible points of a Sobol pool (BoTorch's Boltzmann selection) and the proposal is the best
 candidate that satisfies every known constraint and repeats no evaluated design. The acquisitions
 take their moments from flat chunks of points (:mod:`pinnbo.acquisition.analytic`).
+
+With designs still being evaluated (asynchronous runs), the GPs are conditioned on their own means
+there (:func:`pinnbo.models.gp.conditioned_on_pending`): the variance is exactly the one given
+observations at those designs, the means unchanged, so the constrained EI there drops to nearly
+zero (Ginsbourger et al.'s "kriging believer").
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import torch
 from pinnbo.acquisition.analytic import FastLogCEI, FastLogEI, FastLogPoF
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import best_allowed
-from pinnbo.models.gp import earlier_fit, fit_outputs, remember_fit
+from pinnbo.models.gp import conditioned_on_pending, earlier_fit, fit_outputs, remember_fit
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.optimizers.gp_settings import GPSettings
 from pinnbo.streams import derived_seed, sobol_unit
@@ -88,6 +93,8 @@ class GPCEI(Optimizer):
                                      start=earlier_fit(self._fits, self.n_told), tolerance=FIT_TOLERANCE, dtype=dtype,
                                      device=self.device)
             self._fits = remember_fit(self._fits, self.n_told, self.model)
+            # Designs being evaluated: the GPs' exact posterior variance given observations there.
+            self.model = conditioned_on_pending(self.model, self.pending_unit())
             bounds = {i + 1: (None, 0.0) for i in range(len(self.blackbox))}
             if not self.blackbox:
                 self.last_mode = "ei"

@@ -14,6 +14,9 @@ Adam. Defaults, measured against the paper's on a quadratic, Branin and DropWave
 collapses σ after a dozen points), λ = 1e-3 (0.01 stops the fit at a visible error), network inputs
 z = 5 (2u − 1) (on [−1, 1]^d the tanh features are nearly linear and σ collapses faster), one hidden
 layer of 128.
+
+With designs still being evaluated (asynchronous runs), their g(x) join U for the proposal (the
+variance given observations there, exact without their values), and each proposal draws afresh.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class NeuralBO(Optimizer):
         anchors = self.domain.to_unit(X[np.argsort(y, kind="stable")[:4]])
         pool = candidate_pool(self.domain.dim, seed, s.n_candidates, anchors, LOCAL_CANDIDATES, LOCAL_SCALE,
                               self.rng("local-candidates"))
-        mu, var = self.net.mean_and_variance(self._unit_to_z(pool))
+        pending = self._unit_to_z(self.pending_unit()) if self.pending else None
+        mu, var = self.net.mean_and_variance(self._unit_to_z(pool), pending)
         eps = torch.randn(len(pool), generator=self.generator("thompson"), dtype=torch.float64)
         sample = (mu.double() + s.exploration_scale * var.double().sqrt() * eps.to(self.device)).cpu().numpy()
         evaluated = self.evaluated_unit()

@@ -25,6 +25,10 @@ huge), ν = 3, features g at the trained θ (the authors' code; at θ0 σ collap
 points), bias scale 1 and inputs in [−1, 1] (even shapes such as a disc constraint are otherwise
 fitted badly), width 64, a Yeo-Johnson warp of the objective (a heavy right tail otherwise squeezes
 the designs that matter together), 50 L-BFGS iterations after each fit's Adam steps.
+
+With designs still being evaluated (asynchronous runs), their features join every network's U for
+the proposal (the variances given observations there, exact without their values), so EI and the
+constraints' LCBs no longer favour them.
 """
 
 from __future__ import annotations
@@ -219,16 +223,23 @@ class NeuralCBO(Optimizer):
     def _objective_moments(self, unit: np.ndarray, X_obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """μ_f and σ_f at unit points (N, d), standardised objective units."""
         if not self.settings.physics:
-            return self._corrected(*self.objective.mean_and_variance(unit_to_z(unit, 1.0, self.dtype, self.device)),
+            return self._corrected(*self.objective.mean_and_variance(unit_to_z(unit, 1.0, self.dtype, self.device),
+                                                                     self._pending_z()),
                                    self._residual_moments(unit), 0)
         pinn = self.objective
         with torch.no_grad():
             z = pinn.normalise(torch.as_tensor(self.domain.from_unit(unit), dtype=self.dtype, device=self.device))
-            z_obs = pinn.normalise(torch.as_tensor(X_obs, dtype=self.dtype, device=self.device))
+            # designs being evaluated join U too: the variance given observations there (exact, no value)
+            z_obs = pinn.normalise(torch.as_tensor(np.concatenate([X_obs, np.asarray(self.pending).reshape(-1, X_obs.shape[1])]),
+                                                   dtype=self.dtype, device=self.device))
             mu = pinn.model(z)
             U = last_layer.precision(pinn.model.features(z_obs), self.settings.pinn.noise_variance)
             var = last_layer.variance(U, pinn.model.features(z))
         return self._corrected(mu, var, self._residual_moments(unit), 0)
+
+    def _pending_z(self) -> torch.Tensor | None:
+        """The designs being evaluated in the NTK networks' coordinates, or None."""
+        return unit_to_z(self.pending_unit(), 1.0, self.dtype, self.device) if self.pending else None
 
     def _constraint_moments(self, unit: np.ndarray, scalings: list) -> tuple[np.ndarray, np.ndarray]:
         """μ_ci and σ_ci of the black-box constraints at unit points (N, d), in their own units."""
@@ -239,7 +250,7 @@ class NeuralCBO(Optimizer):
         Z = unit_to_z(unit, 1.0, self.dtype, self.device)
         residual = self._residual_moments(unit)
         for k, (net, (mean, std)) in enumerate(zip(self.constraint_nets, scalings)):
-            m, s = self._corrected(*net.mean_and_variance(Z), residual, 1 + k)
+            m, s = self._corrected(*net.mean_and_variance(Z, self._pending_z()), residual, 1 + k)
             mu[:, k] = mean + std * m
             sigma[:, k] = std * s
         return mu, sigma

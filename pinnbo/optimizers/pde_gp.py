@@ -12,6 +12,9 @@ method is a plain GP with the same kernel.
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
 ``collocation_points`` points for one equation, fewer per equation for a system (Cosine
 Mixture-50's fifty equations get ten points each, each equation its own points).
+
+With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
+point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import torch
 from botorch.acquisition import UpperConfidenceBound
 
 from pinnbo.acquisition.optimize import maximize_acquisition
+from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
@@ -102,7 +106,8 @@ class PDEGPOptimizer(Optimizer):
                                self.linear_form, lower, widths, start=earlier_fit(self._fits, self.n_told))
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
                                                                                  self.model.hyperparameters())]
-            acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False)
+            acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
+                pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                         duplicate_tol=s.duplicate_tol, device=self.device)

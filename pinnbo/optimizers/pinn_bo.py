@@ -24,6 +24,11 @@ From 5 design variables up the network's bias scale is 1 (0.1 below) and the fir
 while its loss falls, up to 5000 steps. The minimisation: a scrambled Sobol pool plus perturbed
 incumbents, top-k, bounded L-BFGS-B, never a repeat (:func:`pinnbo.acquisition.search.minimize_surrogate`).
 Each default is measured (docs/archive/benchmarks.md).
+
+With designs still being evaluated (asynchronous runs) the sample knows them without their values:
+their features join the last layer's precision U (exact: U does not depend on y) and the residual
+GP is conditioned on its own mean there (:func:`pinnbo.models.gp.conditioned_on_pending`), so ρ and
+both sources of exploration shrink at the pending designs; each proposal draws a fresh sample.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from botorch.sampling.pathwise import draw_matheron_paths
 from pinnbo.acquisition.search import minimize_surrogate
 from pinnbo.acquisition.trust_region import TrustRegion
 from pinnbo.models import last_layer
-from pinnbo.models.gp import GPPredictor
+from pinnbo.models.gp import GPPredictor, conditioned_on_pending
 from pinnbo.models.pinn import PINNSettings, PINNSurrogate
 from pinnbo.models.residual_gp import OUTLIER_FRACTION, fit_residual_gp
 from pinnbo.optimizers.base import DTYPES, MethodSettings, Optimizer
@@ -159,8 +164,11 @@ class PINNBO(Optimizer):
         """K independent δ ~ N(0, ν² U⁻¹) of the last layer's weights, shape (m, K); the PDE's part
         of U from HIGH_DIMENSION design variables up (module docstring)."""
         scale, draws = self.exploration()
+        if self.pending:
+            Z = torch.cat([Z, self.surrogate.normalise(torch.as_tensor(np.stack(self.pending), dtype=self.dtype,
+                                                                       device=self.device))])
         with torch.no_grad():
-            phi = self.surrogate.model.features(Z)                                 # (n, m)
+            phi = self.surrogate.model.features(Z)                                 # (n + pending, m)
         U = last_layer.precision(phi, self.settings.noise_variance)
         if self.high_dimension:
             pde = self.surrogate.pde_precision(mean, std, self.generator("pde-variance"))
@@ -182,7 +190,11 @@ class PINNBO(Optimizer):
             derived_seed(self.seed, self.name, self.ask_index, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
             device=self.device, max_outliers=math.ceil(OUTLIER_FRACTION * len(X)), outputscale=True)
         self.residual_outliers = getattr(gp, "outliers", 0)   # observations the screen left out (diagnostics)
-        predictor = getattr(gp, "predictor", None) or GPPredictor(gp)    # the screen's, when it ran
+        if self.pending:
+            gp = conditioned_on_pending(gp, self.pending_unit())
+            predictor = GPPredictor(gp)
+        else:
+            predictor = getattr(gp, "predictor", None) or GPPredictor(gp)    # the screen's, when it ran
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(derived_seed(self.seed, self.name, self.ask_index, "residual-path"))

@@ -1,4 +1,5 @@
-"""The live display of a run: evaluation k/budget, best so far, last value, s/iteration, ETA."""
+"""The live display of a run: evaluation k/budget, best so far, last value, s/iteration, ETA; for
+an asynchronous run the evaluations in flight and the free workers."""
 
 from __future__ import annotations
 
@@ -31,9 +32,12 @@ class LiveProgress:
         self.last_tick = time.perf_counter()
         self.problem: Problem | None = None
         self.budget = 0
+        self.flight: tuple[int, int] | None = None   # (in flight, workers) of an asynchronous run
+        self.history: History | None = None
+        self.last: Evaluation | None = None
 
     def on_start(self, problem, settings, history) -> None:
-        self.problem, self.budget = problem, settings.budget
+        self.problem, self.budget, self.history = problem, settings.budget, history
         self.task = self.progress.add_task(self.title or problem.name, total=settings.budget, completed=len(history))
         self.live = Live(self._render(history, None), console=self.console, refresh_per_second=8, transient=False)
         self.live.start()
@@ -44,8 +48,14 @@ class LiveProgress:
         self.iteration_seconds.append(now - self.last_tick)
         self.last_tick = now
         self.progress.update(self.task, completed=len(history))
+        self.last = record
         if self.live is not None:
             self.live.update(self._render(history, record))
+
+    def on_flight(self, in_flight: int, workers: int) -> None:
+        self.flight = (in_flight, workers)
+        if self.live is not None and self.history is not None:
+            self.live.update(self._render(self.history, self.last))
 
     def on_finish(self, history: History) -> None:
         self.stop()
@@ -79,4 +89,7 @@ class LiveProgress:
                       "ETA", "—" if eta is None else f"{eta:.0f} s")
         if history.n_failed:
             table.add_row("failed", str(history.n_failed), "", "")
+        if self.flight is not None:
+            in_flight, workers = self.flight
+            table.add_row("in flight", str(in_flight), "free workers", str(max(workers - in_flight, 0)))
         return Group(self.progress, table)

@@ -34,7 +34,7 @@ from pinnbo.runner.build import build_optimizer, build_problem, run_settings
 from pinnbo.runner.case import Case
 from pinnbo.errors import shown
 from pinnbo.errors import HistoryError
-from pinnbo.runner.history import Evaluation, History, locked, write_json_atomic
+from pinnbo.runner.history import ASKS, Evaluation, History, locked, write_json_atomic
 from pinnbo.problem import Problem
 from pinnbo.runner.loop import (checkpoint, commit, next_design, observation, read_checkpoint, record_imported,
                                 restore)
@@ -59,6 +59,7 @@ def ask(case: Case) -> dict:
     settings = run_settings(case, problem, resume=True)
     folder = case.output_dir
     with locked(folder):
+        refuse_asynchronous(folder)
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels, budget=settings.budget)
@@ -109,6 +110,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     if not (folder / "case.json").exists():
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
+        refuse_asynchronous(folder)
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels)
@@ -151,6 +153,14 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
             state.unlink(missing_ok=True)
         (folder / PENDING).unlink(missing_ok=True)
     return record, history, problem
+
+
+def refuse_asynchronous(folder: Path) -> None:
+    """ask/tell hand out one design at a time: a folder of an asynchronous run (its ask log) is
+    continued by ``pinnbo run --resume``, which dispatches its pending designs again."""
+    if (Path(folder) / ASKS).exists():
+        raise HistoryError(f"output: {folder} holds an asynchronous run ({ASKS}); continue it with "
+                           "pinnbo run --resume --workers N")
 
 
 def _same(told: np.ndarray, design: np.ndarray, problem: Problem) -> bool:
