@@ -440,17 +440,20 @@ def ask(
     output: Optional[Path] = OUTPUT_OPTION,
     device: Optional[str] = DEVICE_OPTION,
     smoke: bool = SMOKE_OPTION,
+    n: int = typer.Option(1, "--n", help="Keep up to this many designs pending at once (measured in parallel, "
+                          "told in any order); one JSON line each."),
 ) -> None:
     """Print the next design to measure as JSON and keep it pending (asking again repeats it)."""
     from pinnbo.runner.asktell import ask as ask_next
 
     try:
-        pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke))
+        pending = ask_next(_case_for_asktell(case, seed, budget, output, device, smoke), n)
     except RunStopped as exc:
         fail(f"{exc}; ask again once the results folder can be written", code=1)
     except UserError as exc:
         fail(str(exc))
-    typer.echo(json.dumps({k: pending[k] for k in ("index", "x", "phase", "constraints") if k in pending}))
+    for item in pending:
+        typer.echo(json.dumps({k: item[k] for k in ("index", "x", "phase", "constraints") if k in item}))
 
 
 @app.command()

@@ -51,22 +51,24 @@ class TellError(HistoryError):
     """A tell that cannot be recorded (one-line message naming the option)."""
 
 
-def ask(case: Case) -> dict:
-    """The next design of ``case``'s run, recorded as pending: ``{"index": k, "x": {name: value},
-    "phase": ...}``. The pending design again if one is waiting for its tell."""
+def ask(case: Case, n: int = 1) -> list[dict]:
+    """The next design of ``case``'s run, recorded as pending: ``[{"index": k, "x": {name: value},
+    "phase": ...}]``. The pending design again if one is waiting for its tell. ``n`` > 1, or a
+    folder that already has several: up to ``n`` designs pending at once (:func:`ask_several`)."""
+    if n > 1 or (case.output_dir / ASKS).exists():
+        return ask_several(case, n)
     problem = build_problem(case)
     optimizer = build_optimizer(case, problem)
     settings = run_settings(case, problem, resume=True)
     folder = case.output_dir
     with locked(folder):
-        refuse_asynchronous(folder)
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels, budget=settings.budget)
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
-            return pending
+            return [pending]
         if max(k, len(settings.imported)) >= settings.budget:
             raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
         saved = read_checkpoint(history, optimizer.device)   # before anything is written
@@ -87,7 +89,58 @@ def ask(case: Case) -> dict:
         if problem.oracle_constraints:  # what the measurement must report besides the objective
             pending["constraints"] = [c.name for c in problem.oracle_constraints]
         write_json_atomic(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
-    return pending
+    return [pending]
+
+
+def ask_several(case: Case, n: int) -> list[dict]:
+    """Up to ``n`` designs pending at once, as an asynchronous run keeps them
+    (:mod:`pinnbo.runner.asynchronous`): each new one proposed knowing the others, appended to
+    ``asks.jsonl`` (fsynced) before it is printed; those already pending are printed again first.
+    ``tell`` takes them in any order; ``pinnbo run --resume`` can take over and evaluate them."""
+    from pinnbo.runner.asynchronous import Ask, open_asks, record_ask
+
+    if n < 1:
+        raise HistoryError(f"--n: expected a positive number of designs, got {n}")
+    problem = build_problem(case)
+    optimizer = build_optimizer(case, problem)
+    settings = run_settings(case, problem, resume=True)
+    folder = case.output_dir
+    with locked(folder):
+        if (folder / PENDING).exists():
+            raise HistoryError(f"--n: {folder} has a design pending from a single ask ({PENDING}); tell it first")
+        history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
+                               constraints=problem.constraint_names, variables=problem.domain.names,
+                               labels=case.labels, budget=settings.budget)
+        pending, next_index = open_asks(history, settings)
+        room = settings.budget - max(len(history), len(settings.imported)) - len(pending)
+        if len(pending) < n and room <= 0 and not pending:
+            raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
+        if len(pending) < n and room > 0:
+            saved = read_checkpoint(history, optimizer.device)   # before anything is written
+            history.begin(case.to_dict())
+            restore(history, optimizer, settings.first_proposal, saved, asynchronous=True)
+            record_imported(history, optimizer, problem, settings)
+            pending, next_index = open_asks(history, settings)
+            design = initial_design(problem.domain, case.initial_points, case.seed)
+            while len(pending) < n and len(history) + len(pending) < settings.budget:
+                k = next_index
+                x = settings.planned_design(k, design)
+                phase = "initial"
+                if x is None:
+                    x = optimizer.ask(pending=[(np.asarray(a.x), a.phase) for a in pending.values()])
+                    phase = optimizer.phase
+                pending[k] = Ask(k, [float(v) for v in x], phase)
+                record_ask(folder, pending[k])
+                next_index += 1
+            if len(history) >= settings.first_proposal:
+                checkpoint(history, optimizer)   # the asks' training: the next ask starts from it
+    out = []
+    for ask in list(pending.values())[:max(n, 1)]:
+        item = {"index": ask.index, "x": {name: v for name, v in zip(problem.domain.names, ask.x)}, "phase": ask.phase}
+        if problem.oracle_constraints:
+            item["constraints"] = [c.name for c in problem.oracle_constraints]
+        out.append(item)
+    return out
 
 
 def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,
@@ -110,10 +163,11 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     if not (folder / "case.json").exists():
         raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
-        refuse_asynchronous(folder)
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels)
+        if (folder / ASKS).exists():
+            return _tell_one_of_several(case, problem, history, told, y, failed, measured), history, problem
         k = len(history)
         pending = read_pending(folder, problem)
         pending_matches = pending is not None and pending["index"] == k and _same(
@@ -155,12 +209,26 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     return record, history, problem
 
 
-def refuse_asynchronous(folder: Path) -> None:
-    """ask/tell hand out one design at a time: a folder of an asynchronous run (its ask log) is
-    continued by ``pinnbo run --resume``, which dispatches its pending designs again."""
-    if (Path(folder) / ASKS).exists():
-        raise HistoryError(f"output: {folder} holds an asynchronous run ({ASKS}); continue it with "
-                           "pinnbo run --resume --workers N")
+def _tell_one_of_several(case: Case, problem: Problem, history: History, told: np.ndarray, y: float | None,
+                         failed: str | None, measured: dict) -> Evaluation:
+    """Record the measurement of one of several pending designs (:func:`ask_several`), in any order."""
+    from pinnbo.runner.asynchronous import open_asks
+
+    settings = run_settings(case, problem, resume=True)
+    pending, _ = open_asks(history, settings)
+    ask = next((a for a in pending.values() if _same(told, np.asarray(a.x), problem)), None)
+    if ask is None:
+        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem)), None)
+        if recorded is not None:
+            raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}")
+        listed = "; ".join(f"{a.index}: {_show(a.x)}" for a in pending.values()) or "none"
+        raise TellError(f"tell: design {_show(told)} was never asked; the pending designs are {listed}")
+    history.begin(case.to_dict())
+    error = None if failed is None else (failed.strip() or "failed (no reason given)")
+    record = observation(problem, np.asarray(ask.x), ask.index, case.seed, ask.phase,
+                         float("nan") if y is None else float(y), error, add_noise=False, constraints=measured)
+    commit(history, None, record, {}, case.initial_points)
+    return record
 
 
 def _same(told: np.ndarray, design: np.ndarray, problem: Problem) -> bool:

@@ -162,3 +162,44 @@ def test_reordered_variables_are_refused_on_resume(tmp_path):
     (tmp_path / "out" / "case.json").write_text(json.dumps(stored))
     write({"a": [0, 1], "b": [0, 1]})
     assert runner.invoke(app, ["ask", str(case)]).exit_code == 0
+
+
+def ask_several(case: Path, out: Path, n: int) -> list[dict]:
+    result = runner.invoke(app, ["ask", str(case), "--output", str(out), "--n", str(n)])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_several_designs_pending_told_in_any_order(tmp_path):
+    case = write_case(tmp_path, method="gp-ei", method_params={"num_restarts": 2, "raw_samples": 32, "maxiter": 20},
+                      budget=9)
+    out = tmp_path / "lab"
+    first = ask_several(case, out, 3)
+    assert [p["index"] for p in first] == [0, 1, 2] and all(p["phase"] == "initial" for p in first)
+    assert first == ask_several(case, out, 3)        # asking again prints the same pending designs
+    for pending in (first[2], first[0]):             # told out of order
+        x, y = measure(pending)
+        assert tell(case, out, "--x", x, "--y", y).exit_code == 0
+    again = tell(case, out, "--x", measure(first[0])[0], "--y", "0.5")
+    assert again.exit_code == 2 and "already recorded, as evaluation 0" in again.stderr
+    stranger = tell(case, out, "--x", "0.1,0.2", "--y", "0.5")
+    assert stranger.exit_code == 2 and "never asked" in stranger.stderr and "1: (" in stranger.stderr
+    # Design 1 is still pending; two more are proposed knowing it, none repeating a taken design.
+    second = ask_several(case, out, 3)
+    assert [p["index"] for p in second] == [1, 3, 4] and [p["phase"] for p in second] == ["initial"] + ["optimizer"] * 2
+    taken = [list(p["x"].values()) for p in first + second[1:]]
+    assert len({tuple(np.round(t, 9)) for t in taken}) == 5
+    while True:
+        pending = ask_several(case, out, 2) if len(records(out)) + 2 <= 9 else ask_several(case, out, 1)
+        for item in reversed(pending):
+            x, y = measure(item)
+            result = tell(case, out, "--x", x, "--y", y)
+            assert result.exit_code == 0, result.output
+        if "budget complete" in result.stdout:
+            break
+    logged = records(out)
+    assert sorted(r["index"] for r in logged) == list(range(9))
+    for r in logged:
+        assert r["y"] == DROPWAVE.objective(np.array(r["x"]))
+    spent = runner.invoke(app, ["ask", str(case), "--output", str(out), "--n", "2"])
+    assert spent.exit_code == 2 and "budget: all 9 evaluations are recorded" in spent.stderr

@@ -81,10 +81,10 @@ def test_local_cluster_completes_a_run(tmp_path):
     # The log reads back (completion order) and a resume of a finished run evaluates nothing.
     finish(pinnbo("run", str(case), "--workers", "2", "--output", str(out), "--resume"))
     assert len(records(out)) == 10 and len(calls(tmp_path)) == 10
-    # ask/tell hand out one design at a time: an asynchronous folder is refused, in one line.
+    # pinnbo ask reads the asynchronous folder too: nothing is left to ask.
     ask = subprocess.run([sys.executable, "-m", "pinnbo.cli", "ask", str(case), "--output", str(out)], env=ENV,
                          capture_output=True, text=True)
-    assert ask.returncode == 2 and "asynchronous run" in ask.stderr and "Traceback" not in ask.stderr
+    assert ask.returncode == 2 and "all 10 evaluations are recorded" in ask.stderr and "Traceback" not in ask.stderr
 
 
 def test_existing_scheduler(tmp_path):
