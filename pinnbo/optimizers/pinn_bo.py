@@ -28,7 +28,9 @@ Each default is measured (docs/archive/benchmarks.md).
 With designs still being evaluated (asynchronous runs) the sample knows them without their values:
 their features join the last layer's precision U (exact: U does not depend on y) and the residual
 GP is conditioned on its own mean there (:func:`pinnbo.models.gp.conditioned_on_pending`), so ρ and
-both sources of exploration shrink at the pending designs; each proposal draws a fresh sample.
+both sources of exploration shrink at the pending designs; each proposal draws a fresh sample. Asks
+with no tell between them (several workers free at once) share one fit: training again on the
+same data would only cost time.
 """
 
 from __future__ import annotations
@@ -106,6 +108,11 @@ class PINNBO(Optimizer):
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters).
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
+        # The fits of the latest ask, (told count, (mean, std)) and (told count, targets, residual GP):
+        # another ask before a tell (an asynchronous run filling several free workers) draws from
+        # them instead of training again on the same data.
+        self._fit: tuple[int, tuple[float, float]] | None = None
+        self._residual_fit: tuple[int, bytes, object] | None = None
 
     def exploration(self) -> tuple[float, int]:
         """(ν, K): the Thompson sample's scale and number of draws (module docstring)."""
@@ -138,7 +145,11 @@ class PINNBO(Optimizer):
         this step minimises: unit points (N, d) → (N,) standardised values, differentiable (module
         docstring); the pointwise minimum of K samples."""
         surrogate = self.surrogate
-        mean, std = surrogate.fit(X, y, torch_generator(self.seed, self.name, self.ask_index, "collocation-batches"))
+        if self._fit is not None and self._fit[0] == self.n_told:
+            mean, std = self._fit[1]
+        else:
+            mean, std = surrogate.fit(X, y, torch_generator(self.seed, self.name, self.ask_index, "collocation-batches"))
+            self._fit = (self.n_told, (mean, std))
         Z = surrogate.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         delta = self._last_layer_sample(Z, mean, std)
         model = surrogate.model
@@ -183,12 +194,17 @@ class PINNBO(Optimizer):
         if not self.settings.residual_gp or len(targets) < 2:
             return None
         draws = self.exploration()[1]
-        with torch.no_grad():
-            r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.surrogate.model(Z)).double()
-        gp, self._residual_fits = fit_residual_gp(
-            self.domain.to_unit(X), r.cpu().numpy()[:, None], self._residual_fits, self.n_told,
-            derived_seed(self.seed, self.name, self.ask_index, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
-            device=self.device, max_outliers=math.ceil(OUTLIER_FRACTION * len(X)), outputscale=True)
+        key = np.asarray(targets, dtype=np.float64).tobytes()
+        if self._residual_fit is not None and self._residual_fit[:2] == (self.n_told, key):
+            gp = self._residual_fit[2]
+        else:
+            with torch.no_grad():
+                r = (torch.as_tensor(targets, dtype=self.dtype, device=self.device) - self.surrogate.model(Z)).double()
+            gp, self._residual_fits = fit_residual_gp(
+                self.domain.to_unit(X), r.cpu().numpy()[:, None], self._residual_fits, self.n_told,
+                derived_seed(self.seed, self.name, self.ask_index, "residual-gp"), tolerance=RESIDUAL_FIT_TOLERANCE,
+                device=self.device, max_outliers=math.ceil(OUTLIER_FRACTION * len(X)), outputscale=True)
+            self._residual_fit = (self.n_told, key, gp)
         self.residual_outliers = getattr(gp, "outliers", 0)   # observations the screen left out (diagnostics)
         if self.pending:
             gp = conditioned_on_pending(gp, self.pending_unit())
@@ -228,6 +244,7 @@ class PINNBO(Optimizer):
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        self._fit = self._residual_fit = None
         self.surrogate.load_state_dict(state)
         trust = state.get("trust_region")
         self.trust = None if trust is None else TrustRegion(**trust)

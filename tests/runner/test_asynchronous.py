@@ -87,6 +87,22 @@ def test_local_cluster_completes_a_run(tmp_path):
     assert ask.returncode == 2 and "all 10 evaluations are recorded" in ask.stderr and "Traceback" not in ask.stderr
 
 
+def test_timeout_and_failures_hold_inside_dask_workers(tmp_path):
+    """The per-call timeout stops a call inside a Dask worker, and it is a failed evaluation."""
+    case = write_case(tmp_path, seconds=30.0, budget=5, initial=4)
+    case.write_text(case.read_text() + "timeout: 1\n")
+    out = tmp_path / "out"
+    start = time.monotonic()
+    process = pinnbo("run", str(case), "--workers", "2", "--output", str(out))
+    out_text, err = process.communicate(timeout=240)
+    assert process.returncode == 1, out_text + err      # the whole initial design failed: the run stops
+    assert "all 4 evaluations of the initial design failed" in err and "timeout" in err
+    assert time.monotonic() - start < 60                # not 4 x 30 s: each call was stopped at 1 s
+    logged = records(out)
+    assert sorted(r["index"] for r in logged) == [0, 1, 2, 3]
+    assert all(r["status"] == "failed" and r["error"].startswith("timeout") for r in logged)
+
+
 def test_existing_scheduler(tmp_path):
     scheduler_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
