@@ -108,8 +108,9 @@ def analyse(runs: list[dict]) -> list[dict]:
     from pinnbo.streams import numpy_rng
 
     derived = []
+    lognormal = {(r["case"], r["method"]) for r in runs if r["durations"] == "lognormal"}
     for run in runs:   # the sequential run under each other duration model (module docstring)
-        if run["q"] == 1 and run["durations"] == "constant":
+        if run["q"] == 1 and run["durations"] == "constant" and (run["case"], run["method"]) in lognormal:
             clock = np.cumsum([float(np.exp(numpy_rng(run["seed"], "duration", r["index"]).standard_normal()))
                                for r in run["records"]])
             derived.append({**run, "durations": "lognormal",

@@ -110,6 +110,12 @@ TABLE = [
     Bad("device-unknown", case(device="gpu"), "device: expected cpu, cuda"),
     Bad("timeout-negative", case(timeout="-5"), "timeout: expected a number of seconds > 0, got -5"),
     Bad("timeout-text", case(timeout="soon"), "timeout: expected a number of seconds > 0, got 'soon'"),
+    Bad("workers-zero", case(workers="0"), "workers: expected an integer >= 1, got 0"),
+    Bad("scheduler-not-an-address", case(scheduler="'head node'"),
+        "scheduler: expected a Dask scheduler address such as tcp://host:8786, got 'head node'"),
+    Bad("scheduler-unreachable", case(scheduler="tcp://127.0.0.1:9"), "scheduler: cannot reach a Dask scheduler at "
+        "'tcp://127.0.0.1:9'"),
+    Bad("batch-not-a-flag", case(batch="sometimes"), "batch: expected true or false, got 'sometimes'"),
     # -- problem and method ----------------------------------------------------------------------
     Bad("unknown-problem", case(problem="dropwav"), "problem: unknown problem 'dropwav' (did you mean 'dropwave'?)"),
     Bad("problem-file-missing", case(problem="nowhere.py:f"), "problem: no such file 'nowhere.py'"),

@@ -355,21 +355,34 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=settings.labels, budget=settings.budget)
         saved = read_checkpoint(history, optimizer.device) if settings.resume else None   # before any write
-        history.begin(settings.case or {})
-        if settings.parallel or engine is not None or (settings.output / ASKS).exists():
+        if not (settings.parallel or engine is not None or (settings.output / ASKS).exists()):
+            history.begin(settings.case or {})
+            return _loop(problem, optimizer, settings, history, observer, saved)
+        own = engine is None
+        if own:   # started (or the scheduler reached) before the folder is written
+            engine = _dask_engine(problem, settings)
+        try:
+            history.begin(settings.case or {})
             return _run_on_engine(problem, optimizer, settings, history, observer, saved, engine)
-        return _loop(problem, optimizer, settings, history, observer, saved)
+        finally:
+            if own:
+                engine.close()
+
+
+def _dask_engine(problem: Problem, settings: RunSettings):
+    from pinnbo.runner.cluster import DaskEngine
+
+    return DaskEngine(problem.objective if settings.objective is None else settings.objective,
+                      workers=settings.workers, scheduler=settings.scheduler, timeout=settings.timeout)
 
 
 def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
                    observer: RunObserver | None, saved: dict | None, engine) -> History:
     from pinnbo.runner.asynchronous import run_asynchronous
-    from pinnbo.runner.cluster import DaskEngine
 
     own = engine is None
     if own:
-        engine = DaskEngine(problem.objective if settings.objective is None else settings.objective,
-                            workers=settings.workers, scheduler=settings.scheduler, timeout=settings.timeout)
+        engine = _dask_engine(problem, settings)
     try:
         return run_asynchronous(problem, optimizer, settings, history, observer, saved, engine, batch=settings.batch)
     finally:
