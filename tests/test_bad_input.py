@@ -113,8 +113,6 @@ TABLE = [
     Bad("workers-zero", case(workers="0"), "workers: expected an integer >= 1, got 0"),
     Bad("scheduler-not-an-address", case(scheduler="'head node'"),
         "scheduler: expected a Dask scheduler address such as tcp://host:8786, got 'head node'"),
-    Bad("scheduler-unreachable", case(scheduler="tcp://127.0.0.1:9"), "scheduler: cannot reach a Dask scheduler at "
-        "'tcp://127.0.0.1:9'"),
     Bad("batch-not-a-flag", case(batch="sometimes"), "batch: expected true or false, got 'sometimes'"),
     # -- problem and method ----------------------------------------------------------------------
     Bad("unknown-problem", case(problem="dropwav"), "problem: unknown problem 'dropwav' (did you mean 'dropwave'?)"),

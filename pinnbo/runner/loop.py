@@ -36,7 +36,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from pinnbo.errors import HistoryError, ProblemError, RunStopped, shown
+from pinnbo.errors import CaseError, HistoryError, ProblemError, RunStopped, shown
 from pinnbo.interrupts import Terminated, held_interrupts
 from pinnbo.optimizers.base import NOT_PROPOSED, Optimizer
 from pinnbo.oracles.isolation import OracleFailure, call_oracle
@@ -372,8 +372,12 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
 def _dask_engine(problem: Problem, settings: RunSettings):
     from pinnbo.runner.cluster import DaskEngine
 
-    return DaskEngine(problem.objective if settings.objective is None else settings.objective,
-                      workers=settings.workers, scheduler=settings.scheduler, timeout=settings.timeout)
+    try:
+        return DaskEngine(problem.objective if settings.objective is None else settings.objective,
+                          workers=settings.workers, scheduler=settings.scheduler, timeout=settings.timeout)
+    except CaseError as exc:   # named as the user gave it (--scheduler or the case's field)
+        field, _, rest = str(exc).partition(":")
+        raise CaseError(f"{(settings.labels or {}).get(field, field)}:{rest}") from None
 
 
 def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,

@@ -103,6 +103,16 @@ def test_timeout_and_failures_hold_inside_dask_workers(tmp_path):
     assert all(r["status"] == "failed" and r["error"].startswith("timeout") for r in logged)
 
 
+def test_an_unreachable_scheduler_is_one_line_before_the_folder_is_written(tmp_path):
+    case = write_case(tmp_path, seconds=0.0, budget=6)
+    out = tmp_path / "out"
+    process = pinnbo("run", str(case), "--scheduler", "tcp://127.0.0.1:9", "--output", str(out))
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2, stdout + stderr
+    assert stderr.startswith("error: --scheduler: cannot reach a Dask scheduler at 'tcp://127.0.0.1:9'")
+    assert "Traceback" not in stderr and not any(out.iterdir()) and not (tmp_path / "calls.log").exists()
+
+
 def test_existing_scheduler(tmp_path):
     scheduler_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
