@@ -174,6 +174,7 @@ class NTKNetwork:
         """U = λ I (no observation absorbed)."""
         self.precision = NTKPrecision(self.n_features, self.regularization, self.inverse_mode,
                                       dtype=self.dtype, device=self.device)
+        self._pending_precision = None   # (U, its count, pending bytes, U given them): _given
 
     def absorb(self, Z_new: torch.Tensor, Z_all: torch.Tensor) -> None:
         """Bring U up to date: with features at θ0 add the rows of ``Z_new`` (k, d), the designs told
@@ -230,10 +231,7 @@ class NTKNetwork:
         """h(z; θ) and σ²(z) for rows of ``Z`` (N, d) in network coordinates, in batches.
         ``pending`` (p, d): designs being evaluated, whose gradients join U for this call only (the
         posterior variance given observations there, exact, needs no value)."""
-        precision = self.precision
-        if pending is not None and len(pending):
-            precision = copy.deepcopy(self.precision)
-            precision.update(self.features(pending))
+        precision = self.precision if pending is None or not len(pending) else self._given(pending)
         means, variances = [], []
         for i in range(0, len(Z), FEATURE_BATCH):
             chunk = Z[i:i + FEATURE_BATCH]
@@ -241,6 +239,18 @@ class NTKNetwork:
                 means.append(self.model(chunk))
             variances.append(precision.variance(self.features(chunk)))
         return torch.cat(means), torch.cat(variances)
+
+    def _given(self, pending: torch.Tensor) -> "NTKPrecision":
+        """U with the gradients at ``pending`` added, kept while U and ``pending`` stay the same: an
+        acquisition scores candidates in many calls (Neural-CBO's refinement rounds) given the same
+        pending designs, and a copy of U per call would cost more than the scoring."""
+        key = (self.precision, self.precision.count, pending.detach().cpu().numpy().tobytes())
+        if self._pending_precision is None or self._pending_precision[0] is not key[0] \
+                or self._pending_precision[1:3] != key[1:]:
+            given = copy.deepcopy(self.precision)
+            given.update(self.features(pending))
+            self._pending_precision = (*key, given)
+        return self._pending_precision[3]
 
     # -- checkpoints --------------------------------------------------------------------------------
     def state_dict(self) -> dict:

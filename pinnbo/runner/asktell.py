@@ -97,7 +97,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
     (:mod:`pinnbo.runner.asynchronous`): each new one proposed knowing the others, appended to
     ``asks.jsonl`` (fsynced) before it is printed; those already pending are printed again first.
     ``tell`` takes them in any order; ``pinnbo run --resume`` can take over and evaluate them."""
-    from pinnbo.runner.asynchronous import Ask, open_asks, record_ask
+    from pinnbo.runner.asynchronous import next_ask, open_asks, record_ask
 
     if n < 1:
         raise HistoryError(f"--n: expected a positive number of designs, got {n}")
@@ -111,7 +111,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels, budget=settings.budget)
-        pending, next_index = open_asks(history, settings)
+        pending, next_index = open_asks(history, len(settings.imported))
         room = settings.budget - max(len(history), len(settings.imported)) - len(pending)
         if len(pending) < n and room <= 0 and not pending:
             raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
@@ -119,18 +119,11 @@ def ask_several(case: Case, n: int) -> list[dict]:
             saved = read_checkpoint(history, optimizer.device)   # before anything is written
             history.begin(case.to_dict())
             restore(history, optimizer, settings.first_proposal, saved, asynchronous=True)
-            record_imported(history, optimizer, problem, settings)
-            pending, next_index = open_asks(history, settings)
+            record_imported(history, optimizer, problem, settings)   # indices below next_index
             design = initial_design(problem.domain, case.initial_points, case.seed)
             while len(pending) < n and len(history) + len(pending) < settings.budget:
-                k = next_index
-                x = settings.planned_design(k, design)
-                phase = "initial"
-                if x is None:
-                    x = optimizer.ask(pending=[(np.asarray(a.x), a.phase) for a in pending.values()])
-                    phase = optimizer.phase
-                pending[k] = Ask(k, [float(v) for v in x], phase)
-                record_ask(folder, pending[k])
+                pending[next_index], _ = next_ask(next_index, settings, design, optimizer, pending)
+                record_ask(folder, pending[next_index])
                 next_index += 1
             if len(history) >= settings.first_proposal:
                 checkpoint(history, optimizer)   # the asks' training: the next ask starts from it
@@ -214,8 +207,7 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
     """Record the measurement of one of several pending designs (:func:`ask_several`), in any order."""
     from pinnbo.runner.asynchronous import open_asks
 
-    settings = run_settings(case, problem, resume=True)
-    pending, _ = open_asks(history, settings)
+    pending, _ = open_asks(history)
     ask = next((a for a in pending.values() if _same(told, np.asarray(a.x), problem)), None)
     if ask is None:
         recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem)), None)

@@ -35,8 +35,8 @@ from pinnbo.interrupts import Terminated
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.problem import Problem
 from pinnbo.runner.history import ASKS, History, _append_line
-from pinnbo.runner.loop import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, outcome_record,
-                                record_imported, restore, stop)
+from pinnbo.runner.loop import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
+                                outcome_record, record_imported, restore, stop)
 from pinnbo.streams import initial_design
 
 
@@ -81,9 +81,10 @@ def record_ask(folder: Path | None, ask: Ask) -> None:
         _append_line(Path(folder) / ASKS, json.dumps(asdict(ask), allow_nan=False))
 
 
-def open_asks(history: History, settings: RunSettings) -> tuple[dict[int, Ask], int]:
+def open_asks(history: History, imported: int = 0) -> tuple[dict[int, Ask], int]:
     """The asks of ``history``'s folder without a record (by index, in ask order) and the index
-    of the next ask. An ask whose design is not the recorded one's is a foreign log: refused."""
+    of the next ask (after the ``imported`` evaluations). An ask whose design is not the recorded
+    one's is a foreign log: refused."""
     asks = read_asks(history.folder)
     told = {r.index: r for r in history.evaluations}
     for ask in asks:
@@ -93,7 +94,15 @@ def open_asks(history: History, settings: RunSettings) -> tuple[dict[int, Ask], 
                                "evaluations.jsonl; the folder was changed by hand")
     pending = {a.index: a for a in asks if a.index not in told}
     indices = [a.index for a in asks] + list(told)
-    return pending, max([len(settings.imported) - 1, *indices], default=-1) + 1
+    return pending, max([imported - 1, *indices], default=-1) + 1
+
+
+def next_ask(k: int, settings: RunSettings, design: np.ndarray, optimizer: Optimizer,
+             pending: dict[int, Ask]) -> tuple[Ask, float]:
+    """Ask ``k`` (:func:`pinnbo.runner.loop.next_design`, knowing the ``pending`` asks) and the
+    seconds it took."""
+    x, phase, seconds = next_design(k, settings, design, optimizer, [(np.asarray(a.x), a.phase) for a in pending.values()])
+    return Ask(k, [float(v) for v in x], phase), seconds
 
 
 def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
@@ -111,7 +120,7 @@ def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettin
     try:
         restore(history, optimizer, first, saved, asynchronous=True)
         record_imported(history, optimizer, problem, settings)
-        pending, next_index = open_asks(history, settings)
+        pending, next_index = open_asks(history, len(settings.imported))
         for ask in pending.values():    # dispatched before the interruption: again, unchanged
             engine.submit(ask.index, np.asarray(ask.x))
             stats["resubmitted"] += 1
@@ -125,14 +134,8 @@ def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettin
                     stopped = True
                     break
                 k = next_index
-                start = time.perf_counter()
-                x = settings.planned_design(k, design)
-                phase = "initial"
-                if x is None:
-                    x = optimizer.ask(pending=[(np.asarray(a.x), a.phase) for a in pending.values()])
-                    phase = optimizer.phase
-                ask = Ask(k, [float(v) for v in x], phase)
-                asked[k] = {"ask_seconds": round(time.perf_counter() - start, 6), "pending_at_ask": len(pending)}
+                ask, seconds = next_ask(k, settings, design, optimizer, pending)
+                asked[k] = {"ask_seconds": round(seconds, 6), "pending_at_ask": len(pending)}
                 record_ask(history.folder, ask)
                 pending[k] = ask
                 engine.submit(k, np.asarray(ask.x))

@@ -29,9 +29,6 @@ import numpy as np
 
 from pinnbo.errors import CaseError, shown
 
-log = logging.getLogger(__name__)
-
-
 @dataclass(frozen=True)
 class CaseObjective:
     """What a worker needs to build a case's objective: plain, picklable data (module docstring).

@@ -31,7 +31,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Sequence
 
 import numpy as np
 import torch
@@ -358,15 +358,25 @@ def run(problem: Problem, optimizer: Optimizer, settings: RunSettings,
         if not (settings.parallel or engine is not None or (settings.output / ASKS).exists()):
             history.begin(settings.case or {})
             return _loop(problem, optimizer, settings, history, observer, saved)
-        own = engine is None
-        if own:   # started (or the scheduler reached) before the folder is written
-            engine = _dask_engine(problem, settings)
-        try:
+        return _run_on_engine(problem, optimizer, settings, history, observer, saved, engine)
+
+
+def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
+                   observer: RunObserver | None, saved: dict | None, engine) -> History:
+    """The asynchronous loop on ``engine``, or on a Dask engine started here (and stopped after):
+    started, or its scheduler reached, before the results folder is written."""
+    from pinnbo.runner.asynchronous import run_asynchronous
+
+    own = engine is None
+    if own:
+        engine = _dask_engine(problem, settings)
+    try:
+        if history.folder is not None:
             history.begin(settings.case or {})
-            return _run_on_engine(problem, optimizer, settings, history, observer, saved, engine)
-        finally:
-            if own:
-                engine.close()
+        return run_asynchronous(problem, optimizer, settings, history, observer, saved, engine, batch=settings.batch)
+    finally:
+        if own:
+            engine.close()
 
 
 def _dask_engine(problem: Problem, settings: RunSettings):
@@ -380,28 +390,16 @@ def _dask_engine(problem: Problem, settings: RunSettings):
         raise CaseError(f"{(settings.labels or {}).get(field, field)}:{rest}") from None
 
 
-def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings, history: History,
-                   observer: RunObserver | None, saved: dict | None, engine) -> History:
-    from pinnbo.runner.asynchronous import run_asynchronous
-
-    own = engine is None
-    if own:
-        engine = _dask_engine(problem, settings)
-    try:
-        return run_asynchronous(problem, optimizer, settings, history, observer, saved, engine, batch=settings.batch)
-    finally:
-        if own:
-            engine.close()
-
-
-def next_design(k: int, settings: RunSettings, design: np.ndarray, optimizer: Optimizer) -> tuple[np.ndarray, str, float]:
+def next_design(k: int, settings: RunSettings, design: np.ndarray, optimizer: Optimizer,
+                pending: Sequence[tuple[np.ndarray, str]] = ()) -> tuple[np.ndarray, str, float]:
     """Evaluation ``k``'s design, its phase and the seconds it took: an initial-design point
-    (``design``, the seed's initial design) or the optimiser's proposal."""
+    (``design``, the seed's initial design) or the optimiser's proposal, knowing the ``pending``
+    (design, phase) still being evaluated (asynchronous runs)."""
     start = time.perf_counter()
     x = settings.planned_design(k, design)
     phase = "initial"
     if x is None:
-        x = optimizer.ask()
+        x = optimizer.ask(pending)
         phase = optimizer.phase
     return x, phase, time.perf_counter() - start
 
