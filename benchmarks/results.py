@@ -208,7 +208,8 @@ def parallel_section(folder: Path) -> list[str]:
         first = results[0]
         out += [f"### Wall time, an oracle sleeping {fmt(first['seconds'])} s per call, "
                 f"{len(results)} runs", "",
-                f"Commit {first['versions'].get('pinnbo_commit', 'unknown')}; {first['versions'].get('cpu')}.", "",
+                f"Commit {first['versions'].get('pinnbo_commit', 'unknown')}; {first['versions'].get('cpu')}; "
+                f"{datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat()}.", "",
                 "Wall s is the command's, from start to exit; loop s the run's once the cluster is up (the "
                 "difference: Python, the cluster and its workers' imports starting).", "",
                 "| method | workers | wall s | T_q / T_1 | loop s | oracle s | utilisation | s per proposal (mean) | "
