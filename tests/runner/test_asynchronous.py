@@ -182,6 +182,29 @@ def test_runner_killed_with_four_in_flight_then_resumed(tmp_path):
     assert json.loads((out / "summary.json").read_text())["parallel"]["resubmitted"] == 4
 
 
+def test_ctrl_c_to_the_process_group_stops_cleanly_then_resumes(tmp_path):
+    """A terminal's Ctrl-C reaches the runner and every Dask worker: exit 130 with one line and no
+    traceback (the workers ignore it, the runner stops them), nothing left running, and --resume
+    completes the log with every evaluation recorded once."""
+    budget = 12
+    case = write_case(tmp_path, seconds=2.0, budget=budget)
+    out = tmp_path / "out"
+    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out), start_new_session=True)
+    wait_for(lambda: (out / "evaluations.jsonl").exists() and len(records(out)) >= 2
+             and len(read_asks(out)) > len(records(out)), what="evaluations recorded and in flight")
+    below = [p.pid for p in psutil.Process(runner.pid).children(recursive=True)]
+    os.killpg(runner.pid, signal.SIGINT)
+    _, err = runner.communicate(timeout=60)
+    assert runner.returncode == 130, err
+    assert "Traceback" not in err and "interrupted after" in err and "--resume" in err, err
+    wait_for(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                             for p in below), timeout=30, what="the workers to stop")
+    recorded = {r["index"]: r for r in records(out)}
+    finish(pinnbo("run", str(case), "--workers", "2", "--output", str(out), "--resume"))
+    logged = check_complete(out, budget)
+    assert all(r == recorded[r["index"]] for r in logged if r["index"] in recorded)
+
+
 def test_worker_killed_mid_evaluation(tmp_path):
     case = write_case(tmp_path, seconds=2.0, budget=8)
     out = tmp_path / "out"
