@@ -261,7 +261,11 @@ def bench(
                               "0,3,7 (to split a grid over machines)."),
     budget: Optional[int] = typer.Option(None, help="Override the cases' total number of evaluations."),
     initial_points: Optional[int] = INITIAL_POINTS_OPTION,
-    jobs: int = typer.Option(1, help="Runs in parallel processes (one torch thread each)."),
+    jobs: int = typer.Option(1, help="Runs at once, on a local Dask cluster of that many workers (one torch "
+                             "thread each), or on the --scheduler's."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler "
+                                            "(tcp://host:8786); its workers run the runs, at most --jobs at once, "
+                                            "writing under --output (a shared filesystem)."),
     output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),
     params: Optional[str] = typer.Option(None, help='Per-method overrides as JSON, e.g. \'{"pinn-bo": {"pde_weight": 0.5}}\'.'),
     reference: Optional[str] = typer.Option(None, help="Method tested against every other one (default pinn-bo; "
@@ -275,7 +279,7 @@ def bench(
 
     try:
         settings = BenchSettings.from_options(cases, methods, seeds, budget=budget, initial_points=initial_points,
-                                              jobs=jobs, output=output,
+                                              jobs=jobs, output=output, scheduler=scheduler,
                                               params=params, reference=reference, device=device,
                                               smoke=smoke_requested(smoke))
         result = run_bench(settings, console=console, quiet=quiet)

@@ -198,3 +198,44 @@ class CallLog:
 
     def __iter__(self):
         return iter(self.entries())
+
+
+class ExternalDask:
+    """A ``dask scheduler`` and a ``dask worker --nworkers N`` started as subprocesses on 127.0.0.1,
+    as a user starts them beside pinnbo; ``address`` is the scheduler's, ``worker`` the worker
+    command's process (the parent of its worker processes). Stopped on leaving the block."""
+
+    def __init__(self, folder: Path, workers: int = 2, **env: str) -> None:
+        self.folder, self.workers, self.env = Path(folder), workers, environment(**env)
+        self.scheduler = self.worker = None
+        self.address = ""
+
+    def __enter__(self) -> "ExternalDask":
+        scheduler_file = self.folder / "scheduler.json"
+        self.scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port",
+                                           "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                          env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not scheduler_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.address = json.loads(scheduler_file.read_text())["address"]
+            self.worker = subprocess.Popen([sys.executable, "-m", "dask", "worker", self.address, "--nthreads", "1",
+                                            "--host", "127.0.0.1", "--no-dashboard", "--nworkers", str(self.workers)],
+                                           env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for process in (self.worker, self.scheduler):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process in (self.worker, self.scheduler):
+            if process is not None:
+                try:
+                    process.wait(20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()

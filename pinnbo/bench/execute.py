@@ -1,20 +1,15 @@
-"""Running a bench's grid: each run with the normal run loop, in this process or in parallel worker
-processes, with Ctrl-C and SIGTERM forwarded so that every record is written whole or dropped whole;
-then each case's analysis, table, curves and figure."""
+"""Running a bench's grid: each run with the normal run loop, in this process or in parallel on Dask
+(:mod:`pinnbo.bench.cluster`), with Ctrl-C and SIGTERM forwarded so that every record is written
+whole or dropped whole; then each case's analysis, table, curves and figure."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import queue
-import signal
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from rich.console import Console
 
@@ -23,7 +18,7 @@ from pinnbo.bench.live import BenchProgress
 from pinnbo.bench.options import BenchError, BenchSettings
 from pinnbo.bench.plan import RunJob, plan, run_is_complete
 from pinnbo.bench.tables import rich_table, write_case_outputs
-from pinnbo.interrupts import Terminated, signals_ignored
+from pinnbo.interrupts import Terminated, held_interrupts
 from pinnbo.report.format import print_table
 from pinnbo.report.summary import summarize
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
@@ -80,38 +75,6 @@ def execute(job: RunJob, notify: Callable[[tuple], None] | None = None) -> dict:
     return {"key": job.key, "ok": True, "error": None, "seconds": time.perf_counter() - start}
 
 
-_EVENTS: Any = None     # the worker's queue to the parent, set by _init_worker
-
-
-def _init_worker(events) -> None:
-    """Each worker: one torch thread before any work; progress events go to the parent's queue;
-    interrupts only act inside a job (pinnbo.interrupts.interruptible_job)."""
-    import torch
-
-    from pinnbo.interrupts import worker_interrupts
-
-    worker_interrupts()
-    torch.set_num_threads(1)
-    global _EVENTS
-    _EVENTS = events
-
-
-def _execute_in_worker(job: RunJob) -> dict:
-    """One job in a pool worker. An interrupt (Ctrl-C from the terminal, or SIGTERM forwarded by
-    the parent) stops the run cleanly and comes back as a result, not an exception: the parent
-    is already stopping the pool and reads no more results."""
-    from pinnbo.interrupts import interruptible_job
-
-    try:
-        with interruptible_job():
-            return execute(job, _EVENTS.put if _EVENTS is not None else None)
-    except (KeyboardInterrupt, RunInterrupted):
-        return {"key": job.key, "ok": False, "error": "interrupted", "traceback": None, "seconds": None}
-
-
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
 def _run_in_process(todo: list[RunJob], display: "BenchProgress | None", outcomes: dict) -> None:
     import torch
 
@@ -129,85 +92,39 @@ def _run_in_process(todo: list[RunJob], display: "BenchProgress | None", outcome
         torch.set_num_threads(threads)
 
 
-def _run_in_pool(todo: list[RunJob], jobs: int, display: "BenchProgress | None", outcomes: dict) -> None:
-    context = multiprocessing.get_context("spawn")     # fork after torch/OpenMP started can hang
-    events = context.Queue()
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update({name: "1" for name in THREAD_VARIABLES})  # BLAS reads these at import, in the child
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
-                               initializer=_init_worker, initargs=(events,))
+def _run_on_cluster(todo: list[RunJob], settings: BenchSettings, display: "BenchProgress | None",
+                    outcomes: dict) -> None:
+    """The runs as tasks on Dask (:mod:`pinnbo.bench.cluster`), at most ``settings.jobs`` at once;
+    an interrupt is forwarded to every run, which stops as ``pinnbo run`` does."""
+    from pinnbo.bench.cluster import BenchCluster
+
+    with held_interrupts():    # a Ctrl-C while the cluster starts stops the bench once it is up
+        engine = BenchCluster(min(settings.jobs, len(todo)), settings.scheduler)
     try:
-        # The workers start (spawn) inside submit and import for seconds before their initializer
-        # installs the job-aware handlers (pinnbo.interrupts.signals_ignored).
-        with signals_ignored():
-            pending = {pool.submit(_execute_in_worker, job): job for job in todo}
+        engine.submit(todo)
         if display is not None:
             for job in todo:
                 display.queued(job)
-        while pending:
-            done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(events, display)
-            for future in done:
-                job = pending.pop(future)
-                try:
-                    result = future.result()
-                except BrokenProcessPool as exc:
-                    result = {"key": job.key, "ok": False, "error": f"worker process died ({exc})",
-                              "traceback": None, "seconds": None}
+        while engine.under_way:
+            time.sleep(0.2)
+            _drain(engine.events, display)
+            for job, result in engine.finished():
                 outcomes[job.key] = result
                 if display is not None:
                     display.finished(job.key, result["ok"])
-        _drain(events, display)
+        _drain(engine.events, display)
     except BaseException:
-        _stop_pool(pool)
+        engine.stop()
         raise
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    pool.shutdown(wait=True)
-
-
-STOP_GRACE_SECONDS = 30.0
-
-
-def _stop_pool(pool: ProcessPoolExecutor, grace: float = STOP_GRACE_SECONDS) -> None:
-    """Stop the pool on the parent's interrupt: queued runs are cancelled, each running one gets
-    SIGTERM and stops as `pinnbo run` does (its last record finished, its oracle worker stopped),
-    and the parent waits for that. Ctrl-C from a terminal has reached the workers already; a
-    SIGTERM sent to the parent alone (a scheduler, a container stop) has not. A worker still alive
-    after ``grace`` seconds (one still importing, an interrupt lost inside a library's cleanup)
-    is killed, as is every worker on a second interrupt while waiting: a record is written whole
-    or dropped whole on resume, so nothing finished is lost either way."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())   # before shutdown clears it
-    pool.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + grace
-    try:
-        while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
-            # Sent again each round: a worker that was still importing at the first one, then
-            # took a job already in the pool's call queue, stops at the next.
-            for process in processes:
-                if process.is_alive():
-                    try:
-                        os.kill(process.pid, signal.SIGTERM)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-            for process in processes:
-                process.join(0.5)
-    finally:
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-                process.join()
+        engine.close()
 
 
 def _drain(events, display: "BenchProgress | None") -> None:
     while True:
         try:
             event = events.get_nowait()
-        except (queue.Empty, OSError, ValueError):
+        except queue.Empty:
             return
         if display is not None:
             display.event(event)
@@ -242,10 +159,10 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
                                 title="bench")
     outcomes: dict[tuple, dict] = {}
     try:
-        if settings.jobs == 1 or len(todo) <= 1:
+        if settings.scheduler is None and (settings.jobs == 1 or len(todo) <= 1):
             _run_in_process(todo, display, outcomes)
         else:
-            _run_in_pool(todo, settings.jobs, display, outcomes)
+            _run_on_cluster(todo, settings, display, outcomes)
     except (KeyboardInterrupt, RunInterrupted) as exc:
         terminated = isinstance(exc, Terminated) or getattr(exc, "terminated", False)
         complete = sum(run_is_complete(j.folder, j.budget) for j in grid)

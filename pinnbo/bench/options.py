@@ -12,7 +12,7 @@ from typing import Sequence
 
 from pinnbo.errors import CaseError, MethodError, shown
 from pinnbo.optimizers import METHODS
-from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_SEED
+from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_SEED, scheduler_address
 
 REFERENCE = "pinn-bo"       # the method tested against every other one
 MAX_SEEDS = 10_000          # seeds in one bench
@@ -32,6 +32,7 @@ class BenchSettings:
     budget: int | None = None
     initial_points: int | None = None
     jobs: int = 1
+    scheduler: str | None = None        # an existing Dask scheduler's address; jobs caps the runs on it
     output: Path = Path("bench-results")
     params: dict[str, dict] = field(default_factory=dict)   # per-method overrides of the defaults
     reference: str | None = None        # None: each case's default (default_reference)
@@ -41,7 +42,7 @@ class BenchSettings:
     @classmethod
     def from_options(cls, cases: Sequence[str | Path], methods: str | Sequence[str] | None, seeds: int | str,
                      budget: int | None = None, initial_points: int | None = None, jobs: int = 1, output: str | Path | None = None,
-                     params: str | dict | None = None, reference: str | None = None,
+                     scheduler: str | None = None, params: str | dict | None = None, reference: str | None = None,
                      device: str | None = None, smoke: bool = False) -> "BenchSettings":
         """Validate command-line style options; every mistake is a BenchError naming the option."""
         if not cases:
@@ -50,6 +51,10 @@ class BenchSettings:
         seeds = parse_seeds(seeds)
         if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
             raise BenchError(f"--jobs: expected an integer from 1 to {MAX_JOBS}, got {shown(jobs)}")
+        try:
+            scheduler = scheduler_address(scheduler, "--scheduler")
+        except CaseError as exc:
+            raise BenchError(str(exc)) from None
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                    or not 2 <= budget <= MAX_BUDGET):
             raise BenchError(f"--budget: expected an integer from 2 to {MAX_BUDGET}, got {shown(budget)}")
@@ -64,7 +69,7 @@ class BenchSettings:
             raise BenchError(f"--reference: {shown(reference)} is not among --methods ({', '.join(method_list)}); "
                              "add it there or leave --reference out")
         return cls(cases=[Path(c) for c in cases], methods=method_list, seeds=seeds, budget=budget,
-                   initial_points=initial_points, jobs=jobs,
+                   initial_points=initial_points, jobs=jobs, scheduler=scheduler,
                    output=Path(output) if output is not None else Path("bench-results"),
                    params=parse_params(params, method_list if method_list is not None else sorted(METHODS)),
                    reference=reference, device=device, smoke=smoke)

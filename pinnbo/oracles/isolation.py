@@ -128,7 +128,7 @@ def _worker(objective: Callable[[np.ndarray], Any], x: np.ndarray, send: Any, pa
         os.setpgid(0, group)  # the call's group: a timeout or the runner's death kills what it started
     except OSError:
         pass
-    _die_with_parent(parent)
+    die_with_parent(parent)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     try:
@@ -159,15 +159,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this worker when the runner dies (kill -9 of a run must not leave a simulation
-    running forever). Elsewhere a no-op; the runner kills its worker on every exit it survives."""
+def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> None:
+    """Linux: ``signum`` to this process when its parent, ``parent``, dies (kill -9 of a run must
+    not leave a simulation running forever). Elsewhere a no-op; the runner kills its worker on
+    every exit it survives."""
     if not sys.platform.startswith("linux"):
         return
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signum))  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
     if os.getppid() != parent:  # the parent died before prctl took effect

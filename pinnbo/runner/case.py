@@ -290,9 +290,13 @@ def _string(data: dict, key: str, default: Any = ...) -> Any:
 
 
 def _scheduler(data: dict) -> str | None:
-    address = _string(data, "scheduler", None)
+    return scheduler_address(_string(data, "scheduler", None), "scheduler")
+
+
+def scheduler_address(address: str | None, name: str) -> str | None:
+    """``address`` checked as a Dask scheduler's; a mistake is a CaseError naming ``name``."""
     if address is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+|[A-Za-z0-9.\-\[\]:]+:\d+", address):
-        raise CaseError(f"scheduler: expected a Dask scheduler address such as tcp://host:8786, got {shown(address)}")
+        raise CaseError(f"{name}: expected a Dask scheduler address such as tcp://host:8786, got {shown(address)}")
     return address
 
 

@@ -100,33 +100,70 @@ class Completed:
     finished: float
 
 
-class DaskEngine:
-    """Up to ``slots`` oracle calls in flight on a Dask cluster (module docstring)."""
+class Cluster:
+    """A Dask client on a local cluster of ``workers`` processes with one thread each, started here
+    (127.0.0.1 only), or on the existing scheduler at ``scheduler``; what both asynchronous runs and
+    ``pinnbo bench --jobs`` run on. An unreachable scheduler is a :class:`CaseError` naming the
+    field ``scheduler``."""
 
-    def __init__(self, objective: Any, *, workers: int, scheduler: str | None = None,
-                 timeout: float | None = None, name: str = "pinnbo") -> None:
+    def __init__(self, workers: int, scheduler: str | None = None, preload: list[str] | None = None) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - a dependency; checked for a clear line
-            raise CaseError("workers: asynchronous runs need dask.distributed (pip install 'distributed')") from None
-        self.objective = objective
-        self.timeout = timeout
-        self.slots = int(workers)
-        self.name = name
+            raise CaseError("workers: parallel runs need dask.distributed (pip install 'distributed')") from None
+        self.workers = int(workers)
         self.cluster = None
         self._config = None
         if scheduler is None:
-            self._config = preloaded_workers()
-            self.cluster = LocalCluster(n_workers=self.slots, threads_per_worker=1, processes=True,
-                                        host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-                                        worker_dashboard_address=None, preload=[__name__])
-            self.client = Client(self.cluster)
+            self._config = preloaded_workers(preload or [])
+            try:
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                                            worker_dashboard_address=None, preload=[__name__])
+                self.client = Client(self.cluster)
+            except BaseException:
+                self.close()
+                raise
         else:
             try:
                 self.client = Client(scheduler, timeout=CONNECT_SECONDS)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise CaseError(f"scheduler: cannot reach a Dask scheduler at {shown(scheduler)} "
                                 f"({type(exc).__name__}: {exc})") from None
+
+    def worker_count(self) -> int:
+        try:
+            return len(self.client.scheduler_info().get("workers", {}))
+        except Exception:   # a scheduler that is going away: the caller shows the last count
+            return self.workers
+
+    def close(self) -> None:
+        """Disconnect; a local cluster is stopped with its workers (and with them every process
+        group an oracle call or a bench run started)."""
+        try:
+            if getattr(self, "client", None) is not None:
+                self.client.close()
+        finally:
+            try:
+                if self.cluster is not None:
+                    self.cluster.close()
+            finally:
+                if self._config is not None:
+                    self._config.__exit__(None, None, None)
+                    self._config = None
+
+
+class DaskEngine:
+    """Up to ``slots`` oracle calls in flight on a Dask cluster (module docstring)."""
+
+    def __init__(self, objective: Any, *, workers: int, scheduler: str | None = None,
+                 timeout: float | None = None, name: str = "pinnbo") -> None:
+        self.objective = objective
+        self.timeout = timeout
+        self.slots = int(workers)
+        self.name = name
+        self.cluster = Cluster(workers, scheduler)
+        self.client = self.cluster.client
         self.futures: dict[Any, int] = {}
         self.started = time.monotonic()
 
@@ -140,10 +177,7 @@ class DaskEngine:
         return len(self.futures)
 
     def worker_count(self) -> int:
-        try:
-            return len(self.client.scheduler_info().get("workers", {}))
-        except Exception:   # a scheduler that is going away: the display shows the last count
-            return self.slots
+        return self.cluster.worker_count()
 
     def wait(self) -> list[Completed]:
         """Block until at least one call has come back; those that have, in submission order."""
@@ -168,28 +202,24 @@ class DaskEngine:
             if self.futures:
                 self.client.cancel(list(self.futures), force=True)
             self.futures.clear()
-            self.client.close()
         finally:
-            if self.cluster is not None:
-                self.cluster.close()
-            if self._config is not None:
-                self._config.__exit__(None, None, None)
+            self.cluster.close()
 
 
 #: What a local cluster's forkserver imports once for all its workers (module docstring).
 WORKER_PRELOAD = ["distributed", __name__, "pinnbo.runner.build"]
 
 
-def preloaded_workers():
+def preloaded_workers(extra: list[str]):
     """Dask's configuration for local workers forked from a server that has imported
-    :data:`WORKER_PRELOAD`; the caller leaves it (``__exit__``) when its cluster is closed. The
-    preload is set before the server starts, which Dask does with its own environment for the
-    workers (one BLAS and OpenMP thread each)."""
+    :data:`WORKER_PRELOAD` and the ``extra`` modules; the caller leaves it (``__exit__``) when its
+    cluster is closed. The preload is set before the server starts, which Dask does with its own
+    environment for the workers (one BLAS and OpenMP thread each)."""
     import dask
     from distributed.utils import get_mp_context
 
     config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    get_mp_context().set_forkserver_preload(WORKER_PRELOAD)    # after Dask has set its own list
+    get_mp_context().set_forkserver_preload(WORKER_PRELOAD + list(extra))    # after Dask has set its own list
     return config
 
 

@@ -1,6 +1,7 @@
 """A problem file for the asynchronous-run tests: f(x) = (x0 − 0.3)² + (x1 + 0.2)², f* = 0, after
-``seconds`` of sleep; every call appends "pid index-free design" to ``log`` (a file survives the
-forked call) so a test can count how often each design was evaluated and by which worker."""
+``seconds`` of sleep; every call appends "start <its parent's pid> <design> <its grandparent's pid>"
+to ``log`` (a file survives the forked call) so a test can count how often each design was
+evaluated and by which process (a Dask worker, or a bench run forked by one)."""
 
 import os
 import time
@@ -14,7 +15,10 @@ def sleepy(seconds: float = 0.0, log: str = "") -> Problem:
     def objective(x: np.ndarray) -> float:
         if log:
             with open(log, "a") as fh:
-                fh.write(f"start {os.getppid()} {float(x[0])!r} {float(x[1])!r}\n")
+                parent = os.getppid()
+                with open(f"/proc/{parent}/stat") as stat:
+                    grandparent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                fh.write(f"start {parent} {float(x[0])!r} {float(x[1])!r} {grandparent}\n")
         time.sleep(seconds)
         return float((x[0] - 0.3) ** 2 + (x[1] + 0.2) ** 2)
 

@@ -17,6 +17,7 @@ import pytest
 
 from pinnbo.runner.asynchronous import read_asks
 from pinnbo.runner.history import History
+from tests.survival import ExternalDask
 
 PROBLEM = Path(__file__).with_name("sleepy_problem.py")
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
@@ -49,8 +50,8 @@ def calls(folder: Path) -> list[tuple[int, tuple[float, float]]]:
     path = folder / "calls.log"
     if not path.exists():
         return []
-    rows = [line.split() for line in path.read_text().splitlines() if line.count(" ") == 3]
-    return [(int(pid), (float(a), float(b))) for _, pid, a, b in rows]
+    rows = [line.split() for line in path.read_text().splitlines() if line.count(" ") == 4]
+    return [(int(pid), (float(a), float(b))) for _, pid, a, b, _ in rows]
 
 
 def check_complete(out: Path, budget: int) -> list[dict]:
@@ -114,38 +115,16 @@ def test_an_unreachable_scheduler_is_one_line_before_the_folder_is_written(tmp_p
 
 
 def test_existing_scheduler(tmp_path):
-    scheduler_file = tmp_path / "scheduler.json"
-    scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--no-dashboard", "--scheduler-file", str(scheduler_file)], env=ENV,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = None
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        address = json.loads(scheduler_file.read_text())["address"]
-        assert address.startswith("tcp://127.0.0.1:")
-        worker = subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--host",
-                                   "127.0.0.1", "--no-dashboard", "--nworkers", "2"], env=ENV,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with ExternalDask(tmp_path, workers=2) as dask:
+        assert dask.address.startswith("tcp://127.0.0.1:")
         case = write_case(tmp_path, seconds=0.2, budget=8)
         out = tmp_path / "out"
-        finish(pinnbo("run", str(case), "--scheduler", address, "--workers", "2", "--output", str(out)))
+        finish(pinnbo("run", str(case), "--scheduler", dask.address, "--workers", "2", "--output", str(out)))
         check_complete(out, 8)
         # The calls ran in the separately started worker processes (children of `dask worker`).
         pids = {pid for pid, _ in calls(tmp_path)}
-        assert pids and all(psutil.Process(pid).ppid() == worker.pid for pid in pids)
+        assert pids and all(psutil.Process(pid).ppid() == dask.worker.pid for pid in pids)
         assert json.loads((out / "summary.json").read_text())["parallel"]["workers"] == 2
-    finally:
-        for process in (worker, scheduler):
-            if process is not None:
-                process.send_signal(signal.SIGINT)
-        for process in (worker, scheduler):
-            if process is not None:
-                try:
-                    process.wait(20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
 
 
 def wait_for(condition, timeout: float = 120, what: str = "") -> None:
