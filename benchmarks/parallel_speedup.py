@@ -1,8 +1,9 @@
 """Wall-time speed-up of asynchronous runs, real processes: ``pinnbo run --workers 8`` against
 ``--workers 1`` on a case whose oracle sleeps (benchmarks/parallel/sleepy_dropwave.yaml, 2 s per
-call, 100 evaluations), per method, one after the other on this machine.
+call, 100 evaluations), per method, one after the other on this machine; a count repeated in
+``--workers`` is run again (the parallel run's wall time varies with the completion order).
 
-    python benchmarks/parallel_speedup.py --methods gp-ei pinn-bo --workers 1 8 \\
+    python benchmarks/parallel_speedup.py --methods gp-ei pinn-bo --workers 8 1 8 8 \\
         --output bench-results/parallel/speedup
 
 Writes ``speedup.json`` and prints a table: wall time, the ratio T8/T1, the oracle time, worker
