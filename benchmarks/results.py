@@ -226,7 +226,9 @@ def parallel_section(folder: Path) -> list[str]:
             utilisation = (r.get("parallel") or {}).get("utilisation")
             by_pending = ", ".join(f"{k}: {v:.2f}" for k, v in r["ask_seconds_by_pending"].items())
             loop = (r.get("parallel") or {}).get("wall_seconds")
-            out.append(f"| {r['method']} | {r['workers']} | {r['versions'].get('pinnbo_commit', 'unknown')[:7]} | "
+            commit = r["versions"].get("pinnbo_commit", "unknown")
+            commit = commit[:7] + ("-dirty" if commit.endswith("-dirty") else "")
+            out.append(f"| {r['method']} | {r['workers']} | {commit} | "
                        f"{r['wall_seconds']:.1f} | {ratio} | {fmt(loop, 3)} | "
                        f"{r['oracle_seconds']:.1f} | {fmt(utilisation, 3)} | {r['ask_seconds_mean']:.3f} | {by_pending} |")
         medians = [f"{method} {float(np.median(w)) / float(np.median(walls[(method, 1)])):.3f} (q = {q}, "
