@@ -18,6 +18,7 @@ from pinnbo.bench.live import BenchProgress
 from pinnbo.bench.options import BenchError, BenchSettings
 from pinnbo.bench.plan import RunJob, plan, run_is_complete
 from pinnbo.bench.tables import rich_table, write_case_outputs
+from pinnbo.errors import CaseError
 from pinnbo.interrupts import Terminated, held_interrupts
 from pinnbo.report.format import print_table
 from pinnbo.report.summary import summarize
@@ -92,14 +93,22 @@ def _run_in_process(todo: list[RunJob], display: "BenchProgress | None", outcome
         torch.set_num_threads(threads)
 
 
-def _run_on_cluster(todo: list[RunJob], settings: BenchSettings, display: "BenchProgress | None",
-                    outcomes: dict) -> None:
-    """The runs as tasks on Dask (:mod:`pinnbo.bench.cluster`), at most ``settings.jobs`` at once;
-    an interrupt is forwarded to every run, which stops as ``pinnbo run`` does."""
+def _start_cluster(settings: BenchSettings, runs: int):
+    """The Dask engine for ``runs`` runs (:mod:`pinnbo.bench.cluster`): started, or its scheduler
+    reached, before anything is written. A Ctrl-C while it starts stops the bench once it is up."""
     from pinnbo.bench.cluster import BenchCluster
 
-    with held_interrupts():    # a Ctrl-C while the cluster starts stops the bench once it is up
-        engine = BenchCluster(min(settings.jobs, len(todo)), settings.scheduler)
+    try:
+        with held_interrupts():
+            return BenchCluster(min(settings.jobs, runs), settings.scheduler)
+    except CaseError as exc:    # the scheduler, named as the bench's option
+        message = str(exc)
+        raise BenchError(f"--{message}" if message.startswith("scheduler:") else message) from None
+
+
+def _run_on_cluster(engine, todo: list[RunJob], display: "BenchProgress | None", outcomes: dict) -> None:
+    """The runs as tasks on ``engine``, at most ``--jobs`` at once; an interrupt is forwarded to
+    every run, which stops as ``pinnbo run`` does."""
     try:
         engine.submit(todo)
         if display is not None:
@@ -116,8 +125,6 @@ def _run_on_cluster(todo: list[RunJob], settings: BenchSettings, display: "Bench
     except BaseException:
         engine.stop()
         raise
-    finally:
-        engine.close()
 
 
 def _drain(events, display: "BenchProgress | None") -> None:
@@ -142,27 +149,28 @@ class BenchResult:
 def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bool = False) -> BenchResult:
     """Run the grid (skipping complete runs), then write each case's curves, table, figure, summary."""
     plans = plan(settings)
-    for case_plan in plans:
-        # Every run writes under its case folder: a root that cannot be made is one user error here,
-        # not a failed run per job and a traceback when the table is written.
-        try:
-            case_plan.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise BenchError(f"--output: cannot create {case_plan.folder} ({exc.strerror or exc})") from None
     # Seed-major order: partial results stay balanced across methods and cases.
     grid = sorted((job for p in plans for job in p.jobs), key=lambda j: j.seed)
     todo = [job for job in grid if not job.complete]
+    parallel = bool(todo) and (settings.scheduler is not None or (settings.jobs > 1 and len(todo) > 1))
+    engine = _start_cluster(settings, len(todo)) if parallel else None
     display = None
-    if not quiet and todo:
-        display = BenchProgress(len(grid), len(grid) - len(todo), min(settings.jobs, len(todo)),
-                                Console(stderr=True),
-                                title="bench")
     outcomes: dict[tuple, dict] = {}
     try:
-        if settings.scheduler is None and (settings.jobs == 1 or len(todo) <= 1):
+        for case_plan in plans:
+            # Every run writes under its case folder: a root that cannot be made is one user error
+            # here, not a failed run per job and a traceback when the table is written.
+            try:
+                case_plan.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BenchError(f"--output: cannot create {case_plan.folder} ({exc.strerror or exc})") from None
+        if not quiet and todo:
+            display = BenchProgress(len(grid), len(grid) - len(todo), min(settings.jobs, len(todo)),
+                                    Console(stderr=True), title="bench")
+        if engine is None:
             _run_in_process(todo, display, outcomes)
         else:
-            _run_on_cluster(todo, settings, display, outcomes)
+            _run_on_cluster(engine, todo, display, outcomes)
     except (KeyboardInterrupt, RunInterrupted) as exc:
         terminated = isinstance(exc, Terminated) or getattr(exc, "terminated", False)
         complete = sum(run_is_complete(j.folder, j.budget) for j in grid)
@@ -172,6 +180,8 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
     finally:
         if display is not None:
             display.stop()
+        if engine is not None:
+            engine.close()
     summaries = []
     for case_plan in plans:
         summary, rows = analyse(case_plan, outcomes)

@@ -233,6 +233,8 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
     (["--seeds", "1,x"], "--seeds: expected N"),
     (["--seeds", "0-2,2"], "--seeds: seed 2 is given twice in '0-2,2'"),
     (["--jobs", "0"], "--jobs"),
+    (["--scheduler", "head node"], "--scheduler: expected a Dask scheduler address such as tcp://host:8786"),
+    (["--scheduler", "tcp://127.0.0.1:9"], "--scheduler: cannot reach a Dask scheduler at 'tcp://127.0.0.1:9'"),
     (["--initial-points", "0"], "--initial-points: expected an integer from 1 to 10000, got 0"),
     (["--params", '{"pinn-bo": {"hiden": [8]}}'], "--params: pinn-bo: method_params.hiden"),
     (["--params", "{oops"], "--params: invalid JSON"),
