@@ -30,6 +30,7 @@ from typing import Any
 
 from pinnbo.bench.plan import RunJob
 from pinnbo.oracles.isolation import die_with_parent, exit_reason
+from pinnbo.runner.cluster import allow_children
 
 #: The Dask event topic of run progress.
 TOPIC = "pinnbo-bench"
@@ -40,8 +41,9 @@ _STOPPED: set[str] = set()
 _LOCK = threading.Lock()
 
 
-def interrupted(job: RunJob) -> dict:
-    return {"key": job.key, "ok": False, "error": "interrupted", "traceback": None, "seconds": None}
+def failed_run(job: RunJob, error: str) -> dict:
+    """The outcome of a run that did not finish, as :func:`pinnbo.bench.execute.execute` gives it."""
+    return {"key": job.key, "ok": False, "error": error, "traceback": None, "seconds": None}
 
 
 def run_on_worker(job: RunJob, bench: str, folder: str) -> dict:
@@ -51,14 +53,12 @@ def run_on_worker(job: RunJob, bench: str, folder: str) -> dict:
     from distributed import get_worker
 
     worker = get_worker()
-    # A Dask worker process is a daemon, and multiprocessing refuses children to daemons; the run is
-    # always reaped here, or dies with its worker (_run_child).
-    multiprocessing.current_process()._config["daemon"] = False
+    allow_children()     # the run is reaped here, or dies with its worker (_run_child)
     context = multiprocessing.get_context("fork")   # the worker has imported what a run needs
     receive, send = context.Pipe(duplex=False)
     with _LOCK:
         if bench in _STOPPED:
-            return interrupted(job)
+            return failed_run(job, "interrupted")
         child = context.Process(target=_run_child, args=(job, send, os.getpid(), folder), name=f"pinnbo-run-{job.key}")
         child.start()
         _RUNS[child.pid] = bench
@@ -80,8 +80,7 @@ def run_on_worker(job: RunJob, bench: str, folder: str) -> dict:
             _RUNS.pop(child.pid, None)
         receive.close()
     if result is None:
-        return {"key": job.key, "ok": False, "error": f"the run's process died ({exit_reason(child.exitcode)})",
-                "traceback": None, "seconds": None}
+        return failed_run(job, f"the run's process died ({exit_reason(child.exitcode)})")
     return result
 
 
@@ -100,15 +99,14 @@ def _run_child(job: RunJob, send, worker_pid: int, folder: str) -> None:
     try:
         os.chdir(folder)     # the case's relative paths and the run's folder are the bench's
     except OSError as exc:
-        send.send(("result", {"key": job.key, "ok": False, "traceback": None, "seconds": None,
-                              "error": f"the bench's folder {folder} is not on this worker ({exc.strerror}); "
-                                       "a cluster's workers need the same files at the same paths"}))
+        send.send(("result", failed_run(job, f"the bench's folder {folder} is not on this worker ({exc.strerror}); "
+                                             "a cluster's workers need the same files at the same paths")))
         return
     try:
         with interruptible_job():
             result = execute(job, lambda event: send.send(("event", list(event))))
     except (KeyboardInterrupt, RunInterrupted):
-        result = interrupted(job)
+        result = failed_run(job, "interrupted")
     send.send(("result", result))
     send.close()
 
@@ -179,8 +177,7 @@ class BenchCluster:
             try:
                 result = future.result()
             except Exception as exc:   # the task's worker died too often (KilledWorker), or was lost
-                result = {"key": job.key, "ok": False, "error": f"the run's worker died ({type(exc).__name__}: {exc})",
-                          "traceback": None, "seconds": None}
+                result = failed_run(job, f"the run's worker died ({type(exc).__name__}: {exc})")
             done.append((job, result))
         self._top_up()
         return done

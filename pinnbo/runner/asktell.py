@@ -84,10 +84,7 @@ def ask(case: Case, n: int = 1) -> list[dict]:
                                                                         case.seed), optimizer)
         if k + 1 >= settings.first_proposal:
             checkpoint(history, optimizer, PENDING_STATE, n_told=k + 1)
-        pending = {"index": k, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase,
-                   "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
-        if problem.oracle_constraints:  # what the measurement must report besides the objective
-            pending["constraints"] = [c.name for c in problem.oracle_constraints]
+        pending = {**asked(problem, k, x, phase), "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
         write_json_atomic(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
     return [pending]
 
@@ -127,13 +124,16 @@ def ask_several(case: Case, n: int) -> list[dict]:
                 next_index += 1
             if len(history) >= settings.first_proposal:
                 checkpoint(history, optimizer)   # the asks' training: the next ask starts from it
-    out = []
-    for ask in list(pending.values())[:max(n, 1)]:
-        item = {"index": ask.index, "x": {name: v for name, v in zip(problem.domain.names, ask.x)}, "phase": ask.phase}
-        if problem.oracle_constraints:
-            item["constraints"] = [c.name for c in problem.oracle_constraints]
-        out.append(item)
-    return out
+    return [asked(problem, ask.index, ask.x, ask.phase) for ask in list(pending.values())[:max(n, 1)]]
+
+
+def asked(problem: Problem, index: int, x: Sequence[float], phase: str) -> dict:
+    """What ``ask`` hands out for evaluation ``index`` at ``x``: the design by variable name, its
+    phase, and the constraints the measurement must report besides the objective."""
+    item = {"index": index, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase}
+    if problem.oracle_constraints:
+        item["constraints"] = [c.name for c in problem.oracle_constraints]
+    return item
 
 
 def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import multiprocessing
 import signal
 import threading
@@ -68,14 +69,18 @@ class CaseObjective:
 _BUILT: dict[str, Any] = {}
 
 
+def allow_children() -> None:
+    """In a task: a Dask worker process is a daemon, and multiprocessing refuses children to
+    daemons; the caller forks its own and reaps them (or they die with the worker)."""
+    multiprocessing.current_process()._config["daemon"] = False
+
+
 def evaluate_on_worker(objective: Any, x: list[float], timeout: float | None) -> tuple[Any, str | None, float]:
     """The task a Dask worker runs: one isolated oracle call at ``x``; (result, error, seconds).
     ``objective`` a :class:`CaseObjective`, or the objective itself (the Python API)."""
     from pinnbo.runner.loop import oracle_outcome
 
-    # A Dask worker process is a daemon, and multiprocessing refuses children to daemons; the
-    # isolated call forks one per evaluation and always reaps it (pinnbo.oracles.isolation).
-    multiprocessing.current_process()._config["daemon"] = False
+    allow_children()     # the isolated call forks one per evaluation and always reaps it
     start = time.perf_counter()
     if isinstance(objective, CaseObjective):
         if objective.key not in _BUILT:
@@ -112,8 +117,8 @@ class Cluster:
         except ImportError:  # pragma: no cover - a dependency; checked for a clear line
             raise CaseError("workers: parallel runs need dask.distributed (pip install 'distributed')") from None
         self.workers = int(workers)
-        self.cluster = None
-        self._config = None
+        self.client = self.cluster = self._config = None
+        self._counted = (-math.inf, self.workers)    # (when, workers): worker_count's last answer
         if scheduler is None:
             self._config = preloaded_workers(preload or [])
             try:
@@ -132,16 +137,23 @@ class Cluster:
                                 f"({type(exc).__name__}: {exc})") from None
 
     def worker_count(self) -> int:
-        try:
-            return len(self.client.scheduler_info().get("workers", {}))
-        except Exception:   # a scheduler that is going away: the caller shows the last count
-            return self.workers
+        """The workers the scheduler knows, asked at most once per :data:`COUNT_SECONDS`: the
+        display asks after every proposal and every result, and each question is a round trip."""
+        when, count = self._counted
+        now = time.monotonic()
+        if now - when >= COUNT_SECONDS:
+            try:
+                count = len(self.client.scheduler_info().get("workers", {}))
+            except Exception:   # a scheduler that is going away: the last count stands
+                pass
+            self._counted = (now, count)
+        return count
 
     def close(self) -> None:
         """Disconnect; a local cluster is stopped with its workers (and with them every process
         group an oracle call or a bench run started)."""
         try:
-            if getattr(self, "client", None) is not None:
+            if self.client is not None:
                 self.client.close()
         finally:
             try:
@@ -238,3 +250,5 @@ def dask_setup(worker) -> None:
 
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_SECONDS = 10
+#: Seconds a count of the cluster's workers is shown before it is asked again.
+COUNT_SECONDS = 1.0
