@@ -139,9 +139,18 @@ def test_runner_killed_with_four_in_flight_then_resumed(tmp_path):
     case = write_case(tmp_path, seconds=3.0, budget=budget)
     out = tmp_path / "out"
     runner = pinnbo("run", str(case), "--workers", "4", "--output", str(out), start_new_session=True)
-    # Past the first round: some evaluations recorded, four asks in flight.
-    wait_for(lambda: (out / "evaluations.jsonl").exists() and len(records(out)) >= 4
-             and len(read_asks(out)) - len(records(out)) == 4, what="a round recorded and four in flight")
+    # Past the first round: some evaluations recorded, four asks in flight and their calls started
+    # (an ask is on disk before its call starts: killed in between, it would be started once).
+
+    def four_started() -> bool:
+        if not (out / "evaluations.jsonl").exists():
+            return False
+        told = {r["index"] for r in records(out)}
+        flying = [tuple(a.x) for a in read_asks(out) if a.index not in told]
+        begun = {x for _, x in calls(tmp_path)}
+        return len(told) >= 4 and len(flying) == 4 and all(x in begun for x in flying)
+
+    wait_for(four_started, what="a round recorded and four calls in flight")
     os.killpg(runner.pid, signal.SIGKILL)
     runner.wait()
     recorded = {r["index"]: r for r in records(out)}
