@@ -17,7 +17,9 @@ Python ints for constant terms, passes ints to ``torch.sqrt`` for ``sqrt(2)`` an
 ``torch.heaviside``/``torch.min`` and fails; the walker folds constants to floats at declaration
 time, runs no generated code, and can reject unsupported constructs while the user is still
 declaring). At call time each ``∂^α h`` is obtained by successive ``torch.autograd.grad`` calls with
-``create_graph=True`` and cached by multi-index, so ``h_xx`` reuses ``h_x``.
+``create_graph=True`` and cached by multi-index, so ``h_xx`` reuses ``h_x``; a model that offers its
+derivatives along the axes (``axis_derivatives``, e.g. the networks' Taylor mode) gives them in one
+pass when the PDE has no mixed derivative.
 
 Every bad declaration raises :class:`PDEError` from ``PDE(...)`` with a one-line message naming the
 offending symbol.
@@ -47,6 +49,8 @@ MultiIndex = tuple[int, ...]
 _Node = Callable[[Mapping[sp.Symbol, torch.Tensor], torch.Tensor], "torch.Tensor | float"]
 #: The key of a residual's environment holding the inputs detached from the graph (PDE._build).
 _CONSTANT_INPUTS = "constant inputs"
+#: ... and the one holding the input-only subtrees' values precomputed at the points.
+_COEFFICIENT_VALUES = "coefficient values"
 
 
 def _heaviside(x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
@@ -211,12 +215,14 @@ class PDE:
 
         # Placeholder per multi-index α (α = 0 is h itself); Dummy so they never clash with user names.
         self._placeholders: dict[MultiIndex, sp.Dummy] = {}
+        self._coefficients: list[_Node] = []    # input-only subtrees, in the order _build meets them
         self._equations: list[_Node] = []
         for i, (l, r) in enumerate(zip(self.lhs, self.rhs)):
             residual = l - r
             if not residual.has(call):
                 raise PDEError(f"equation {i}: {l} = {r} does not involve the unknown {call}")
             self._equations.append(self._build(residual))
+        self._n_equation_coefficients = len(self._coefficients)   # linear_form's come after
         self.max_order: int = max(sum(a) for a in self._placeholders)
         # Multi-indices in increasing total order, so parents are computed before children.
         self._multi_indices: tuple[MultiIndex, ...] = tuple(sorted(self._placeholders, key=lambda a: (sum(a), a)))
@@ -331,7 +337,14 @@ class PDE:
                 node = self._build(expr)
             finally:
                 self._split_coefficients = True
-            return lambda env, ref: node(env.get(_CONSTANT_INPUTS, env), ref)
+            index = len(self._coefficients)
+            self._coefficients.append(node)
+
+            def coefficient(env, ref):
+                values = env.get(_COEFFICIENT_VALUES)    # precomputed at these points (compile's docstring)
+                return values[index] if values is not None else node(env.get(_CONSTANT_INPUTS, env), ref)
+
+            return coefficient
         if expr == self._call:
             p = self._placeholder((0,) * self.dim)
             return lambda env, ref: env[p]
@@ -422,32 +435,64 @@ class PDE:
         output). ``points`` is (N, d), columns ordered as :attr:`inputs`. The result is an
         (N, n_equations) tensor on ``points``' dtype and device, built with ``create_graph=True`` so
         a loss on it can be back-propagated to the model's parameters.
+
+        A model may also offer ``axis_derivatives(points, orders) -> (h (N,), {i: (orders[i], N)})``,
+        the pure derivatives ∂ᵏh/∂z_iᵏ, k = 1..orders[i]: when every derivative in the PDE is
+        along one axis (no mixed ∂²h/∂x∂y) and the PDE is of order 2 or more, they are taken from
+        it, in one pass.
+
+        ``residual.coefficients(points)`` evaluates the PDE's functions of the inputs alone (the
+        beam's EI(x) and its derivatives, a source g) at fixed points, an opaque tuple of (N,)
+        tensors; ``residual(model, points[idx], coefficients=tuple(c[idx] for c in values))`` then
+        reuses them, as training does at its collocation points, each step a batch of them.
         """
         equations, symbols, placeholders = list(self._equations), self._symbols, dict(self._placeholders)
+        coefficient_nodes = tuple(self._coefficients[:self._n_equation_coefficients])
         multi_indices, dim = self._multi_indices, self.dim
+        # Highest order along each axis, when no derivative mixes two axes and one is of order 2 or
+        # more (else None: autograd, whose one backward pass gives every first derivative at once).
+        axis_orders = None
+        if self.max_order >= 2 and all(sum(1 for k in alpha if k) <= 1 for alpha in multi_indices):
+            axis_orders = tuple(max((alpha[i] for alpha in multi_indices), default=0) for i in range(dim))
 
-        def residual(model: Callable[[torch.Tensor], torch.Tensor], points: torch.Tensor) -> torch.Tensor:
+        def coefficients(points: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            detached = points.detach()
+            env, ref = {s: detached[:, i] for i, s in enumerate(symbols)}, detached[:, 0]
+            return tuple(_as_tensor(node(env, ref), ref) for node in coefficient_nodes)
+
+        def residual(model: Callable[[torch.Tensor], torch.Tensor], points: torch.Tensor,
+                     coefficients: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
             if points.ndim != 2 or points.shape[1] != dim:
                 raise ValueError(
                     f"points must have shape (N, {dim}) for inputs {', '.join(s.name for s in symbols)}; "
                     f"got {tuple(points.shape)}"
                 )
             # Derivatives need a graph from the points; a detached copy keeps the caller's tensor untouched.
-            z = points if points.requires_grad else points.detach().clone().requires_grad_(True)
-            h = model(z)
-            if h.shape not in ((z.shape[0],), (z.shape[0], 1)):
-                raise ValueError(f"model must return shape (N,) or (N, 1) with N={z.shape[0]}; got {tuple(h.shape)}")
-            derivatives = _derivatives(h.reshape(-1), z, multi_indices)
+            jets = getattr(model, "axis_derivatives", None) if axis_orders is not None else None
+            if jets is not None:
+                z = points
+                h, along = jets(z, axis_orders)
+                derivatives = {alpha: h if not any(alpha) else along[i][alpha[i] - 1]
+                               for alpha in multi_indices for i in [max(range(dim), key=alpha.__getitem__)]}
+            else:
+                z = points if points.requires_grad else points.detach().clone().requires_grad_(True)
+                h = model(z)
+                if h.shape not in ((z.shape[0],), (z.shape[0], 1)):
+                    raise ValueError(f"model must return shape (N,) or (N, 1) with N={z.shape[0]}; got {tuple(h.shape)}")
+                derivatives = _derivatives(h.reshape(-1), z, multi_indices)
             env = {s: z[:, i] for i, s in enumerate(symbols)}
             env.update({placeholders[a]: derivatives[a] for a in multi_indices})
             if not points.requires_grad:     # nobody asks for d residual / d points: coefficients are constants
                 detached = z.detach()
                 env[_CONSTANT_INPUTS] = {s: detached[:, i] for i, s in enumerate(symbols)}
+                if coefficients is not None:
+                    env[_COEFFICIENT_VALUES] = coefficients
             ref = z[:, 0].detach()
             columns = [_as_tensor(eq(env, ref), ref) for eq in equations]
             return torch.stack(columns, dim=1).to(points.dtype)
 
         residual.__doc__ = f"Residual of {shown(self)}: (N, {dim}) points -> (N, {self.n_equations})."
+        residual.coefficients = coefficients
         return residual
 
     def negated(self) -> "PDE":

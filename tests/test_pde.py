@@ -351,3 +351,57 @@ def test_coefficients_stay_differentiable_in_the_points_when_asked():
     assert torch.allclose(plain[:, 0], expected, atol=1e-12)
     (slope,) = torch.autograd.grad(traced.sum(), asked)
     assert torch.allclose(slope[:, 0], 18 * points[:, 0] ** 2 - torch.cos(points[:, 0]), atol=1e-10)
+
+
+def test_precomputed_coefficients_give_the_same_residual_on_a_batch_of_the_points():
+    """x²·u'' + eˣ u = sin x: the coefficients x², eˣ and the source evaluated once at all points and
+    indexed by a batch give the residual of the batch computed from scratch (as training uses them)."""
+    x = sp.Symbol("x")
+    u = sp.Function("u")(x)
+    pde = PDE(x**2 * u.diff(x, 2) + sp.exp(x) * u, rhs=sp.sin(x))
+    pde.linear_form()     # its own coefficient nodes must not shift the residual's
+    residual = pde.compile()
+    everywhere = torch.linspace(-1.0, 2.0, 40, dtype=torch.float64).reshape(-1, 1)
+    values = residual.coefficients(everywhere)
+    assert all(v.shape == (40,) for v in values)
+    batch = torch.tensor([3, 17, 0, 39, 22])
+    cube = lambda z: z[:, 0] ** 3  # noqa: E731
+    reused = residual(cube, everywhere[batch], tuple(v[batch] for v in values))
+    p = everywhere[batch, 0]
+    torch.testing.assert_close(reused[:, 0], 6 * p**3 + torch.exp(p) * p**3 - torch.sin(p), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(reused, residual(cube, everywhere[batch]), rtol=0, atol=0)
+
+
+class AxisModel(Function):
+    """A known function that also offers its axis derivatives (the networks' Taylor mode) and counts
+    how often the compiler asks for them."""
+
+    def __init__(self, fn, derivatives):
+        super().__init__(fn)
+        self.derivatives, self.calls = derivatives, 0
+
+    def axis_derivatives(self, pts, orders):
+        self.calls += 1
+        along = {i: torch.stack([self.derivatives(pts, i, k) for k in range(1, n + 1)]) for i, n in enumerate(orders) if n}
+        return self(pts), along
+
+
+def _cube_derivatives(pts, axis, k):
+    """Pure derivatives of h = x³ y² + y: ∂ₓᵏ and ∂ᵧᵏ by hand."""
+    a, b = pts[:, 0], pts[:, 1]
+    if axis == 0:
+        return [3 * a**2 * b**2, 6 * a * b**2, 6 * b**2][k - 1]
+    return [2 * a**3 * b + 1, 2 * a**3, torch.zeros_like(a)][k - 1]
+
+
+@pytest.mark.parametrize("pde, expected, uses_axes", [
+    (PDE(T2.diff(x, 2) + T2.diff(y, 3) - T2), lambda a, b: 6 * a * b**2 - (a**3 * b**2 + b), True),
+    (PDE(T2.diff(x, y)), lambda a, b: 6 * a**2 * b, False),          # mixed: autograd
+    (PDE(T2.diff(x) + T2.diff(y)), lambda a, b: 3 * a**2 * b**2 + 2 * a**3 * b + 1, False),   # first order
+])
+def test_axis_derivatives_are_used_for_pure_derivatives_of_order_two_or_more(pde, expected, uses_axes):
+    model = AxisModel(lambda a, b: a**3 * b**2 + b, _cube_derivatives)
+    pts = points(20, 2, seed=4)
+    r = pde.compile()(model, pts)
+    assert model.calls == int(uses_axes)
+    torch.testing.assert_close(r[:, 0], expected(pts[:, 0], pts[:, 1]), rtol=1e-12, atol=1e-12)

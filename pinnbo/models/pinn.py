@@ -109,6 +109,8 @@ class PINNSurrogate:
         self._lower = torch.as_tensor(domain.lower_array, dtype=self.dtype, device=self.device)
         self._width = torch.as_tensor(domain.widths, dtype=self.dtype, device=self.device)
         self.collocation = self.collocation_points() if self.residual is not None else None
+        # The PDE's functions of the inputs alone at the collocation points, evaluated once.
+        self.coefficients = residual.coefficients(self.collocation) if self.residual is not None else ()
 
     # -- PDE data -----------------------------------------------------------------------------------
     def collocation_points(self) -> torch.Tensor:
@@ -137,11 +139,11 @@ class PINNSurrogate:
         """Network inputs z = 2(x − lo)/(hi − lo) − 1 of physical designs (N, d)."""
         return 2.0 * (x - self._lower) / self._width - 1.0
 
-    def physical_model(self, mean: float, std: float):
-        """f(x) = μ_y + s_y h(z(x)) on physical inputs (N, d) → (N,): what the PDE constrains."""
-        def f(x: torch.Tensor) -> torch.Tensor:
-            return mean + std * self.model(self.normalise(x))
-        return f
+    def physical_model(self, mean: float, std: float, network: MLP | None = None,
+                       shifts: torch.Tensor | None = None) -> "PhysicalNetwork":
+        """f(x) = μ_y + s_y h(z(x)) on physical inputs (N, d) → (N,): what the PDE constrains
+        (``network`` h, default the trained one; ``shifts``: see :class:`PhysicalNetwork`)."""
+        return PhysicalNetwork(self.model if network is None else network, self._lower, self._width, mean, std, shifts)
 
     def prior_residual_scale(self, mean: float, std: float, draws: int = 4) -> torch.Tensor:
         """s_r(z_j): prior root-mean-square of the standardised residual at each collocation point,
@@ -156,10 +158,7 @@ class PINNSurrogate:
         for k in range(draws):
             prior = MLP(self.domain.dim, self.hidden, torch_generator(self.seed, "residual-scale", k),
                         self.bias_scale).to(self.device, self.dtype)
-
-            def f(x: torch.Tensor, prior=prior) -> torch.Tensor:
-                return mean + std * prior(self.normalise(x))
-
+            f = self.physical_model(mean, std, prior)
             for start in range(0, len(self.collocation), 4096):
                 chunk = self.collocation[start:start + 4096]
                 r = self.residual(f, chunk).detach() / std
@@ -191,7 +190,8 @@ class PINNSurrogate:
                 loss = (self.model(Z) - targets).pow(2).mean()
                 if use_pde:
                     idx = torch.randperm(n_col, generator=generator)[:batch].to(self.device)
-                    r = self.residual(physical, self.collocation[idx]) / (std * self.residual_scale[idx, None])
+                    coefficients = tuple(c[idx] for c in self.coefficients)
+                    r = self.residual(physical, self.collocation[idx], coefficients) / (std * self.residual_scale[idx, None])
                     # ‖r_j‖² over a system's equations, as s_r whitens: a mean over them as well would
                     # divide the PDE's weight by the number of equations (50 for Cosine Mixture-50).
                     loss = loss + self.pde_weight * r.pow(2).sum(dim=1).mean()
@@ -249,11 +249,7 @@ class PINNSurrogate:
         directions = torch.cat([torch.zeros(1, m, dtype=self.dtype, device=self.device),
                                 step * torch.eye(m, dtype=self.dtype, device=self.device)])   # (m + 1, m)
         shifts = directions.repeat_interleave(B, dim=0)                                      # (B (m + 1), m)
-
-        def perturbed(x: torch.Tensor) -> torch.Tensor:
-            z = self.normalise(x)
-            return mean + std * (self.model(z) + (self.model.features(z) * shifts).sum(dim=1))
-
+        perturbed = self.physical_model(mean, std, shifts=shifts)
         r = self.residual(perturbed, points.repeat(m + 1, 1)).detach()
         r = (r / (std * scale.repeat(m + 1)[:, None])).reshape(m + 1, B, -1)               # (m + 1, B, K)
         omega = ((r[1:] - r[0]) / step).permute(1, 2, 0).reshape(-1, m)                     # (B K, m)
@@ -269,3 +265,46 @@ class PINNSurrogate:
         self.residual_scale = state["residual_scale"]
         self.pde_weight = state["pde_weight"]
         self.fitted = state["fitted"]
+
+
+class PhysicalNetwork:
+    """f(x) = μ + s (h(z(x)) + φ(z(x))ᵀδ_n) on physical inputs x (N, d) → (N,), z = 2(x − lo)/w − 1:
+    the network in the units the PDE is written in. ``shifts`` δ (N, m), one perturbation of the
+    output weights per row (:meth:`PINNSurrogate.pde_precision`), or None.
+
+    ``axis_derivatives`` gives the PDE compiler (:meth:`pinnbo.pde.PDE.compile`) the derivatives
+    along each axis from the network's Taylor mode, by the chain rule of the affine z(x):
+    ∂ᵏf/∂x_iᵏ = s (2/w_i)ᵏ ∂ᵏ(h + φᵀδ)/∂z_iᵏ.
+    """
+
+    def __init__(self, network: MLP, lower: torch.Tensor, width: torch.Tensor, mean: float, std: float,
+                 shifts: torch.Tensor | None = None) -> None:
+        self.network, self.lower, self.width = network, lower, width
+        self.mean, self.std, self.shifts = mean, std, shifts
+
+    def _z(self, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * (x - self.lower) / self.width - 1.0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        z = self._z(x)
+        h = self.network(z)
+        if self.shifts is not None:
+            h = h + (self.network.features(z) * self.shifts).sum(dim=1)
+        return self.mean + self.std * h
+
+    def axis_derivatives(self, x: torch.Tensor, orders) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        z = self._z(x)
+        if self.shifts is None or not any(orders):
+            h, along = self.network.axis_derivatives(z, orders)
+        else:
+            axes = [i for i, k in enumerate(orders) if k > 0]
+            features, jet = self.network.hidden_jets(z, max(orders), axes)              # (N, m), (K, A, N, m)
+            out = self.network.out
+            weights = (out.weight * out.scale)[0] + out.scale * self.shifts             # (N, m)
+            h = (features * weights).sum(dim=-1) + out.bias[0] * out.bias_scale
+            derivatives = (jet * weights).sum(dim=-1)                                   # (K, A, N)
+            along = {i: derivatives[:orders[i], j] for j, i in enumerate(axes)}
+        scale = 2.0 / self.width
+        powers = torch.arange(1, max(orders, default=0) + 1, dtype=x.dtype, device=x.device)
+        along = {i: self.std * scale[i] ** powers[:len(d), None] * d for i, d in along.items()}
+        return self.mean + self.std * h, along

@@ -164,3 +164,16 @@ def test_the_pde_precision_is_the_sum_of_the_hand_derived_residual_jacobians():
                                0.25 * expected, rtol=1e-6, atol=1e-8)
     surrogate.pde_weight = 0.0
     assert surrogate.pde_precision(mean, std, torch.Generator().manual_seed(3)) is None
+
+
+def test_the_shifted_networks_pde_residual_is_the_one_autograd_takes():
+    # pde_precision's f = μ + s (h + φᵀδ_n), one δ per row: its Taylor-mode residual of Laplace's
+    # equation against nested autograd of the same function.
+    surrogate = pinn()
+    pts = surrogate.collocation[:24]
+    shifts = torch.randn(24, FAST.hidden[-1], generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    f = surrogate.physical_model(2.0, 3.0, shifts=shifts)
+    taylor = surrogate.residual(f, pts)
+    reference = surrogate.residual(lambda p: f(p), pts)      # a plain callable: autograd
+    torch.testing.assert_close(taylor, reference, rtol=1e-10, atol=1e-10)
+    assert float(reference.abs().max()) > 1e-2

@@ -1,0 +1,70 @@
+"""The network's Taylor-mode derivatives along the axes: the hand-derived derivatives of tanh, and
+every order against nested autograd, in values and in the parameter gradients training uses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pinnbo.models.mlp import MLP, _tanh_derivative_polynomials
+from pinnbo.streams import torch_generator
+
+
+def test_the_tanh_derivative_polynomials_are_the_hand_derived_ones():
+    # t = tanh a: t′ = 1 − t², t″ = −2t + 2t³, t‴ = −2 + 8t² − 6t⁴, t⁗ = 16t − 40t³ + 24t⁵
+    p = _tanh_derivative_polynomials(4)
+    expected = [(0, 1), (1, 0, -1), (0, -2, 0, 2), (-2, 0, 8, 0, -6), (0, 16, 0, -40, 0, 24)]
+    for got, want in zip(p, expected):
+        assert list(got) == [float(c) for c in want] + [0.0] * (len(got) - len(want))
+
+
+def nested(network: MLP, z: torch.Tensor, axis: int, order: int) -> list[torch.Tensor]:
+    """∂ᵏh/∂z_axisᵏ, k = 1..order, by successive autograd.grad (the reference)."""
+    z = z.clone().requires_grad_(True)
+    u, out = network(z), []
+    for _ in range(order):
+        u = torch.autograd.grad(u.sum(), z, create_graph=True)[0][:, axis]
+        out.append(u)
+    return out
+
+
+@pytest.mark.parametrize("dim, orders, hidden, bias_scale", [
+    (1, (4,), (16, 16), 0.1),
+    (3, (2, 0, 3), (8, 12, 8), 1.0),
+    (2, (1, 2), (16,), 0.1),
+])
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 2e-4)])
+def test_axis_derivatives_agree_with_nested_autograd(dim, orders, hidden, bias_scale, dtype, tol):
+    network = MLP(dim, hidden, torch_generator(0, "mlp-test"), bias_scale).to(dtype=dtype)
+    z = (2 * torch.rand(40, dim, generator=torch.Generator().manual_seed(1), dtype=torch.float64) - 1).to(dtype)
+    values, along = network.axis_derivatives(z, orders)
+    torch.testing.assert_close(values, network(z), rtol=tol, atol=tol)
+    assert sorted(along) == [i for i, k in enumerate(orders) if k]
+    for axis, derivatives in along.items():
+        assert derivatives.shape == (orders[axis], len(z)) and derivatives.dtype == dtype
+        for got, want in zip(derivatives, nested(network, z, axis, orders[axis])):
+            scale = float(want.abs().max())
+            torch.testing.assert_close(got / scale, want.detach() / scale, rtol=tol, atol=tol)
+
+
+def test_the_parameter_gradients_of_a_loss_on_them_are_those_of_nested_autograd():
+    # What training back-propagates: a fourth-order residual's loss, through the network's weights.
+    network = MLP(1, (16, 16), torch_generator(0, "mlp-test"), 0.1)
+    z = torch.linspace(-1, 1, 30, dtype=torch.float64)[:, None]
+    _, along = network.axis_derivatives(z, (4,))
+    loss = (along[0][3] + 2 * along[0][1] - 1).pow(2).mean()
+    taylor = torch.autograd.grad(loss, list(network.parameters()), materialize_grads=True)
+    d = nested(network, z, 0, 4)
+    reference = torch.autograd.grad((d[3] + 2 * d[1] - 1).pow(2).mean(), list(network.parameters()),
+                                    materialize_grads=True)
+    for got, want in zip(taylor, reference):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_they_are_differentiable_in_the_inputs():
+    # d/dz of the second derivative is the third, as autograd reads it off the Taylor-mode graph.
+    network = MLP(1, (16,), torch_generator(0, "mlp-test"), 0.1)
+    z = torch.linspace(-1, 1, 7, dtype=torch.float64)[:, None].requires_grad_(True)
+    _, along = network.axis_derivatives(z, (3,))
+    (third,) = torch.autograd.grad(along[0][1].sum(), z)
+    torch.testing.assert_close(third[:, 0], along[0][2].detach(), rtol=1e-10, atol=1e-12)
