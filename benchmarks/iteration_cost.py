@@ -10,6 +10,8 @@ proposal with a uniformly random point, so with an even ``--asks`` their figure 
 half a GP step.
 
     python benchmarks/iteration_cost.py --case cases/dropwave.yaml --t 50 200 --asks 4
+    python benchmarks/iteration_cost.py --case cases/beam.yaml --methods pinn-bo pde-gp gp-ei --t 20 40 \
+        --output bench-results/cost/beam.json     # the "Does the PDE pay?" cost column (benchmarks/results.py)
     python benchmarks/iteration_cost.py --methods pinn-bo --params '{"pinn-bo": {"residual_gp": "none"}}'
 """
 
@@ -37,6 +39,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--params", type=json.loads, default={},
                         help='method_params per method as JSON, e.g. \'{"pinn-bo": {"residual_gp": "none"}}\'')
+    parser.add_argument("--output", type=Path, default=None, help="also write the table as JSON to this file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from pinnbo import initial_design
@@ -73,6 +76,15 @@ def main() -> None:
             row.append(float(np.mean(seconds)))
         table[method] = row
         print(f"| {method} | " + " | ".join(f"{s:.3f}" for s in row) + " |", flush=True)
+    if args.output is not None:
+        import subprocess
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({
+            "case": case.name, "t": args.t, "asks": args.asks, "threads": args.threads, "commit": commit,
+            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+            "seconds_per_iteration": table}, indent=2) + "\n")
     if "pinn-bo" in table and "gp-ei" in table:
         ratios = [p / g for p, g in zip(table["pinn-bo"], table["gp-ei"])]
         print("PINN-BO / GP-EI: " + ", ".join(f"t = {t}: {r:.2f}×" for t, r in zip(args.t, ratios)))
