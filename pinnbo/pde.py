@@ -506,6 +506,13 @@ class PDE:
         ∂^α h, and the source g(z), compiled like the residual. A PDEError naming the first equation
         that is not linear in the unknown (a product of derivatives, the unknown inside a function):
         only a linear operator keeps a Gaussian process Gaussian."""
+        equations = [(tuple((alpha, self._build(c)) for alpha, c in terms), None if g == 0 else self._build(g))
+                     for terms, g in self._linear_equations()]
+        return LinearForm(self._symbols, tuple(equations))
+
+    def _linear_equations(self) -> list[tuple[list[tuple[MultiIndex, sp.Expr]], sp.Expr]]:
+        """Per equation, the symbolic pairs (α, c_α) of L[h] = Σ c_α ∂^α h and the source g; a
+        PDEError naming the first equation that is not linear in the unknown."""
         placeholders: dict[MultiIndex, sp.Dummy] = {}
 
         def placeholder(alpha: MultiIndex) -> sp.Dummy:
@@ -532,10 +539,55 @@ class PDE:
                 if c.free_symbols & unknowns:
                     raise PDEError(f"equation {i}: {l} = {r} is not linear in the unknown {self._call} (a product "
                                    "or a function of its derivatives); pde-gp needs a linear PDE, pinn-bo takes any")
-                terms.append((alpha, self._build(c)))
-            source = -e.xreplace({p: 0 for p in unknowns})
-            equations.append((tuple(terms), None if source == 0 else self._build(source)))
-        return LinearForm(self._symbols, tuple(equations))
+                terms.append((alpha, c))
+            equations.append((terms, -e.xreplace({p: 0 for p in unknowns})))
+        return equations
+
+    def minimum_on_boundary(self) -> bool:
+        """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
+        maximum principle (Gilbarg & Trudinger, Theorem 3.1; Evans, §6.4.1): one linear equation
+        L[h] = Σ a_ij ∂_i∂_j h + Σ b_i ∂_i h = g with no zero-order term, a constant definite
+        matrix (a_ij), polynomial b_i (bounded on the box) and a constant source of the sign that
+        makes h a supersolution (s·g ≤ 0, s the sign of (a_ij)). Laplace's equation qualifies for
+        both the minimum and, through :meth:`negated`, the maximum; Helmholtz's (a zero-order
+        term), the beam's (fourth order) and any nonlinear PDE do not. Conservative: False
+        whenever the conditions cannot be read off the symbols."""
+        if self.n_equations != 1:
+            return False
+        try:
+            ((terms, source),) = self._linear_equations()
+        except PDEError:
+            return False
+        a = sp.zeros(self.dim, self.dim)
+        for alpha, c in terms:
+            order = sum(alpha)
+            if order == 0 or order > 2:
+                return False
+            if order == 1 and not c.is_polynomial(*self._symbols):
+                return False
+            if order == 2:
+                if c.free_symbols:
+                    return False
+                axes = [i for i, k in enumerate(alpha) for _ in range(k)]
+                i, j = axes
+                if i == j:
+                    a[i, i] = c
+                else:
+                    a[i, j] = a[j, i] = c / 2
+        if source.free_symbols:
+            return False
+        try:
+            eigenvalues = [complex(sp.N(v)).real for v in a.eigenvals(multiple=True)]
+            g = float(sp.N(source))
+        except (TypeError, ValueError):
+            return False
+        if all(v > 0 for v in eigenvalues):
+            sign = 1.0
+        elif all(v < 0 for v in eigenvalues):
+            sign = -1.0
+        else:
+            return False
+        return sign * g <= 0.0
 
     def for_variables(self, names: Sequence[str]) -> "PDE":
         """This PDE with its inputs matched to design variables ``names`` by name: itself when they

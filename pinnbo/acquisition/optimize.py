@@ -15,21 +15,24 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
-from pinnbo.acquisition.search import best_allowed, nudged
+from pinnbo.acquisition.search import best_allowed, nudged, spread_over_faces, to_nearest_face
 
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
-                         device: torch.device | str = "cpu") -> np.ndarray:
+                         device: torch.device | str = "cpu", on_boundary: bool = False) -> np.ndarray:
     """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
     known constraints' total violation (0: allowed; None: no known constraints). The restarts start
     from allowed pool points only; candidates beside an evaluated design are nudged just beyond
     ``duplicate_tol``; the winner is the best allowed new candidate (the least violating one when
-    none is allowed)."""
+    none is allowed). ``on_boundary``: the cube's faces only (the pool spread over them, each
+    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`)."""
     d = pool.shape[1]
     dtype = torch.float64
+    if on_boundary:
+        pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():
@@ -42,16 +45,26 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
         v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=device)
         starts, _ = initialize_q_batch(X0, v0, n=min(num_restarts, len(starts_from)))
         bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
+        groups = [(None, starts)]
+        if on_boundary:    # one optimize_acqf per face, its coordinate fixed
+            flat = starts[:, 0, :].detach().cpu().numpy()
+            face = [(int(i), float(flat[j, i])) for j, i in enumerate(np.argmax((flat <= 0.0) | (flat >= 1.0), axis=1))]
+            groups = [({i: v}, starts[[j for j, f in enumerate(face) if f == (i, v)]]) for i, v in sorted(set(face))]
+        refined_parts, value_parts = [], []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
-            refined, refined_values = optimize_acqf(
-                acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
-                options={"maxiter": maxiter}, return_best_only=False,
-            )
-        candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
-        values = refined_values.reshape(-1).detach().cpu().double().numpy()
+            for fixed, group in groups:
+                refined, refined_values = optimize_acqf(
+                    acq, bounds=bounds, q=1, num_restarts=len(group), batch_initial_conditions=group,
+                    options={"maxiter": maxiter}, return_best_only=False, fixed_features=fixed,
+                )
+                refined_parts.append(refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0))
+                value_parts.append(refined_values.reshape(-1).detach().cpu().double().numpy())
+        candidates, values = np.concatenate(refined_parts), np.concatenate(value_parts)
         beside = nudged(candidates, evaluated, duplicate_tol)
+        if on_boundary:
+            beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
         if len(beside):
             with torch.no_grad():
                 nudged_values = acq(torch.as_tensor(beside, dtype=dtype, device=device).unsqueeze(1))

@@ -62,13 +62,17 @@ def minimize_surrogate(
     batch: int = 8192,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
+    on_boundary: bool = False,
 ) -> Proposal:
     """Approximate ``argmin_{u in [lower, upper]} fn(u)`` avoiding evaluated designs.
 
     ``fn`` maps unit-cube points (N, d) to surrogate values (N,) and must be differentiable.
     ``lower``, ``upper`` (d,): a sub-box of the unit cube to search (a trust region); the whole
     cube by default. ``local_starts`` (M, d) are extra pool points (e.g. perturbed incumbents),
-    clipped to the box. Returns the best non-duplicate candidate among the refined starts and
+    clipped to the box. ``on_boundary``: search the box's 2d faces only (where the maximum
+    principle puts the minimum, :meth:`pinnbo.pde.PDE.minimum_on_boundary`): the pool is spread
+    over the faces in turn, local starts go to their nearest face, and each refinement keeps its
+    face's coordinate fixed. Returns the best non-duplicate candidate among the refined starts and
     the pool.
     """
     lower = np.zeros(dim) if lower is None else np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
@@ -77,17 +81,31 @@ def minimize_surrogate(
         raise ValueError(f"minimize_surrogate: lower/upper must be ({dim},) with lower <= upper")
     engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed % (2**31))
     pool = torch.as_tensor(lower) + engine.draw(n_pool, dtype=torch.float64) * torch.as_tensor(upper - lower)
+    if on_boundary:
+        pool = torch.as_tensor(spread_over_faces(pool.numpy(), lower, upper))
     if local_starts is not None and len(local_starts):
-        pool = torch.cat([pool, torch.as_tensor(np.clip(local_starts, lower, upper), dtype=torch.float64)])
+        starts_in_box = np.clip(local_starts, lower, upper)
+        if on_boundary:
+            starts_in_box = to_nearest_face(starts_in_box, lower, upper)
+        pool = torch.cat([pool, torch.as_tensor(starts_in_box, dtype=torch.float64)])
     pool = pool.to(device=device, dtype=dtype)
     values = _evaluate(fn, pool, batch)
     order = torch.argsort(values)
     k = min(top_k, len(pool))
     starts = pool[order[:k]].detach().cpu().double().numpy()
-    refined = (_refine(fn, starts, refine_iterations, dtype, device, lower, upper)
+    start_lower, start_upper = np.broadcast_to(lower, starts.shape).copy(), np.broadcast_to(upper, starts.shape).copy()
+    if on_boundary:      # each start keeps the coordinate that puts it on its face
+        at_lower, at_upper = starts <= lower, starts >= upper
+        fixed = np.argmax(at_lower | at_upper, axis=1)
+        rows = np.arange(len(starts))
+        start_lower[rows, fixed] = start_upper[rows, fixed] = starts[rows, fixed]
+    refined = (_refine(fn, starts, refine_iterations, dtype, device, start_lower, start_upper)
                if refine_iterations > 0 else starts)
 
-    refined = np.concatenate([refined, np.clip(nudged(refined, evaluated_unit, duplicate_tol), lower, upper)])
+    neighbours = np.clip(nudged(refined, evaluated_unit, duplicate_tol), lower, upper)
+    if on_boundary:
+        neighbours = to_nearest_face(neighbours, lower, upper)
+    refined = np.concatenate([refined, neighbours])
     refined_t = torch.as_tensor(refined, dtype=dtype, device=device)
     refined_values = _evaluate(fn, refined_t, batch).cpu().double().numpy()
     candidates = np.concatenate([refined, pool[order].detach().cpu().double().numpy()])
@@ -100,6 +118,42 @@ def minimize_surrogate(
     pool_np = pool.detach().cpu().double().numpy()
     i = farthest_from(pool_np, evaluated_unit)
     return Proposal(pool_np[i], float(values[i]))
+
+
+def faces_only(unit_X: np.ndarray, y: np.ndarray) -> bool:
+    """Whether to search the faces only, for a PDE that puts the minimum there (the maximum
+    principle, :meth:`pinnbo.pde.PDE.minimum_on_boundary`), given the observations (unit designs
+    (n, d), values (n,)): yes until 2d designs lie on the faces and an interior one is still the
+    best observed, which says the PDE is not the whole truth about the system (docs/algorithms.md,
+    "The maximum principle")."""
+    unit_X, y = np.asarray(unit_X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    on_face = np.any((unit_X <= 1e-9) | (unit_X >= 1.0 - 1e-9), axis=1)
+    finite = np.isfinite(y)
+    if on_face.sum() < 2 * unit_X.shape[1] or not np.any(finite & on_face):
+        return True
+    return float(np.min(y[finite & on_face])) <= float(np.min(y[finite]))
+
+
+def spread_over_faces(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``points`` (N, d) in [lower, upper] moved onto the box's 2d faces in turn (row j onto face
+    j mod 2d: coordinate (j mod 2d) // 2 set to its lower bound, then its upper one)."""
+    points = np.array(points, dtype=np.float64, copy=True)
+    faces = np.arange(len(points)) % (2 * points.shape[1])
+    axes = faces // 2
+    points[np.arange(len(points)), axes] = np.where(faces % 2 == 0, lower[axes], upper[axes])
+    return points
+
+
+def to_nearest_face(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``points`` (N, d) in [lower, upper], each moved onto the nearest face of that box."""
+    points = np.array(points, dtype=np.float64, copy=True)
+    if not len(points):
+        return points
+    gaps = np.concatenate([points - lower, upper - points], axis=1)            # (N, 2d)
+    nearest = np.argmin(gaps, axis=1)
+    rows, axes = np.arange(len(points)), nearest % points.shape[1]
+    points[rows, axes] = np.where(nearest < points.shape[1], lower[axes], upper[axes])
+    return points
 
 
 def nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.ndarray:
@@ -122,8 +176,8 @@ def nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.nda
 
 def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.dtype,
             device: torch.device | str, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] (d,); the sum
-    decouples across starts."""
+    """Joint bounded L-BFGS-B from k starts, shape (k, d), within [lower, upper] ((d,), or (k, d):
+    a box per start); the sum decouples across starts."""
     k, d = starts.shape
 
     def value_and_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:
@@ -134,7 +188,8 @@ def _refine(fn: SurrogateFn, starts: np.ndarray, iterations: int, dtype: torch.d
 
     result = scipy.optimize.minimize(
         value_and_grad, starts.reshape(-1), jac=True, method="L-BFGS-B",
-        bounds=list(zip(np.tile(lower, k), np.tile(upper, k))), options={"maxiter": iterations},
+        bounds=list(zip(np.broadcast_to(lower, (k, d)).ravel(), np.broadcast_to(upper, (k, d)).ravel())),
+        options={"maxiter": iterations},
     )
     return np.clip(result.x.reshape(k, d), lower, upper)
 

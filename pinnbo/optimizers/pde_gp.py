@@ -7,7 +7,9 @@ points in the box, outside the problem's singular set). Each step refits its hyp
 the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
 minimiser of BoTorch's lower confidence bound μ − β^½ σ on it (``UpperConfidenceBound`` with
 ``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
-method is a plain GP with the same kernel.
+method is a plain GP with the same kernel. Where the PDE's maximum principle puts the minimum on
+the boundary, the bound is minimised over the box's faces until the data say otherwise
+(:func:`pinnbo.acquisition.search.faces_only`; docs/algorithms.md, "The maximum principle").
 
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
 ``collocation_points`` points for one equation, fewer per equation for a system (Cosine
@@ -27,6 +29,7 @@ import torch
 from botorch.acquisition import UpperConfidenceBound
 
 from pinnbo.acquisition.optimize import maximize_acquisition
+from pinnbo.acquisition.search import faces_only
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
@@ -71,6 +74,7 @@ class PDEGPOptimizer(Optimizer):
                 self.linear_form = pde.linear_form()
             except PDEError as exc:
                 raise MethodError(f"pde: {exc}") from None
+        self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
         self.collocation = self._collocation()
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
@@ -110,7 +114,8 @@ class PDEGPOptimizer(Optimizer):
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                        duplicate_tol=s.duplicate_tol, device=self.device)
+                                        duplicate_tol=s.duplicate_tol, device=self.device,
+                                        on_boundary=self.boundary_minimum and faces_only(self.domain.to_unit(X), y))
         return self.domain.from_unit(unit)
 
     # -- checkpoints ----------------------------------------------------------------------------------------

@@ -20,6 +20,12 @@ sample of the function built on it:
   leave a basin; from 5 up, TuRBO's plain sample (one draw at ν = 1) minimised within TuRBO's trust
   region (:mod:`pinnbo.acquisition.trust_region`), whose restarts carry the global search.
 
+Where the PDE's maximum principle puts the minimum on the box's boundary
+(:meth:`pinnbo.pde.PDE.minimum_on_boundary`: Laplace's equation, a heat plate's temperature) the
+proposals are sought on the box's faces only, below 5 design variables, until the measurements
+contradict the principle: once 2d proposals lie on the faces and an interior design is still the
+best observed, the whole box again (the PDE never overrules the data).
+
 From 5 design variables up the network's bias scale is 1 (0.1 below) and the first fit goes on
 while its loss falls, up to 5000 steps. The minimisation: a scrambled Sobol pool plus perturbed
 incumbents, top-k, bounded L-BFGS-B, never a repeat (:func:`pinnbo.acquisition.search.minimize_surrogate`).
@@ -43,7 +49,7 @@ import numpy as np
 import torch
 from botorch.sampling.pathwise import draw_matheron_paths
 
-from pinnbo.acquisition.search import minimize_surrogate
+from pinnbo.acquisition.search import faces_only, minimize_surrogate
 from pinnbo.acquisition.trust_region import TrustRegion
 from pinnbo.models import last_layer
 from pinnbo.models.gp import GPPredictor, conditioned_on_pending
@@ -105,6 +111,8 @@ class PINNBO(Optimizer):
             collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
             bias_scale=1.0 if self.high_dimension else 0.1,
             first_fit_max_steps=s.initial_max_steps or (FIRST_FIT_MAX_STEPS if self.high_dimension else 0))
+        # The minimum is on the boundary by the PDE's maximum principle (module docstring).
+        self.boundary_minimum = pde is not None and not self.high_dimension and pde.minimum_on_boundary()
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters).
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []
@@ -136,7 +144,7 @@ class PINNBO(Optimizer):
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
             refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
-            lower=lower, upper=upper,
+            lower=lower, upper=upper, on_boundary=self.boundary_minimum and faces_only(self.domain.to_unit(X), y),
         )
         return self.domain.from_unit(proposal.unit_x)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pinnbo.acquisition.search import (best_allowed, best_new, bound_snaps, candidate_pool, is_duplicate,
+from pinnbo.acquisition.search import (best_allowed, best_new, bound_snaps, candidate_pool, faces_only, is_duplicate,
                                       minimize_surrogate)
 
 
@@ -17,6 +17,28 @@ def test_finds_an_interior_minimum():
     p = minimize_surrogate(bowl, 2, seed=0, evaluated_unit=np.zeros((0, 2)), n_pool=64, top_k=3)
     np.testing.assert_allclose(p.unit_x, [0.3, 0.8], atol=1e-5)
     assert p.value < 1e-9
+
+
+def test_on_the_boundary_the_minimum_over_the_faces_is_found():
+    # The bowl's minimum (0.3, 0.8) is inside; over the faces it is (0.3, 1) at 0.04 (next: (0, 0.8) at
+    # 0.09), and every candidate, refined or nudged, lies on a face.
+    p = minimize_surrogate(bowl, 2, seed=0, evaluated_unit=np.zeros((0, 2)), n_pool=64, top_k=3, on_boundary=True)
+    np.testing.assert_allclose(p.unit_x, [0.3, 1.0], atol=1e-5)
+    assert abs(p.value - 0.04) < 1e-9
+    taken = np.array([[0.3, 1.0]])
+    q = minimize_surrogate(bowl, 2, seed=0, evaluated_unit=taken, n_pool=64, top_k=3, on_boundary=True)
+    assert q.unit_x[1] == 1.0 and 1e-4 <= abs(q.unit_x[0] - 0.3) < 2e-4      # the neighbour on the same face
+
+
+def test_an_interior_design_better_than_the_faces_ends_the_boundary_search():
+    faces = np.array([[0.0, 0.3], [1.0, 0.6], [0.2, 0.0], [0.7, 1.0]])
+    inside = np.array([[0.5, 0.5]])
+    assert faces_only(inside, np.array([-1.0]))                                            # no face seen yet
+    assert faces_only(np.vstack([faces[:3], inside]), np.array([0.0, 0.0, 0.0, -1.0]))     # 3 < 2d on faces
+    X = np.vstack([faces, inside])
+    assert faces_only(X, np.array([-2.0, 0.0, 0.0, 0.0, -1.0]))        # a face design is the best: go on
+    assert not faces_only(X, np.array([0.0, 0.0, 0.0, 0.0, -1.0]))     # the data contradict the PDE
+    assert faces_only(X, np.array([-2.0, 0.0, 0.0, 0.0, np.nan]))      # a failed evaluation counts for nothing
 
 
 def test_minimum_on_the_boundary_is_reached_exactly():

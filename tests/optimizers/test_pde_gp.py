@@ -46,6 +46,16 @@ def test_finds_the_minimum_of_a_harmonic_function_without_repeats():
     assert repeats_nothing(opt)
 
 
+def test_with_laplaces_equation_the_proposals_are_on_the_faces():
+    # e^x sin y is harmonic: its minimum is on the boundary, and so is every proposal
+    opt = run(started(), 3)
+    assert opt.boundary_minimum
+    proposed = BOX.to_unit(np.stack(opt.X[6:]))
+    assert np.all(np.min(np.minimum(proposed, 1 - proposed), axis=1) < 1e-12)
+    helmholtz = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T))
+    assert not helmholtz.boundary_minimum
+
+
 def test_ask_is_deterministic_and_checkpoints_round_trip():
     a, b = started(), started()
     xa = a.ask()

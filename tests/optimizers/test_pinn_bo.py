@@ -59,6 +59,21 @@ def test_different_seeds_explore_differently():
     assert not np.allclose(proposals[0], proposals[1])
 
 
+# -- the maximum principle: the faces only, until the data say otherwise ---------------------------------
+def test_with_laplaces_equation_the_proposals_are_on_the_faces():
+    opt = make_optimizer("pinn-bo", BOX, 0, params=FAST, pde=LAPLACE)
+    assert opt.boundary_minimum
+    for xi in BOX.from_unit(np.random.default_rng(2).random((6, 2))):
+        opt.tell(xi, -float(harmonic(xi)))
+    for _ in range(2):
+        u = BOX.to_unit(opt.ask()[None, :])[0]
+        assert np.min(np.minimum(u, 1 - u)) < 1e-12
+        opt.tell(BOX.from_unit(u[None, :])[0], -float(harmonic(BOX.from_unit(u[None, :])[0])))
+    # Helmholtz's equation has no maximum principle: the whole box
+    helmholtz = make_optimizer("pinn-bo", BOX, 0, params=FAST, pde=PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T))
+    assert not helmholtz.boundary_minimum
+
+
 # -- trust region (TuRBO's rule, from five design variables up) ----------------------------------------
 def test_below_five_design_variables_the_whole_box_is_searched():
     opt = make_optimizer("pinn-bo", BOX, 2, params=FAST, pde=LAPLACE)
