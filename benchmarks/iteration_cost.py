@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import time
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -77,13 +78,12 @@ def main() -> None:
         table[method] = row
         print(f"| {method} | " + " | ".join(f"{s:.3f}" for s in row) + " |", flush=True)
     if args.output is not None:
-        import subprocess
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip()
+        from pinnbo.report.summary import versions
+        produced = versions()
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps({
-            "case": case.name, "t": args.t, "asks": args.asks, "threads": args.threads, "commit": commit,
-            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+            "case": case.name, "t": args.t, "asks": args.asks, "threads": args.threads,
+            "commit": produced.get("pinnbo_commit"), "cpu": produced["cpu"], "date": date.today().isoformat(),
             "seconds_per_iteration": table}, indent=2) + "\n")
     if "pinn-bo" in table and "gp-ei" in table:
         ratios = [p / g for p, g in zip(table["pinn-bo"], table["gp-ei"])]

@@ -13,9 +13,6 @@ residuals they compute agree to round-off (tests/models/test_mlp.py).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 
@@ -52,10 +49,11 @@ def main() -> None:
     from pinnbo.runner.build import build_problem
     from pinnbo.runner.case import load_case
 
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
-          f"{torch.__version__}, one thread; commit {commit}; {args.steps} steps, batch 256, network (64, 64)")
+    from pinnbo.report.summary import versions
+
+    produced = versions()
+    print(f"machine: {produced['cpu']}, torch {torch.__version__}, one thread; commit "
+          f"{produced.get('pinnbo_commit')}; {args.steps} steps, batch 256, network (64, 64)")
     print("| case | PDE order | Taylor mode, ms/step | nested autograd, ms/step | ratio |")
     print("|---|---|---|---|---|")
     for name in args.cases:

@@ -171,7 +171,7 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
         if timed is not None and p in timed["seconds_per_iteration"] and "gp-ei" in timed["seconds_per_iteration"]:
             seconds = timed["seconds_per_iteration"]
             cost = ", ".join(f"{a / b:.1f}" for a, b in zip(seconds[p], seconds["gp-ei"]))
-            commits.add(timed["commit"])
+            commits.add(", ".join(str(timed[k]) for k in ("commit", "cpu", "date") if timed.get(k)))
         elif "gp-ei" in results:
             a, b = (results[p]["seconds_per_iteration"] or {}).get("mean"), \
                 (results["gp-ei"]["seconds_per_iteration"] or {}).get("mean")
@@ -180,7 +180,7 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
         lines.append(f"| {case} | `{p}` | {_proposals(results[p].get(key))} | `{g}` | {_proposals(results[g].get(key))} "
                      f"| {ratio} | {cost} |")
     if commits:
-        lines += ["", f"Costs timed at commit {', '.join(sorted(commits))}, one torch thread, machine otherwise idle."]
+        lines += ["", f"Costs timed at commit {'; '.join(sorted(commits))}; one torch thread, machine otherwise idle."]
     return lines + [""]
 
 

@@ -472,8 +472,10 @@ class PDE:
             if jets is not None:
                 z = points
                 h, along = jets(z, axis_orders)
-                derivatives = {alpha: h if not any(alpha) else along[i][alpha[i] - 1]
-                               for alpha in multi_indices for i in [max(range(dim), key=alpha.__getitem__)]}
+                derivatives = {}
+                for alpha in multi_indices:     # each along one axis i: row alpha[i] − 1 of along[i]
+                    i = next((i for i, k in enumerate(alpha) if k), None)
+                    derivatives[alpha] = h if i is None else along[i][alpha[i] - 1]
             else:
                 z = points if points.requires_grad else points.detach().clone().requires_grad_(True)
                 h = model(z)

@@ -15,7 +15,7 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
-from pinnbo.acquisition.search import best_allowed, nudged, spread_over_faces, to_nearest_face
+from pinnbo.acquisition.search import best_allowed, face_axes, nudged, spread_over_faces, to_nearest_face
 
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
@@ -48,7 +48,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
         groups = [(None, starts)]
         if on_boundary:    # one optimize_acqf per face, its coordinate fixed
             flat = starts[:, 0, :].detach().cpu().numpy()
-            face = [(int(i), float(flat[j, i])) for j, i in enumerate(np.argmax((flat <= 0.0) | (flat >= 1.0), axis=1))]
+            face = [(int(i), float(flat[j, i])) for j, i in enumerate(face_axes(flat, 0.0, 1.0))]
             groups = [({i: v}, starts[[j for j, f in enumerate(face) if f == (i, v)]]) for i, v in sorted(set(face))]
         refined_parts, value_parts = [], []
         with warnings.catch_warnings():

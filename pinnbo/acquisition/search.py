@@ -93,11 +93,10 @@ def minimize_surrogate(
     order = torch.argsort(values)
     k = min(top_k, len(pool))
     starts = pool[order[:k]].detach().cpu().double().numpy()
-    start_lower, start_upper = np.broadcast_to(lower, starts.shape).copy(), np.broadcast_to(upper, starts.shape).copy()
+    start_lower, start_upper = lower, upper
     if on_boundary:      # each start keeps the coordinate that puts it on its face
-        at_lower, at_upper = starts <= lower, starts >= upper
-        fixed = np.argmax(at_lower | at_upper, axis=1)
-        rows = np.arange(len(starts))
+        start_lower, start_upper = np.tile(lower, (len(starts), 1)), np.tile(upper, (len(starts), 1))
+        rows, fixed = np.arange(len(starts)), face_axes(starts, lower, upper)
         start_lower[rows, fixed] = start_upper[rows, fixed] = starts[rows, fixed]
     refined = (_refine(fn, starts, refine_iterations, dtype, device, start_lower, start_upper)
                if refine_iterations > 0 else starts)
@@ -127,11 +126,22 @@ def faces_only(unit_X: np.ndarray, y: np.ndarray) -> bool:
     best observed, which says the PDE is not the whole truth about the system (docs/algorithms.md,
     "The maximum principle")."""
     unit_X, y = np.asarray(unit_X, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    on_face = np.any((unit_X <= 1e-9) | (unit_X >= 1.0 - 1e-9), axis=1)
+    on_face = np.any(at_bounds(unit_X, 0.0, 1.0, tol=1e-9), axis=1)      # 1e-9: a physical design's round trip
     finite = np.isfinite(y)
     if on_face.sum() < 2 * unit_X.shape[1] or not np.any(finite & on_face):
         return True
     return float(np.min(y[finite & on_face])) <= float(np.min(y[finite]))
+
+
+def at_bounds(points: np.ndarray, lower, upper, tol: float = 0.0) -> np.ndarray:
+    """(N, d) mask of the coordinates of ``points`` (N, d) that lie on a bound of [lower, upper]."""
+    return (points <= np.asarray(lower) + tol) | (points >= np.asarray(upper) - tol)
+
+
+def face_axes(points: np.ndarray, lower, upper) -> np.ndarray:
+    """(N,) the coordinate that puts each of ``points`` (N, d), each on a face of [lower, upper], on
+    its face (the first such, at an edge)."""
+    return np.argmax(at_bounds(points, lower, upper), axis=1)
 
 
 def spread_over_faces(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

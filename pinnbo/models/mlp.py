@@ -86,16 +86,26 @@ class MLP(nn.Module):
             x = t
         return x, jet
 
-    def axis_derivatives(self, z: torch.Tensor, orders: Sequence[int]) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    def axis_derivatives(self, z: torch.Tensor, orders: Sequence[int],
+                         shifts: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """h (N,) and, for each axis i with ``orders[i]`` > 0, ∂ᵏh/∂z_iᵏ for k = 1..orders[i] as
-        an (orders[i], N) tensor (Taylor mode, module docstring)."""
+        an (orders[i], N) tensor (Taylor mode, module docstring). ``shifts`` δ (N, m): the network
+        h + ``features``ᵀδ_n instead, one perturbation of the output weights per row."""
         axes = [i for i, k in enumerate(orders) if k > 0]
         if not axes:
-            return self(z), {}
+            values = self(z)
+            if shifts is not None:
+                values = values + (self.features(z) * shifts).sum(dim=1)
+            return values, {}
         features, jet = self.hidden_jets(z, max(orders), axes)
-        weight = (self.out.weight * self.out.scale)[0]                                 # (m,)
-        values = self.out(features).squeeze(-1)
-        derivatives = jet @ weight                                                     # (order, A, N)
+        if shifts is None:
+            weight = (self.out.weight * self.out.scale)[0]                             # (m,)
+            values = self.out(features).squeeze(-1)
+            derivatives = jet @ weight                                                 # (order, A, N)
+        else:
+            weights = (self.out.weight * self.out.scale)[0] + self.out.scale * shifts   # (N, m)
+            values = (features * weights).sum(dim=-1) + self.out.bias[0] * self.out.bias_scale
+            derivatives = (jet * weights).sum(dim=-1)                                  # (order, A, N)
         return values, {i: derivatives[:orders[i], j] for j, i in enumerate(axes)}
 
 

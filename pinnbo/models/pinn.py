@@ -137,7 +137,7 @@ class PINNSurrogate:
     # -- the surrogate --------------------------------------------------------------------------------
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         """Network inputs z = 2(x − lo)/(hi − lo) − 1 of physical designs (N, d)."""
-        return 2.0 * (x - self._lower) / self._width - 1.0
+        return network_inputs(x, self._lower, self._width)
 
     def physical_model(self, mean: float, std: float, network: MLP | None = None,
                        shifts: torch.Tensor | None = None) -> "PhysicalNetwork":
@@ -282,29 +282,21 @@ class PhysicalNetwork:
         self.network, self.lower, self.width = network, lower, width
         self.mean, self.std, self.shifts = mean, std, shifts
 
-    def _z(self, x: torch.Tensor) -> torch.Tensor:
-        return 2.0 * (x - self.lower) / self.width - 1.0
-
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        z = self._z(x)
+        z = network_inputs(x, self.lower, self.width)
         h = self.network(z)
         if self.shifts is not None:
             h = h + (self.network.features(z) * self.shifts).sum(dim=1)
         return self.mean + self.std * h
 
     def axis_derivatives(self, x: torch.Tensor, orders) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        z = self._z(x)
-        if self.shifts is None or not any(orders):
-            h, along = self.network.axis_derivatives(z, orders)
-        else:
-            axes = [i for i, k in enumerate(orders) if k > 0]
-            features, jet = self.network.hidden_jets(z, max(orders), axes)              # (N, m), (K, A, N, m)
-            out = self.network.out
-            weights = (out.weight * out.scale)[0] + out.scale * self.shifts             # (N, m)
-            h = (features * weights).sum(dim=-1) + out.bias[0] * out.bias_scale
-            derivatives = (jet * weights).sum(dim=-1)                                   # (K, A, N)
-            along = {i: derivatives[:orders[i], j] for j, i in enumerate(axes)}
+        h, along = self.network.axis_derivatives(network_inputs(x, self.lower, self.width), orders, self.shifts)
         scale = 2.0 / self.width
         powers = torch.arange(1, max(orders, default=0) + 1, dtype=x.dtype, device=x.device)
         along = {i: self.std * scale[i] ** powers[:len(d), None] * d for i, d in along.items()}
         return self.mean + self.std * h, along
+
+
+def network_inputs(x: torch.Tensor, lower: torch.Tensor, width: torch.Tensor) -> torch.Tensor:
+    """z = 2(x − lo)/(hi − lo) − 1: the network's inputs of physical designs (N, d)."""
+    return 2.0 * (x - lower) / width - 1.0
