@@ -24,7 +24,12 @@ Where the PDE's maximum principle puts the minimum on the box's boundary
 (:meth:`pinnbo.pde.PDE.minimum_on_boundary`: Laplace's equation, a heat plate's temperature) the
 proposals are sought on the box's faces only, below 5 design variables, until the measurements
 contradict the principle: once 2d proposals lie on the faces and an interior design is still the
-best observed, the whole box again (the PDE never overrules the data).
+best observed, the whole box again (the PDE never overrules the data). While the search is on the
+faces the sample is the network's alone, without the residual GP: the values there are the
+boundary data, which may jump where two faces meet (a heat plate's corner takes the mean of its two
+edges); a stationary GP of the residuals interpolates that jump along both faces and holds the
+samples away from an optimum beside it, where the network alone reaches (docs/archive/benchmarks.md,
+"The residual GP on the faces").
 
 From 5 design variables up the network's bias scale is 1 (0.1 below) and the first fit goes on
 while its loss falls, up to 5000 steps. The minimisation: a scrambled Sobol pool plus perturbed
@@ -78,7 +83,8 @@ class PINNBOSettings(PINNSettings, MethodSettings):
                                           # many steps; 0 = 5000 from HIGH_DIMENSION design variables up, none below
     exploration_scale: float = 0.0        # ν; 0 = 10 below HIGH_DIMENSION design variables, 1 from there up
     thompson_draws: int = 0               # K: minimise the pointwise minimum of K samples; 0 = 4 below, 1 from
-    residual_gp: bool = True              # a GP of the PINN's residuals joins the sample (module docstring)
+    residual_gp: bool = True              # a GP of the PINN's residuals joins the sample, except on the faces
+                                          # (the maximum principle; module docstring)
     n_pool: int = 2048                    # Sobol points scored per step
     top_k: int = 8                        # ... of which the best are refined by L-BFGS-B
     refine_iterations: int = 40
@@ -134,7 +140,8 @@ class PINNBO(Optimizer):
         if len(y) == 0:
             return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
         s = self.settings
-        sample = self.acquisition_sample(X, y)
+        on_faces = self.boundary_minimum and faces_only(self.domain.to_unit(X), y)
+        sample = self.acquisition_sample(X, y, residual_gp=s.residual_gp and not on_faces)
         best = np.argsort(y)[:3]
         rng = self.rng("local-starts")
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
@@ -144,14 +151,15 @@ class PINNBO(Optimizer):
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
             refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
-            lower=lower, upper=upper, on_boundary=self.boundary_minimum and faces_only(self.domain.to_unit(X), y),
+            lower=lower, upper=upper, on_boundary=on_faces,
         )
         return self.domain.from_unit(proposal.unit_x)
 
-    def acquisition_sample(self, X: np.ndarray, y: np.ndarray):
+    def acquisition_sample(self, X: np.ndarray, y: np.ndarray, residual_gp: bool | None = None):
         """Fit the surrogate to the observations (X (n, d) physical, y (n,)) and return the function
         this step minimises: unit points (N, d) → (N,) standardised values, differentiable (module
-        docstring); the pointwise minimum of K samples."""
+        docstring); the pointwise minimum of K samples. ``residual_gp``: whether the residual GP
+        joins the sample (default: the setting)."""
         surrogate = self.surrogate
         if self._fit is not None and self._fit[0] == self.n_told:
             mean, std = self._fit[1]
@@ -161,7 +169,8 @@ class PINNBO(Optimizer):
         Z = surrogate.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         delta = self._last_layer_sample(Z, mean, std)
         model = surrogate.model
-        residual = self._residual_sample(X, (y - mean) / std, Z)
+        use_gp = self.settings.residual_gp if residual_gp is None else residual_gp
+        residual = self._residual_sample(X, (y - mean) / std, Z) if use_gp else None
 
         def sample(u: torch.Tensor) -> torch.Tensor:
             z = 2.0 * u - 1.0
@@ -196,10 +205,10 @@ class PINNBO(Optimizer):
         return last_layer.thompson_weights(U, draws, self.generator("thompson"), scale)
 
     def _residual_sample(self, X: np.ndarray, targets: np.ndarray, Z: torch.Tensor):
-        """The residual GP's part of the sample, or None (``residual_gp`` off, or fewer than two
-        observations): a differentiable map of unit points (N, d) → (K posterior sample paths of the
-        GP of r_i = ỹ_i − h(x_i), (N, K); ρ, the fraction of its prior variance left, (N,))."""
-        if not self.settings.residual_gp or len(targets) < 2:
+        """The residual GP's part of the sample, or None (fewer than two observations): a
+        differentiable map of unit points (N, d) → (K posterior sample paths of the GP of
+        r_i = ỹ_i − h(x_i), (N, K); ρ, the fraction of its prior variance left, (N,))."""
+        if len(targets) < 2:
             return None
         draws = self.exploration()[1]
         key = np.asarray(targets, dtype=np.float64).tobytes()

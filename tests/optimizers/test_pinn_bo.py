@@ -74,6 +74,28 @@ def test_with_laplaces_equation_the_proposals_are_on_the_faces():
     assert not helmholtz.boundary_minimum
 
 
+def test_the_residual_gp_sits_out_while_the_search_is_on_the_faces():
+    """On the faces the sample is the network's alone; once four face designs and a better interior
+    one say the principle does not hold, the search and the residual GP take the whole box again."""
+    opt = make_optimizer("pinn-bo", BOX, 0, params=FAST, pde=LAPLACE)
+    for xi in BOX.from_unit(np.random.default_rng(2).random((6, 2))):
+        opt.tell(xi, -float(harmonic(xi)))
+    opt.tell(opt.ask(), 0.0)
+    assert opt._residual_fit is None
+    faces = BOX.from_unit(np.array([[0.0, 0.3], [1.0, 0.6], [0.4, 0.0], [0.7, 1.0]]))
+    for xi in faces:
+        opt.tell(xi, 5.0)
+    opt.tell(BOX.from_unit(np.array([[0.5, 0.5]]))[0], -10.0)      # an interior design, the best
+    opt.ask()
+    assert opt._residual_fit is not None and opt._residual_fit[0] == opt.n_told
+    # the default without a PDE's principle is unchanged: Helmholtz's sample has its residual GP
+    helmholtz = make_optimizer("pinn-bo", BOX, 0, params=FAST, pde=PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T))
+    for xi in BOX.from_unit(np.random.default_rng(2).random((6, 2))):
+        helmholtz.tell(xi, -float(harmonic(xi)))
+    helmholtz.ask()
+    assert helmholtz._residual_fit is not None
+
+
 # -- trust region (TuRBO's rule, from five design variables up) ----------------------------------------
 def test_below_five_design_variables_the_whole_box_is_searched():
     opt = make_optimizer("pinn-bo", BOX, 2, params=FAST, pde=LAPLACE)
