@@ -5,7 +5,7 @@ The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP 
 observations and on L f = g at collocation points drawn once from the seed (space-filling Sobol
 points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
 the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
-minimiser of BoTorch's lower confidence bound μ − β^½ σ on it (``UpperConfidenceBound`` with
+minimiser of BoTorch's lower confidence bound μ − σ on it (``UpperConfidenceBound`` with
 ``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
 method is a plain GP with the same kernel. Where the PDE's maximum principle puts the minimum on
 the boundary, the bound is minimised over the box's faces until the data say otherwise
@@ -39,10 +39,11 @@ from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on.
 MAX_COLLOCATION_ROWS = 512
-#: UCB's β (β^½ = 2, as gp-ucb): the PDE-conditioned posterior is confident inside the box and
-#: uncertain on its boundary, where a harmonic function has its extremes; log EI, whose
-#: improvement is small there, reached 1% on fewer heat-plate seeds (docs/archive/retired-options.md).
-UCB_BETA = 4.0
+#: UCB's β (μ − σ): the PDE-conditioned posterior is confident where the PDE shapes the function,
+#: and β = 4 (gp-ucb's) spent proposals exploring basins it had already ruled out; log EI,
+#: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
+#: (docs/archive/retired-options.md, "PDE-GP").
+UCB_BETA = 1.0
 
 
 @dataclass
