@@ -3,6 +3,7 @@ beyond the papers' tasks, on a linear PDE none of them was tuned on and on a non
 
     helmholtz   [0, π]²  ∇²u + 13u = 0 (linear)       u = sin 3x cos 2y + ½ cos 2x sin 3y, minimised
     liouville   [0, 1]²  ∇²u + eᵘ = 0 (nonlinear)     u = ln 8λ² − 2 ln(1 + λ²|p − c|²), maximised
+    harmonic    [0, 1]²  ∇²u = 0 (linear)              u = Σ separable terms, below; maximised
 
 Helmholtz: two global minima u* = −1.2873250630603432 at (0.43738, π/2) and (π − 0.43738, π/2),
 and a local one 5% above them (−1.21985), so a method must find the right basin; the value is the
@@ -10,6 +11,12 @@ root of −3 cos 3x + sin 2x = 0 on y = π/2, where both y-derivatives vanish.
 Liouville's equation has this radial family of solutions for every λ > 0 and centre c; its
 maximum ln 8λ² is at c, and λ sets the peak's width 1/λ. The PDE-conditioned GP refuses it
 (nonlinear); PINN-BO takes it as it is.
+Harmonic: u = sin πx sinh πy / sinh π + ¼ sin 5πx sinh 5πy / sinh 5π + 0.9 sin πy sinh πx / sinh π,
+the harmonic function with boundary data sin πx + ¼ sin 5πx on the top edge, 0.9 sin πy on the
+right one and 0 on the others: continuous data (zero at every corner), so its maximum u* = 1.25
+at (½, 1) is on an edge by the maximum principle and not beside a jump, as on the heat plates; a
+local maximum 0.9 at (1, ½); the ripple sin 5πx decays as e^{−5π(1−y)} into the plate, so interior
+values barely show how narrow the peak is.
 """
 
 from __future__ import annotations
@@ -37,6 +44,19 @@ def liouville_values(X: np.ndarray, width: float, center: tuple[float, float]) -
     X = np.asarray(X, dtype=np.float64)
     r2 = np.sum((X - np.asarray(center)) ** 2, axis=1)
     return math.log(8 * width**2) - 2 * np.log1p(width**2 * r2)
+
+
+HARMONIC_MAXIMUM = 1.25
+HARMONIC_ARGMAX = (0.5, 1.0)
+
+
+def harmonic_values(X: np.ndarray) -> np.ndarray:
+    """The harmonic function of the module docstring at points X (n, 2)."""
+    x, y = np.asarray(X, dtype=np.float64).T
+    pi = math.pi
+    return (np.sin(pi * x) * np.sinh(pi * y) / math.sinh(pi)
+            + 0.25 * np.sin(5 * pi * x) * np.sinh(5 * pi * y) / math.sinh(5 * pi)
+            + 0.9 * np.sin(pi * y) * np.sinh(pi * x) / math.sinh(pi))
 
 
 def _laplacian() -> tuple[sp.Symbol, sp.Symbol, sp.Expr, sp.Expr]:
@@ -91,3 +111,15 @@ def liouville(width: float = 6.0, center: list = (0.73, 0.31)) -> Problem:
                    pde=PDE(laplacian + sp.exp(u), rhs=0), optimum=math.log(8 * width**2), optimum_location=c,
                    field_plot=_field(values, domain),
                    description=f"a Liouville solution on [0, 1]^2 (nonlinear PDE), peak of width 1/{width:g} at {c}")
+
+
+@register_problem
+def harmonic() -> Problem:
+    """A harmonic function on [0, 1]² with continuous boundary data, maximised (u* = 1.25 at (½, 1),
+    on the top edge)."""
+    _, _, _, laplacian = _laplacian()
+    domain = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+    return Problem("harmonic", domain, point_oracle(harmonic_values, 2, "harmonic"), "maximize",
+                   pde=PDE(laplacian, rhs=0), optimum=HARMONIC_MAXIMUM, optimum_location=HARMONIC_ARGMAX,
+                   field_plot=_field(harmonic_values, domain),
+                   description="a harmonic function on [0, 1]^2 with continuous boundary data, maximum on an edge")
