@@ -11,8 +11,8 @@ half a GP step.
 
     python benchmarks/iteration_cost.py --case cases/dropwave.yaml --t 50 200 --asks 4
     python benchmarks/iteration_cost.py --case cases/beam.yaml --methods pinn-bo pde-gp gp-ei --t 20 40 \
-        --output bench-results/cost/beam.json     # the "Does the PDE pay?" cost column (benchmarks/results.py)
-    python benchmarks/iteration_cost.py --methods pinn-bo --params '{"pinn-bo": {"residual_gp": "none"}}'
+        --asks 8 --output bench-results/cost/beam.json     # the "Does the PDE pay?" cost column (benchmarks/results.py)
+    python benchmarks/iteration_cost.py --methods pinn-bo --params '{"pinn-bo": {"residual_gp": false}}'
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--asks", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--params", type=json.loads, default={},
-                        help='method_params per method as JSON, e.g. \'{"pinn-bo": {"residual_gp": "none"}}\'')
+                        help='method_params per method as JSON, e.g. \'{"pinn-bo": {"residual_gp": false}}\'')
     parser.add_argument("--output", type=Path, default=None, help="also write the table as JSON to this file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

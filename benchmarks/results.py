@@ -150,7 +150,7 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
              "[seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than the GP; cost: its "
              "seconds per proposal over gp-ei's at t = 20 and 40 observations, timed in one process one method after "
              "the other (`python benchmarks/iteration_cost.py --case cases/CASE.yaml --methods pinn-bo pde-gp gp-ei "
-             "--t 20 40 --output bench-results/cost/CASE.json`; the bench's own s/iter, in the tables below, is wall "
+             "--t 20 40 --asks 8 --output bench-results/cost/CASE.json`; the bench's own s/iter, in the tables below, is wall "
              "time of two runs sharing the two cores, and a network method beside another slows more than a GP); "
              "marked * where only the bench's ratio exists.", "",
              "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei |", "|---|---|---|---|---|---|---|"]
