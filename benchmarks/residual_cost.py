@@ -46,10 +46,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     from pinnbo.models.pinn import PINNSettings, PINNSurrogate
+    from pinnbo.report.summary import versions
     from pinnbo.runner.build import build_problem
     from pinnbo.runner.case import load_case
-
-    from pinnbo.report.summary import versions
 
     produced = versions()
     print(f"machine: {produced['cpu']}, torch {torch.__version__}, one thread; commit "

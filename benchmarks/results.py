@@ -168,8 +168,8 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
         (pm, _), (gm, _) = _to_target(results[p]), _to_target(results[g])
         ratio = "—" if math.isinf(pm) else ("< 1" if math.isinf(gm) else f"{pm / gm:.2f}")
         cost = "—"
-        timed = timings / f"{case}.json" if timings is not None else None
-        timed = json.loads(timed.read_text()) if timed is not None and timed.exists() else None
+        path = timings / f"{case}.json" if timings is not None else None
+        timed = json.loads(path.read_text()) if path is not None and path.exists() else None
         if timed is not None and p in timed["seconds_per_iteration"] and "gp-ei" in timed["seconds_per_iteration"]:
             seconds = timed["seconds_per_iteration"]
             cost = ", ".join(f"{a / b:.1f}" for a, b in zip(seconds[p], seconds["gp-ei"]))

@@ -1,5 +1,6 @@
 """Closed-form solutions of 2-D PDEs, as design problems: the physics-informed methods measured
-beyond the papers' tasks, on a linear PDE none of them was tuned on and on a nonlinear one.
+beyond the papers' tasks, on two linear PDEs and a nonlinear one (the harmonic function was added
+after the methods' defaults were chosen, as a check on them).
 
     helmholtz   [0, π]²  ∇²u + 13u = 0 (linear)       u = sin 3x cos 2y + ½ cos 2x sin 3y, minimised
     liouville   [0, 1]²  ∇²u + eᵘ = 0 (nonlinear)     u = ln 8λ² − 2 ln(1 + λ²|p − c|²), maximised

@@ -96,7 +96,7 @@ class PDEGPOptimizer(Optimizer):
     def propose(self) -> np.ndarray:
         s = self.settings
         X, y = self.observed()
-        evaluated = self.evaluated_unit()
+        evaluated, unit_X = self.evaluated_unit(), self.domain.to_unit(X)
         if len(y) == 0:
             return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
         dtype = torch.float64
@@ -106,7 +106,7 @@ class PDEGPOptimizer(Optimizer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            self.model = PDEGP(torch.as_tensor(self.domain.to_unit(X), dtype=dtype, device=self.device),
+            self.model = PDEGP(torch.as_tensor(unit_X, dtype=dtype, device=self.device),
                                torch.as_tensor(y, dtype=dtype, device=self.device), self.collocation,
                                self.linear_form, lower, widths, start=earlier_fit(self._fits, self.n_told))
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
@@ -116,7 +116,7 @@ class PDEGPOptimizer(Optimizer):
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                         duplicate_tol=s.duplicate_tol, device=self.device,
-                                        on_boundary=self.boundary_minimum and faces_only(self.domain.to_unit(X), y))
+                                        on_boundary=self.boundary_minimum and faces_only(unit_X, y))
         return self.domain.from_unit(unit)
 
     # -- checkpoints ----------------------------------------------------------------------------------------

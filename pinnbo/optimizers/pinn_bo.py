@@ -141,7 +141,7 @@ class PINNBO(Optimizer):
             return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
         s = self.settings
         on_faces = self.boundary_minimum and faces_only(self.domain.to_unit(X), y)
-        sample = self.acquisition_sample(X, y, residual_gp=s.residual_gp and not on_faces)
+        sample = self.acquisition_sample(X, y, residual_gp=not on_faces)
         best = np.argsort(y)[:3]
         rng = self.rng("local-starts")
         local = self.domain.to_unit(X[best])[:, None, :] + 0.02 * rng.standard_normal((len(best), 16, self.domain.dim))
@@ -155,11 +155,11 @@ class PINNBO(Optimizer):
         )
         return self.domain.from_unit(proposal.unit_x)
 
-    def acquisition_sample(self, X: np.ndarray, y: np.ndarray, residual_gp: bool | None = None):
+    def acquisition_sample(self, X: np.ndarray, y: np.ndarray, residual_gp: bool = True):
         """Fit the surrogate to the observations (X (n, d) physical, y (n,)) and return the function
         this step minimises: unit points (N, d) → (N,) standardised values, differentiable (module
-        docstring); the pointwise minimum of K samples. ``residual_gp``: whether the residual GP
-        joins the sample (default: the setting)."""
+        docstring); the pointwise minimum of K samples. ``residual_gp`` False: without the residual GP
+        whatever the setting (the face search)."""
         surrogate = self.surrogate
         if self._fit is not None and self._fit[0] == self.n_told:
             mean, std = self._fit[1]
@@ -169,8 +169,8 @@ class PINNBO(Optimizer):
         Z = surrogate.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         delta = self._last_layer_sample(Z, mean, std)
         model = surrogate.model
-        use_gp = self.settings.residual_gp if residual_gp is None else residual_gp
-        residual = self._residual_sample(X, (y - mean) / std, Z) if use_gp else None
+        with_gp = residual_gp and self.settings.residual_gp
+        residual = self._residual_sample(X, (y - mean) / std, Z) if with_gp else None
 
         def sample(u: torch.Tensor) -> torch.Tensor:
             z = 2.0 * u - 1.0
