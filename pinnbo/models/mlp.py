@@ -8,19 +8,20 @@ With β = 0.1 and inputs of order 1 the tanh units are nearly odd functions of t
 even shapes (a quadratic bowl, a disc constraint) are hard to fit; Neural-CBO uses β = 1.
 
 Derivatives along the coordinate axes (``axis_derivatives``) come from one Taylor-mode forward
-pass instead of nested autograd: along a direction e_i, a layer's pre-activation a = W z + b has
-derivatives a⁽ᵏ⁾ = W z⁽ᵏ⁾ (k ≥ 1), and tanh's are given by Faà di Bruno's formula,
-    (φ∘a)⁽ⁿ⁾ = Σ_k φ⁽ᵏ⁾(a) B_{n,k}(a′, …, a⁽ⁿ⁻ᵏ⁺¹⁾),   φ⁽ᵏ⁾ = P_k(tanh a),
-with B the partial Bell polynomials and P_k the polynomial with P_0(t) = t, P_{k+1} = P_k′ (1 − t²).
-A PDE residual then costs one forward pass and one ordinary backward pass for training, where
-nested ``autograd.grad(create_graph=True)`` builds and differentiates a graph per order.
+pass instead of nested autograd. Along a direction e_i every activation carries its normalised
+Taylor coefficients c_k = c⁽ᵏ⁾/k!, k = 0..n. A layer's pre-activation a = W z + b has a_k = W z_k
+(k ≥ 1), and y = tanh(a) obeys y′ = (1 − y²) a′, which gives Taylor arithmetic's recurrence
+(Griewank & Walther, "Evaluating Derivatives", ch. 13):
+    u = 1 − y²:  u_0 = 1 − y_0²,  u_k = −Σ_{i=0..k} y_i y_{k−i};      y_n = (1/n) Σ_{j=1..n} j a_j u_{n−j}.
+That is O(n²) fused multiply-adds per unit and the same values as the chain rule to round-off. A
+PDE residual then costs one forward pass and one ordinary backward pass for training, where nested
+``autograd.grad(create_graph=True)`` builds and differentiates a graph per order.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from functools import lru_cache
 from typing import Any, Sequence
 
 import torch
@@ -61,29 +62,20 @@ class MLP(nn.Module):
             z = torch.tanh(layer(z))
         return self.out(z).squeeze(-1)
 
-    def hidden_jets(self, z: torch.Tensor, order: int, axes: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The last hidden layer's values (N, m) and its derivatives along each axis in ``axes``,
-        orders 1..``order``: shape (order, len(axes), N, m) (Taylor mode, module docstring).
-        Differentiable in the parameters and in ``z``."""
-        polynomials = _tanh_derivative_polynomials(order)
+    def hidden_jets(self, z: torch.Tensor, order: int, axes: Sequence[int]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The last hidden layer's values (N, m) and its normalised Taylor coefficients along each
+        axis in ``axes``, ∂ᵏ/∂z_iᵏ / k! for k = 1..``order``: a list of ``order`` (len(axes), N, m)
+        tensors (module docstring). Differentiable in the parameters and in ``z``."""
         axes = list(axes)
         x, jet = z, None
         for layer in self.hidden:
             weight = layer.weight * layer.scale
             a = torch.nn.functional.linear(x, weight, layer.bias * layer.bias_scale)    # (N, m)
-            t = torch.tanh(a)
-            phi = [_polynomial(p, t) for p in polynomials[1:]]                         # φ⁽ᵏ⁾(a), k = 1..order
             if jet is None:
-                # z is linear along e_i: a′ = W[:, i], higher orders 0, so (φ∘a)⁽ⁿ⁾ = φ⁽ⁿ⁾(a) a′ⁿ.
-                slope = weight[:, axes].T[:, None, :]                                   # (A, 1, m)
-                power, derivatives = slope, []
-                for n in range(order):
-                    derivatives.append(phi[n] * power)
-                    power = power * slope
-                jet = torch.stack(derivatives)                                         # (order, A, N, m)
+                # z is linear along e_i: a_1 = W[:, i], higher coefficients 0.
+                x, jet = _tanh_taylor(a, [weight[:, axes].T[:, None, :]], order)
             else:
-                jet = _faa_di_bruno(phi, jet @ weight.T)
-            x = t
+                x, jet = _tanh_taylor(a, [c @ weight.T for c in jet], order)
         return x, jet
 
     def axis_derivatives(self, z: torch.Tensor, orders: Sequence[int],
@@ -101,61 +93,118 @@ class MLP(nn.Module):
         if shifts is None:
             weight = (self.out.weight * self.out.scale)[0]                             # (m,)
             values = self.out(features).squeeze(-1)
-            derivatives = jet @ weight                                                 # (order, A, N)
+            coefficients = torch.stack([c @ weight for c in jet])                       # (order, A, N)
         else:
             weights = (self.out.weight * self.out.scale)[0] + self.out.scale * shifts   # (N, m)
             values = (features * weights).sum(dim=-1) + self.out.bias[0] * self.out.bias_scale
-            derivatives = (jet * weights).sum(dim=-1)                                  # (order, A, N)
+            coefficients = torch.stack([(c * weights).sum(dim=-1) for c in jet])
+        factorials = torch.tensor([math.factorial(k) for k in range(1, len(jet) + 1)], dtype=z.dtype, device=z.device)
+        derivatives = coefficients * factorials[:, None, None]
         return values, {i: derivatives[:orders[i], j] for j, i in enumerate(axes)}
 
 
-@lru_cache(maxsize=None)
-def _tanh_derivative_polynomials(order: int) -> tuple[tuple[float, ...], ...]:
-    """Coefficients (constant term first) of P_0..P_order, P_k(tanh a) = dᵏ tanh(a)/daᵏ."""
-    polynomials = [(0.0, 1.0)]
-    for _ in range(order):
-        p = polynomials[-1]
-        derivative = [i * c for i, c in enumerate(p)][1:]
-        # P_{k+1} = P_k′ (1 − t²)
-        q = [0.0] * (len(derivative) + 2)
-        for i, c in enumerate(derivative):
-            q[i] += c
-            q[i + 2] -= c
-        polynomials.append(tuple(q))
-    return tuple(polynomials)
+def _tanh_taylor(a: torch.Tensor, da: Sequence[torch.Tensor], order: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """y = tanh(a) (N, m) and y's normalised Taylor coefficients y_1..y_order from a's, ``da``
+    (a_1, a_2, …; missing ones are 0; each broadcasting to (A, N, m)), by the recurrence of the
+    module docstring."""
+    y = _TanhTaylor.apply(order, a, *da)
+    return y[0], list(y[1:])
 
 
-def _polynomial(coefficients: Sequence[float], t: torch.Tensor) -> torch.Tensor:
-    """Σ_i c_i tⁱ by Horner's rule."""
-    out = torch.full_like(t, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        out = out * t + c if c else out * t
+class _TanhTaylor(torch.autograd.Function):
+    """The tanh recurrence as one autograd node. Its backward runs the recurrence in reverse, each
+    product of the forward pass giving two fused multiply-adds; autograd's own backward of the
+    same products would spend three to four kernels on each, and the jets' backward is most of a
+    PINN training step."""
+
+    @staticmethod
+    def forward(ctx, order: int, a: torch.Tensor, *da: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = [torch.tanh(a)]
+        u = [torch.mul(y[0], y[0]).neg_().add_(1.0)]
+        for n in range(1, order + 1):
+            terms = [(j / n, da[j - 1], u[n - j]) for j in range(1, min(n, len(da)) + 1)]
+            y.append(_sum_of_products(terms))
+            if n < order:
+                u.append(_sum_of_products(_square_terms(y, n)))
+        ctx.order = order
+        ctx.save_for_backward(*da, *y, *u)
+        ctx.n_da = len(da)
+        return tuple(y)
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor):
+        saved = ctx.saved_tensors
+        order, n_da = ctx.order, ctx.n_da
+        da, y, u = saved[:n_da], saved[n_da:n_da + order + 1], saved[n_da + order + 1:]
+        differentiated = torch.is_grad_enabled()     # create_graph: this backward is differentiated too
+        if differentiated:
+            # The saved u_n are intermediates without a history; rebuilt from the outputs y, they
+            # carry their dependence on the inputs into the second derivative.
+            u = [1.0 - y[0] * y[0]] + [sum(c * y[i] * y[k] for c, i, k in _square_terms(y, n, indices=True))
+                                       for n in range(1, order)]
+        # Sums are accumulated in place in buffers of our own (not the incoming gradients), except
+        # when differentiated.
+        accumulate = _Accumulator(in_place=not differentiated)
+        gy = list(grads)
+        gu = [None] * order
+        gda = [None] * n_da
+        g0 = None       # the terms reaching y_0 from the u_n
+        for n in range(order, 0, -1):
+            if n < order and gu[n] is not None:
+                # u_n = −Σ_i y_i y_{n−i}
+                for c, left, right in _square_terms(y, n, indices=True):
+                    if left:
+                        gy[left] = accumulate(gy[left], c, gu[n], y[right])
+                    else:
+                        g0 = accumulate(g0, c, gu[n], y[right])
+                    gy[right] = accumulate(gy[right], c, gu[n], y[left])
+            for j in range(1, min(n, n_da) + 1):
+                # y_n = Σ_j (j/n) a_j u_{n−j}
+                gda[j - 1] = accumulate(gda[j - 1], j / n, gy[n], u[n - j])
+                gu[n - j] = accumulate(gu[n - j], j / n, gy[n], da[j - 1])
+        # u_0 = 1 − y_0², y_0 = tanh(a): dy_0/da = u_0. y_0 and u_0 are (N, m) while the terms
+        # reaching them are (A, N, m): summed over the axes before the incoming gradient joins.
+        if gu[0] is not None:
+            g0 = accumulate(g0, -2.0, gu[0], y[0])
+        g0 = gy[0] if g0 is None else gy[0] + g0.sum_to_size(y[0].shape)
+        gda = [None if g is None else g.sum_to_size(d.shape) for g, d in zip(gda, da)]
+        return (None, g0 * u[0], *gda)
+
+
+class _Accumulator:
+    """total + c · left · right, in place on the sums it created itself when ``in_place`` (every
+    sum of the backward pass has the jets' full shape, so an owned one never needs to grow)."""
+
+    def __init__(self, in_place: bool) -> None:
+        self.in_place, self.owned = in_place, {}     # id → tensor, held so that no id is reused
+
+    def __call__(self, total, c: float, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        if total is None:
+            out = torch.mul(left, right)
+            if c != 1:
+                out.mul_(c)
+        elif id(total) in self.owned:
+            return total.addcmul_(left, right, value=c)
+        else:
+            out = torch.addcmul(total, left, right, value=c)
+        if self.in_place:
+            self.owned[id(out)] = out
+        return out
+
+
+def _square_terms(y, n: int, indices: bool = False) -> list:
+    """The products of u_n = −Σ_{i=0..n} y_i y_{n−i}: each pair i < n − i twice, the middle once."""
+    pairs = [(-2.0, i, n - i) for i in range((n + 1) // 2)] + ([(-1.0, n // 2, n // 2)] if n % 2 == 0 else [])
+    return pairs if indices else [(c, y[i], y[k]) for c, i, k in pairs]
+
+
+def _sum_of_products(terms) -> torch.Tensor:
+    """Σ c · left · right, one fused multiply-add per term."""
+    (c, left, right), *rest = terms
+    out = torch.mul(left, right) if c == 1 else torch.mul(left, right).mul_(c)
+    for c, left, right in rest:
+        out = out.addcmul_(left, right, value=c)
     return out
-
-
-def _faa_di_bruno(phi: Sequence[torch.Tensor], da: torch.Tensor) -> torch.Tensor:
-    """Derivatives 1..n of φ∘a from φ⁽ᵏ⁾(a) (k = 1..n, each (N, m)) and a's, ``da`` (n, A, N, m):
-    Σ_k φ⁽ᵏ⁾ B_{n,k}, with B_{n,k} = Σ_i C(n−1, i−1) a⁽ⁱ⁾ B_{n−i,k−1} (B_{0,0} = 1)."""
-    order = len(da)
-    bell: dict[tuple[int, int], torch.Tensor | None] = {(0, 0): None}    # None: the constant 1
-    out = []
-    for n in range(1, order + 1):
-        total = None
-        for k in range(1, n + 1):
-            acc = None
-            for i in range(1, n - k + 2):
-                if (n - i, k - 1) not in bell:
-                    continue
-                previous = bell[(n - i, k - 1)]
-                term = da[i - 1] if previous is None else da[i - 1] * previous
-                coefficient = math.comb(n - 1, i - 1)
-                term = term if coefficient == 1 else coefficient * term
-                acc = term if acc is None else acc + term
-            bell[(n, k)] = acc
-            contribution = phi[k - 1] * acc
-            total = contribution if total is None else total + contribution
-        out.append(total)
-    return torch.stack(out)
 
 
 def network_state(model: nn.Module, adam: torch.optim.Optimizer, **extra: Any) -> dict:

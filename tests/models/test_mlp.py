@@ -3,19 +3,36 @@ every order against nested autograd, in values and in the parameter gradients tr
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from pinnbo.models.mlp import MLP, _tanh_derivative_polynomials
+from pinnbo.models.mlp import MLP, _tanh_taylor
 from pinnbo.streams import torch_generator
 
 
-def test_the_tanh_derivative_polynomials_are_the_hand_derived_ones():
-    # t = tanh a: t′ = 1 − t², t″ = −2t + 2t³, t‴ = −2 + 8t² − 6t⁴, t⁗ = 16t − 40t³ + 24t⁵
-    p = _tanh_derivative_polynomials(4)
-    expected = [(0, 1), (1, 0, -1), (0, -2, 0, 2), (-2, 0, 8, 0, -6), (0, 16, 0, -40, 0, 24)]
-    for got, want in zip(p, expected):
-        assert list(got) == [float(c) for c in want] + [0.0] * (len(got) - len(want))
+def test_the_tanh_recurrence_gives_the_hand_derived_derivatives():
+    # t = tanh a: t′ = 1 − t², t″ = −2t + 2t³, t‴ = −2 + 8t² − 6t⁴, t⁗ = 16t − 40t³ + 24t⁵;
+    # along a direction with a′ = 1 and a″ = 0 the k-th coefficient is t⁽ᵏ⁾/k!.
+    a = torch.linspace(-3, 3, 61, dtype=torch.float64)[:, None]
+    y, coefficients = _tanh_taylor(a, [torch.ones(1, 1, 1, dtype=torch.float64)], 4)
+    t = torch.tanh(a)
+    expected = [1 - t**2, -2 * t + 2 * t**3, -2 + 8 * t**2 - 6 * t**4, 16 * t - 40 * t**3 + 24 * t**5]
+    torch.testing.assert_close(y, t, rtol=0, atol=0)
+    for k, (got, want) in enumerate(zip(coefficients, expected), 1):
+        torch.testing.assert_close(math.factorial(k) * got[0], want, rtol=1e-13, atol=1e-13)
+
+
+def test_the_chain_rule_through_a_curved_pre_activation():
+    # a(s) = s + s²/2 along the direction, so a′ = 1 + s and a″ = 1 at s (a_1 = 1 + s, a_2 = ½ at
+    # the point s): d²/ds² tanh(a(s)) = tanh″(a) a′² + tanh′(a) a″.
+    s = torch.linspace(-1, 1, 21, dtype=torch.float64)[:, None]
+    a = s + s**2 / 2
+    _, (first, second) = _tanh_taylor(a, [(1 + s)[None], torch.full((1, 1, 1), 0.5, dtype=torch.float64)], 2)
+    t = torch.tanh(a)
+    torch.testing.assert_close(first[0], (1 - t**2) * (1 + s), rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(2 * second[0], (-2 * t + 2 * t**3) * (1 + s) ** 2 + (1 - t**2), rtol=1e-13, atol=1e-13)
 
 
 def nested(network: MLP, z: torch.Tensor, axis: int, order: int) -> list[torch.Tensor]:
@@ -68,3 +85,26 @@ def test_they_are_differentiable_in_the_inputs():
     _, along = network.axis_derivatives(z, (3,))
     (third,) = torch.autograd.grad(along[0][1].sum(), z)
     torch.testing.assert_close(third[:, 0], along[0][2].detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_the_recurrence_backward_passes_gradcheck_to_second_order():
+    # The hand-written backward of the tanh recurrence against finite differences, and its own
+    # backward (create_graph) as well, with a broadcast first coefficient as in a first layer.
+    generator = torch.Generator().manual_seed(3)
+    a = torch.randn(5, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    slope = torch.randn(2, 1, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    curve = torch.randn(2, 5, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+
+    def outputs(a, slope, curve):
+        y, coefficients = _tanh_taylor(a, [slope, curve], 4)
+        return (y, *coefficients)
+
+    assert torch.autograd.gradcheck(outputs, (a, slope, curve))
+    assert torch.autograd.gradgradcheck(outputs, (a, slope, curve))
+    # gradgradcheck differentiates the create_graph backward against itself: its values must be
+    # the plain backward's too.
+    weights = [torch.randn(o.shape, dtype=torch.float64, generator=generator) for o in outputs(a, slope, curve)]
+    loss = sum((w * o).sum() for w, o in zip(weights, outputs(a, slope, curve)))
+    plain = torch.autograd.grad(loss, (a, slope, curve), retain_graph=True)
+    for got, want in zip(torch.autograd.grad(loss, (a, slope, curve), create_graph=True), plain):
+        torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-13)
