@@ -121,11 +121,17 @@ class _TanhTaylor(torch.autograd.Function):
     def forward(ctx, order: int, a: torch.Tensor, *da: torch.Tensor) -> tuple[torch.Tensor, ...]:
         y = [torch.tanh(a)]
         u = [torch.mul(y[0], y[0]).neg_().add_(1.0)]
+        accumulate = _Accumulator(in_place=True)
         for n in range(1, order + 1):
-            terms = [(j / n, da[j - 1], u[n - j]) for j in range(1, min(n, len(da)) + 1)]
-            y.append(_sum_of_products(terms))
+            total = None
+            for j in range(1, min(n, len(da)) + 1):
+                total = accumulate(total, j / n, da[j - 1], u[n - j])
+            y.append(total)
             if n < order:
-                u.append(_sum_of_products(_square_terms(y, n)))
+                total = None
+                for c, i, k in _square_pairs(n):
+                    total = accumulate(total, c, y[i], y[k])
+                u.append(total)
         ctx.order = order
         ctx.save_for_backward(*da, *y, *u)
         ctx.n_da = len(da)
@@ -140,8 +146,7 @@ class _TanhTaylor(torch.autograd.Function):
         if differentiated:
             # The saved u_n are intermediates without a history; rebuilt from the outputs y, they
             # carry their dependence on the inputs into the second derivative.
-            u = [1.0 - y[0] * y[0]] + [sum(c * y[i] * y[k] for c, i, k in _square_terms(y, n, indices=True))
-                                       for n in range(1, order)]
+            u = [1.0 - y[0] * y[0]] + [sum(c * y[i] * y[k] for c, i, k in _square_pairs(n)) for n in range(1, order)]
         # Sums are accumulated in place in buffers of our own (not the incoming gradients), except
         # when differentiated.
         accumulate = _Accumulator(in_place=not differentiated)
@@ -152,7 +157,7 @@ class _TanhTaylor(torch.autograd.Function):
         for n in range(order, 0, -1):
             if n < order and gu[n] is not None:
                 # u_n = −Σ_i y_i y_{n−i}
-                for c, left, right in _square_terms(y, n, indices=True):
+                for c, left, right in _square_pairs(n):
                     if left:
                         gy[left] = accumulate(gy[left], c, gu[n], y[right])
                     else:
@@ -172,8 +177,9 @@ class _TanhTaylor(torch.autograd.Function):
 
 
 class _Accumulator:
-    """total + c · left · right, in place on the sums it created itself when ``in_place`` (every
-    sum of the backward pass has the jets' full shape, so an owned one never needs to grow)."""
+    """total + c · left · right, one fused multiply-add, in place on the sums it created itself when
+    ``in_place`` (every sum of the recurrence has the jets' full shape, so an owned one never needs
+    to grow)."""
 
     def __init__(self, in_place: bool) -> None:
         self.in_place, self.owned = in_place, {}     # id → tensor, held so that no id is reused
@@ -192,19 +198,9 @@ class _Accumulator:
         return out
 
 
-def _square_terms(y, n: int, indices: bool = False) -> list:
-    """The products of u_n = −Σ_{i=0..n} y_i y_{n−i}: each pair i < n − i twice, the middle once."""
-    pairs = [(-2.0, i, n - i) for i in range((n + 1) // 2)] + ([(-1.0, n // 2, n // 2)] if n % 2 == 0 else [])
-    return pairs if indices else [(c, y[i], y[k]) for c, i, k in pairs]
-
-
-def _sum_of_products(terms) -> torch.Tensor:
-    """Σ c · left · right, one fused multiply-add per term."""
-    (c, left, right), *rest = terms
-    out = torch.mul(left, right) if c == 1 else torch.mul(left, right).mul_(c)
-    for c, left, right in rest:
-        out = out.addcmul_(left, right, value=c)
-    return out
+def _square_pairs(n: int) -> list[tuple[float, int, int]]:
+    """(c, i, k) with u_n = Σ c y_i y_k = −Σ_{i=0..n} y_i y_{n−i}: each pair i < n − i twice, the middle once."""
+    return [(-2.0, i, n - i) for i in range((n + 1) // 2)] + ([(-1.0, n // 2, n // 2)] if n % 2 == 0 else [])
 
 
 def network_state(model: nn.Module, adam: torch.optim.Optimizer, **extra: Any) -> dict:
