@@ -542,7 +542,8 @@ class PDE:
                     raise PDEError(f"equation {i}: {l} = {r} is not linear in the unknown {self._call} (a product "
                                    "or a function of its derivatives); pde-gp needs a linear PDE, pinn-bo takes any")
                 terms.append((alpha, c))
-            equations.append((terms, -e.xreplace({p: 0 for p in unknowns})))
+            # sympify: a bare derivative (f'' = 0) xreplaces to the Python int 0
+            equations.append((terms, sp.sympify(-e.xreplace({p: 0 for p in unknowns}))))
         return equations
 
     def minimum_on_boundary(self) -> bool:
@@ -618,11 +619,14 @@ class LinearForm:
 
     ``terms(points)`` gives, per equation, the pairs (α, c_α(points)) with each coefficient (N,)
     on the points' dtype and device; ``source(points)`` the (N, n_equations) right-hand sides g.
+    Both keep their latest evaluation: a run's collocation points are fixed, and a compiled
+    coefficient (the beam's EI and its derivatives) costs more to evaluate than a GP's solve.
     """
 
     def __init__(self, symbols: tuple[sp.Symbol, ...], equations: tuple) -> None:
         self._symbols = symbols
         self._equations = equations
+        self._latest: dict[str, tuple[tuple, object]] = {}
         self.n_equations = len(equations)
         self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
             {alpha for terms, _ in equations for alpha, _ in terms}, key=lambda a: (sum(a), a)))
@@ -631,14 +635,26 @@ class LinearForm:
     def _env(self, points: torch.Tensor) -> tuple[dict, torch.Tensor]:
         return {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
 
+    def _evaluated(self, kind: str, points: torch.Tensor, evaluate: Callable[[], object]):
+        key = (points.shape, points.dtype, str(points.device), points.detach().cpu().numpy().tobytes())
+        latest = self._latest.get(kind)
+        if latest is None or latest[0] != key:
+            latest = self._latest[kind] = (key, evaluate())
+        return latest[1]
+
     def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
-        env, ref = self._env(points)
-        return [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in self._equations]
+        def evaluate():
+            env, ref = self._env(points)
+            return [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in self._equations]
+        return self._evaluated("terms", points, evaluate)
 
     def source(self, points: torch.Tensor) -> torch.Tensor:
-        env, ref = self._env(points)
-        columns = [torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref) for _, g in self._equations]
-        return torch.stack(columns, dim=1)
+        def evaluate():
+            env, ref = self._env(points)
+            columns = [torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref)
+                       for _, g in self._equations]
+            return torch.stack(columns, dim=1)
+        return self._evaluated("source", points, evaluate)
 
 
 def _derivatives(h: torch.Tensor, z: torch.Tensor, needed: Sequence[MultiIndex]) -> dict[MultiIndex, torch.Tensor]:

@@ -372,6 +372,27 @@ def test_precomputed_coefficients_give_the_same_residual_on_a_batch_of_the_point
     torch.testing.assert_close(reused, residual(cube, everywhere[batch]), rtol=0, atol=0)
 
 
+def test_the_linear_form_reads_coefficients_and_source_and_keeps_its_latest_evaluation():
+    """x²·u'' + eˣ u = sin x as (α, c_α) pairs and g; the same points again give the same
+    evaluation (the collocation points of a run are fixed), other points a fresh one; a bare
+    derivative with no source (u'' = 0) reads as coefficient 1 and source 0."""
+    x = sp.Symbol("x")
+    u = sp.Function("u")(x)
+    form = PDE(x**2 * u.diff(x, 2) + sp.exp(x) * u, rhs=sp.sin(x)).linear_form()
+    points = torch.linspace(-1.0, 2.0, 9, dtype=torch.float64).reshape(-1, 1)
+    terms = dict(form.terms(points)[0])
+    torch.testing.assert_close(terms[(2,)], points[:, 0] ** 2, rtol=1e-14, atol=0)
+    torch.testing.assert_close(terms[(0,)], torch.exp(points[:, 0]), rtol=1e-14, atol=0)
+    torch.testing.assert_close(form.source(points)[:, 0], torch.sin(points[:, 0]), rtol=1e-14, atol=0)
+    assert form.terms(points.clone()) is form.terms(points) and form.source(points.clone()) is form.source(points)
+    other = points + 0.5
+    torch.testing.assert_close(dict(form.terms(other)[0])[(2,)], other[:, 0] ** 2, rtol=1e-14, atol=0)
+    bare = PDE(u.diff(x, 2)).linear_form()
+    assert [alpha for alpha, _ in bare.terms(points)[0]] == [(2,)]
+    torch.testing.assert_close(dict(bare.terms(points)[0])[(2,)], torch.ones(9, dtype=torch.float64))
+    assert torch.equal(bare.source(points), torch.zeros(9, 1, dtype=torch.float64))
+
+
 class AxisModel(Function):
     """A known function that also offers its axis derivatives (the networks' Taylor mode) and counts
     how often the compiler asks for them."""
@@ -420,6 +441,7 @@ def test_axis_derivatives_are_used_for_pure_derivatives_of_order_two_or_more(pde
     (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), False),                  # a source of either sign
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), False),            # nonlinear (Liouville)
     (PDE(w.diff(x, 4)), False),                                          # fourth order (the beam)
+    (PDE(w.diff(x, 2)), True),                                           # one bare derivative: 1-D Laplace
     (PDE(x * T2.diff(y) - y * T2.diff(x)), False),                       # first order (DropWave's rotation)
     (PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x)]), False),           # a system
 ])

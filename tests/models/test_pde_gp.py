@@ -100,3 +100,21 @@ def test_a_nonlinear_pde_has_no_linear_form():
     with pytest.raises(PDEError, match=r"not linear in the unknown .*pde-gp needs a linear PDE, pinn-bo takes any"):
         PDE(T * T.diff(x) + T.diff(y, 2), rhs=0).linear_form()
     assert math.isfinite(float(LAPLACE.source(sobol(4, 0)).sum()))
+
+
+def test_leave_one_out_is_each_observation_predicted_from_the_others_and_the_pde():
+    """The closed form Σ_i log N(y_i; μ_−i, σ²_−i) from one inverse equals conditioning the joint
+    Gaussian of the other observations and the PDE rows on each held-out value, one at a time."""
+    X, Z = sobol(8, 0), sobol(24, 1)
+    model = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS,
+                  start={"lengthscale": 0.4 * WIDTHS, "outputscale": 2.0, "noise": 1e-3, "pde_noise": 1e-4})
+    raw = model._raw({"lengthscale": 0.3 * WIDTHS, "outputscale": 1.5, "noise": 1e-2, "pde_noise": 1e-3})
+    K = model._covariance(*model._unpack(raw))
+    t = model.target
+    expected = 0.0
+    for i in range(len(X)):
+        rest = [j for j in range(len(t)) if j != i]
+        weights = torch.linalg.solve(K[rest][:, rest], K[rest, i])
+        mean, variance = weights @ t[rest], K[i, i] - weights @ K[rest, i]
+        expected += float(-0.5 * torch.log(2 * math.pi * variance) - 0.5 * (t[i] - mean) ** 2 / variance)
+    assert model._leave_one_out(raw) == pytest.approx(expected, rel=1e-9)
