@@ -40,7 +40,7 @@ from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 
-from pinnbo.models.se_kernel import SEDerivatives, operator_block
+from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
 
 #: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
 NOISE_FLOOR = 1e-6
@@ -80,6 +80,7 @@ class PDEGP(Model):
         self.targets = [(y - self.mean) / self.scale]
         self.terms = None
         self.Z = None
+        self._products = None
         if linear_form is not None and Z is not None and len(Z):
             self.Z, self.terms, pde_targets = self._equations(Z, linear_form)
             self.targets.append(pde_targets)
@@ -121,8 +122,11 @@ class PDEGP(Model):
         K = K + noise * torch.eye(len(self.X), dtype=K.dtype, device=K.device)
         if self.terms is None:
             return K, None, None
-        K_fl = operator_block(self.X, self.Z, lengthscale, outputscale, None, self.terms)
-        K_ll = operator_block(self.Z, self.Z, lengthscale, outputscale, self.terms, self.terms)
+        if self._products is None:     # the coefficients' part, the same in every evaluation of a fit
+            identity = [[((0,) * self.X.shape[1], None)]]
+            self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
+        K_fl = operator_block(self.X, self.Z, lengthscale, outputscale, None, self.terms, self._products[0])
+        K_ll = operator_block(self.Z, self.Z, lengthscale, outputscale, self.terms, self.terms, self._products[1])
         K_ll = K_ll + torch.diag(pde_noise * torch.diagonal(K_ll).clamp_min(1e-12))
         return K, K_fl, K_ll
 
@@ -257,7 +261,9 @@ class PDEGP(Model):
         k = operator_block(P, self.X, self.lengthscale, self.outputscale, None, None)
         if self.terms is None:
             return k
-        return torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms)], 1)
+        # K_fL's coefficient products are rows (1, m), whatever the first set of points
+        return torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms,
+                                            self._products[0])], 1)
 
     def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""

@@ -46,36 +46,63 @@ class SEDerivatives:
 
     def __call__(self, alpha: MultiIndex, beta: MultiIndex) -> torch.Tensor:
         """∂ᵃ_a ∂ᵝ_b k(A, B), shape (N, M)."""
+        return (-1.0) ** sum(alpha) * self.combined(tuple(a + b for a, b in zip(alpha, beta)))
+
+    def combined(self, gamma: MultiIndex) -> torch.Tensor:
+        """k(A, B) Π_i ℓ_i^{−γ_i} He_{γ_i}(u_i): ∂ᵃ_a ∂ᵝ_b k up to the sign (−1)^{|α|} for every
+        (α, β) with α + β = γ, shape (N, M)."""
         out = self.k
-        for i, (a, b) in enumerate(zip(alpha, beta)):
-            n = a + b
+        for i, n in enumerate(gamma):
             if n:
-                out = out * (((-1.0) ** a) * self.lengthscale[i] ** (-n)) * self._he(i, n)
+                out = out * self.lengthscale[i] ** (-n) * self._he(i, n)
         return out
 
 
-def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
-                   left: Sequence[Sequence[tuple[MultiIndex, torch.Tensor]]] | None,
-                   right: Sequence[Sequence[tuple[MultiIndex, torch.Tensor]]] | None) -> torch.Tensor:
-    """cov(L_a f(A), L'_b f(B)) for linear operators given as, per equation, (α, c_α at the points)
-    pairs (``None``: the identity, f itself). Shape (E·N, E'·M), equations stacked equation-major."""
-    d = A.shape[1]
-    identity = [[((0,) * d, None)]]
-    left, right = left or identity, right or identity
-    derivatives = SEDerivatives(A, B, lengthscale, outputscale)
-    rows = []
+Operator = Sequence[Sequence[tuple[MultiIndex, "torch.Tensor | None"]]]
+
+
+def coefficient_products(left: Operator, right: Operator) -> list[list[dict[MultiIndex, "torch.Tensor | float"]]]:
+    """Per pair of equations, {γ: Σ_{α+β=γ} (−1)^{|α|} c_α ⊗ c'_β}: the part of L_a L'_b k that
+    does not depend on the hyper-parameters, each (N, M), (N, 1), (1, M) or a number. Grouping the
+    pairs (α, β) by γ leaves one kernel factor per γ (the beam's K_LL: 5 instead of 9), and a fit
+    computes the products once for all its evaluations."""
+    products = []
     for terms_a in left:
         row = []
         for terms_b in right:
-            block = 0.0
+            groups: dict[MultiIndex, torch.Tensor | float] = {}
             for alpha, ca in terms_a:
                 for beta, cb in terms_b:
-                    term = derivatives(alpha, beta)
+                    gamma = tuple(a + b for a, b in zip(alpha, beta))
+                    c = (-1.0) ** sum(alpha)
                     if ca is not None:
-                        term = ca[:, None] * term
+                        c = c * ca[:, None]
                     if cb is not None:
-                        term = term * cb[None, :]
-                    block = block + term
+                        c = c * cb[None, :]
+                    groups[gamma] = groups[gamma] + c if gamma in groups else c
+            row.append(groups)
+        products.append(row)
+    return products
+
+
+def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
+                   left: Operator | None, right: Operator | None,
+                   products: list[list[dict]] | None = None) -> torch.Tensor:
+    """cov(L_a f(A), L'_b f(B)) for linear operators given as, per equation, (α, c_α at the points)
+    pairs (``None``: the identity, f itself). Shape (E·N, E'·M), equations stacked equation-major.
+    ``products``: :func:`coefficient_products` of the two operators, where the caller keeps them."""
+    d = A.shape[1]
+    identity = [[((0,) * d, None)]]
+    if products is None:
+        products = coefficient_products(left or identity, right or identity)
+    derivatives = SEDerivatives(A, B, lengthscale, outputscale)
+    rows = []
+    for groups_row in products:
+        row = []
+        for groups in groups_row:
+            block = 0.0
+            for gamma, c in groups.items():
+                block = block + derivatives.combined(gamma) * c
             row.append(block)
         rows.append(torch.cat(row, dim=1))
     return torch.cat(rows, dim=0)
