@@ -26,9 +26,10 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
   (a chirp, ℓ ≈ 0.017 of the beam) is found only from there; from the long starts the evidence
-  settles on a flat function and calls the data noise. The evidence of 10 observations cannot tell
-  these optima apart reliably, so the start whose optimum predicts each observation best from the
-  others and the PDE wins (leave-one-out, Rasmussen & Williams 2006, §5.4.2).
+  settles on a flat function and calls the data noise, and the evidence of 10 observations may
+  even prefer that. The evidence chooses among the long starts; the short start's optimum replaces
+  its choice where it predicts each observation better from the others and the PDE (leave-one-out,
+  Rasmussen & Williams 2006, §5.4.2).
 """
 
 from __future__ import annotations
@@ -177,42 +178,53 @@ class PDEGP(Model):
                 max(values.get("pde_noise", 1e-4) - PDE_NOISE_FLOOR, 1e-12)]
         return torch.cat([torch.log(p / (1 - p)), torch.log(torch.tensor(rest, dtype=dtype, device=device))])
 
-    def _starts(self, start: dict | None) -> list[torch.Tensor]:
-        """An earlier fit's values, or the first fit's starts (module docstring)."""
-        if start:
-            return [self._raw(start)]
-        starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES]
-        if self.Z is not None:
-            short = SHORT_START_SPACINGS * len(self.Z) ** (-1.0 / self.X.shape[1])
-            if short < FIRST_LENGTHSCALES[0]:
-                starts.append(self._raw({"lengthscale": short * self.widths, "pde_noise": PDE_NOISE_FLOOR}))
-        return starts
+    def _short_start(self) -> torch.Tensor | None:
+        """The first fit's short start with the PDE exact, where the collocation resolves it
+        (module docstring); None elsewhere."""
+        if self.Z is None:
+            return None
+        short = SHORT_START_SPACINGS * len(self.Z) ** (-1.0 / self.X.shape[1])
+        if short >= FIRST_LENGTHSCALES[0]:
+            return None
+        return self._raw({"lengthscale": short * self.widths, "pde_noise": PDE_NOISE_FLOOR})
+
+    def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value; inf where the
+        covariance does not factorise)."""
+        raw = raw.clone().requires_grad_(True)
+        optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
+                                      tolerance_change=FIT_TOLERANCE)
+
+        def closure():
+            optimiser.zero_grad()
+            loss = self._negative_log_likelihood(raw)
+            if torch.isfinite(loss):
+                loss.backward()
+            return loss
+
+        try:
+            optimiser.step(closure)
+        except RuntimeError:     # a line search into a non-positive-definite matrix
+            pass
+        with torch.no_grad():
+            return raw.detach().clone(), float(self._negative_log_likelihood(raw))
 
     def _fit(self, start: dict | None) -> float:
-        starts = self._starts(start)
-        best_raw, best, best_score = None, math.inf, -math.inf
+        """Fit the hyper-parameters (module docstring): from ``start``, or from the long starts, the
+        best evidence among them, replaced by the short start's optimum where that predicts the
+        held-out observations better."""
+        starts = [self._raw(start)] if start else [self._raw({"lengthscale": f * self.widths})
+                                                   for f in FIRST_LENGTHSCALES]
+        best_raw, best = None, math.inf
         for raw in starts:
-            raw = raw.clone().requires_grad_(True)
-            optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
-                                          tolerance_change=FIT_TOLERANCE)
-
-            def closure():
-                optimiser.zero_grad()
-                loss = self._negative_log_likelihood(raw)
-                if torch.isfinite(loss):
-                    loss.backward()
-                return loss
-
-            try:
-                optimiser.step(closure)
-            except RuntimeError:     # a line search into a non-positive-definite matrix
-                pass
-            with torch.no_grad():
-                value = float(self._negative_log_likelihood(raw))
-                # one start: its optimum; several: the one that predicts held-out observations best
-                score = -value if len(starts) == 1 else self._leave_one_out(raw)
-            if math.isfinite(value) and score > best_score:
-                best, best_score, best_raw = value, score, raw.detach().clone()
+            raw, value = self._optimise(raw)
+            if value < best:
+                best, best_raw = value, raw
+        short = None if start else self._short_start()
+        if short is not None:
+            raw, value = self._optimise(short)
+            if math.isfinite(value) and (best_raw is None or self._leave_one_out(raw) > self._leave_one_out(best_raw)):
+                best, best_raw = value, raw
         if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter
             best_raw = starts[0]
         self.raw = best_raw
