@@ -542,8 +542,8 @@ class PDE:
                     raise PDEError(f"equation {i}: {l} = {r} is not linear in the unknown {self._call} (a product "
                                    "or a function of its derivatives); pde-gp needs a linear PDE, pinn-bo takes any")
                 terms.append((alpha, c))
-            # sympify: a bare derivative (f'' = 0) xreplaces to the Python int 0
-            equations.append((terms, sp.sympify(-e.xreplace({p: 0 for p in unknowns}))))
+            # from sympy's zero: a bare derivative (f'' = 0) xreplaces to the Python int 0
+            equations.append((terms, sp.S.Zero - e.xreplace({p: 0 for p in unknowns})))
         return equations
 
     def minimum_on_boundary(self) -> bool:

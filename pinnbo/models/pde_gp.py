@@ -85,6 +85,9 @@ class PDEGP(Model):
         if linear_form is not None and Z is not None and len(Z):
             self.Z, self.terms, pde_targets = self._equations(Z, linear_form)
             self.targets.append(pde_targets)
+            # the coefficients' part of K_fL and K_LL, the same in every evaluation of the fit
+            identity = [[((0,) * X.shape[1], None)]]
+            self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         self.target = torch.cat(self.targets)
         # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
         self.log_likelihood = self._fit(start) if len(y) else None
@@ -123,9 +126,6 @@ class PDEGP(Model):
         K = K + noise * torch.eye(len(self.X), dtype=K.dtype, device=K.device)
         if self.terms is None:
             return K, None, None
-        if self._products is None:     # the coefficients' part, the same in every evaluation of a fit
-            identity = [[((0,) * self.X.shape[1], None)]]
-            self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         K_fl = operator_block(self.X, self.Z, lengthscale, outputscale, None, self.terms, self._products[0])
         K_ll = operator_block(self.Z, self.Z, lengthscale, outputscale, self.terms, self.terms, self._products[1])
         K_ll = K_ll + torch.diag(pde_noise * torch.diagonal(K_ll).clamp_min(1e-12))
