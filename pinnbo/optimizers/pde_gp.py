@@ -16,7 +16,7 @@ Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOC
 Mixture-50's fifty equations get ten points each, each equation its own points). By default a
 problem of one design variable gets all of them: 512 points 0.002 of the width apart determine a
 high-order operator's solution with fine structure between them (the beam's deflection, whose
-lengthscale is 0.017 of the beam), which 128 do not; from two variables up, 128 per equation keep a
+lengthscale is 0.017 of the beam), which 128 do from only some initial designs; from two variables up, 128 per equation keep a
 step near a GP's cost (docs/results.md).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
