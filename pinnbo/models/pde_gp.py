@@ -56,7 +56,7 @@ FIT_TOLERANCE = 1e-6
 FIRST_LENGTHSCALES = (0.2, 0.6)
 #: The short start's lengthscale in collocation spacings (width · m^(−1/d) for m points in d
 #: inputs): enough points per lengthscale that the PDE constrains the function between them. It is
-#: a start only where it is shorter than the long starts (the beam's 512 points on one axis: 0.02).
+#: a start only where it is shorter than the long starts (the beam's 256 points on one axis: 0.04).
 SHORT_START_SPACINGS = 10.0
 
 

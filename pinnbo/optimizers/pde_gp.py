@@ -14,10 +14,10 @@ the boundary, the bound is minimised over the box's faces until the data say oth
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
 ``collocation_points`` points for one equation, fewer per equation for a system (Cosine
 Mixture-50's fifty equations get ten points each, each equation its own points). By default a
-problem of one design variable gets all of them: 512 points 0.002 of the width apart determine a
-high-order operator's solution with fine structure between them (the beam's deflection, whose
-lengthscale is 0.017 of the beam), which 128 do from only some initial designs; from two variables up, 128 per equation keep a
-step near a GP's cost (docs/results.md).
+problem of one design variable gets 256: 0.004 of the width apart, they determine a high-order
+operator's solution with fine structure between them (the beam's deflection, whose lengthscale is
+0.017 of the beam), which 128 do from only some initial designs, at a fifth of 512 points' cost;
+from two variables up, 128 per equation keep a step near a GP's cost (docs/results.md).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
@@ -42,8 +42,9 @@ from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on, and the points per
-#: equation by default from two design variables up (module docstring).
+#: equation by default for one design variable and from two up (module docstring).
 MAX_COLLOCATION_ROWS = 512
+COLLOCATION_POINTS_1D = 256
 COLLOCATION_POINTS = 128
 #: UCB's β (μ − σ): the PDE-conditioned posterior is confident where the PDE shapes the function,
 #: and β = 4 (gp-ucb's) spent proposals exploring basins it had already ruled out; log EI,
@@ -56,8 +57,8 @@ UCB_BETA = 1.0
 class PDEGPSettings(MethodSettings):
     """Documented defaults of PDE-GP (override with ``method_params``)."""
 
-    collocation_points: int = 0       # PDE points per equation, within MAX_COLLOCATION_ROWS; 0 = all of
-                                      # them for one design variable, 128 from two up
+    collocation_points: int = 0       # PDE points per equation, within MAX_COLLOCATION_ROWS; 0 = 256 for
+                                      # one design variable, 128 from two up
     num_restarts: int = 10            # L-BFGS-B starts of optimize_acqf
     raw_samples: int = 512            # Sobol points scored to choose the starts
     maxiter: int = 200                # L-BFGS-B iterations per start
@@ -94,7 +95,7 @@ class PDEGPOptimizer(Optimizer):
         if self.linear_form is None:
             return None
         s = self.settings
-        wanted = s.collocation_points or (MAX_COLLOCATION_ROWS if self.domain.dim == 1 else COLLOCATION_POINTS)
+        wanted = s.collocation_points or (COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
         per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // self.linear_form.n_equations))
         points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation")
         if self.collocation_filter is not None:

@@ -88,10 +88,10 @@ def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
     assert opt.collocation.shape == (512 // 40, 40)
     kept = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=LAPLACE, collocation_filter=lambda P: P[:, 0] > 1.0)
     assert len(kept.collocation) == 64 and bool((BOX.from_unit(kept.collocation.numpy())[:, 0] > 1.0).all())
-    # by default: the whole row budget on one axis, 128 points from two axes up
+    # by default: 256 points on one axis, 128 from two axes up
     x1 = sp.Symbol("x1")
     line = make_optimizer("pde-gp", Box.cube(0.0, 1.0, 1), 0, pde=PDE(sp.Function("f")(x1).diff(x1, 2), rhs=0))
-    assert line.collocation.shape == (512, 1)
+    assert line.collocation.shape == (256, 1)
     assert make_optimizer("pde-gp", BOX, 0, pde=LAPLACE).collocation.shape == (128, 2)
 
 
@@ -104,7 +104,7 @@ def test_registered_with_smoke_settings_and_validated():
 
 def test_the_papers_beam_is_found_from_its_initial_design():
     """(EI w'')'' = eˣ with the paper's singular, sign-changing EI: ten measurements of the
-    manufactured deflection and the ODE at 512 points (the default on one axis) pin the deflection
+    manufactured deflection and the ODE at 256 points (the default on one axis) pin the deflection
     down, and the first proposal is its minimiser x* = 0.8825 (to the 1e-3 the closed form gives)."""
     from problems.beam import PAPER_DEFLECTION, beam
 
