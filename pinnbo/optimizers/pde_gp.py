@@ -14,10 +14,11 @@ the boundary, the bound is minimised over the box's faces until the data say oth
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
 ``collocation_points`` points for one equation, fewer per equation for a system (Cosine
 Mixture-50's fifty equations get ten points each, each equation its own points). By default a
-problem of one design variable gets 256: 0.004 of the width apart, they determine a high-order
-operator's solution with fine structure between them (the beam's deflection, whose lengthscale is
-0.017 of the beam), which 128 do from only some initial designs, at a fifth of 512 points' cost;
-from two variables up, 128 per equation keep a step near a GP's cost (docs/results.md).
+problem of one design variable gets 256 points, 0.004 of the width apart. They determine a
+high-order operator's solution with fine structure between them (the beam's deflection, whose
+lengthscale is 0.017 of the beam), where 128 find it from only some initial designs, and a step
+costs a fifth of what it would with 512. From two variables up, 128 per equation keep a step near
+a GP's cost (docs/results.md).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
