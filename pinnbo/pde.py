@@ -515,36 +515,68 @@ class PDE:
     def _linear_equations(self) -> list[tuple[list[tuple[MultiIndex, sp.Expr]], sp.Expr]]:
         """Per equation, the symbolic pairs (α, c_α) of L[h] = Σ c_α ∂^α h and the source g; a
         PDEError naming the first equation that is not linear in the unknown."""
-        placeholders: dict[MultiIndex, sp.Dummy] = {}
-
-        def placeholder(alpha: MultiIndex) -> sp.Dummy:
-            return placeholders.setdefault(alpha, sp.Dummy(f"P{len(placeholders)}"))
-
         equations = []
-        for i, (l, r) in enumerate(zip(self.lhs, self.rhs)):
+        for i, (terms, source, nonlinear) in enumerate(self._expanded_equations()):
+            if nonlinear:
+                raise PDEError(f"equation {i}: {self.lhs[i]} = {self.rhs[i]} is not linear in the unknown {self._call} "
+                               "(a product or a function of its derivatives)")
+            equations.append((terms, source))
+        return equations
+
+    def _expanded_equations(self) -> list[tuple[list[tuple[MultiIndex, sp.Expr]], sp.Expr, bool]]:
+        """Per equation R(z, ∂h) = 0, with each ∂^α h written as :meth:`_placeholder`'s symbol P_α:
+        the pairs (α, ∂R/∂P_α), the source Σ_α P_α ∂R/∂P_α − R, and whether any of them still holds
+        a P_α (the equation is nonlinear in h). For a linear equation the pairs are its coefficients
+        and the source is g; for a nonlinear one, evaluated at a function h₀, they are its
+        Gauss–Newton linearisation about h₀ (:meth:`linearised_form`)."""
+        equations = []
+        for l, r in zip(self.lhs, self.rhs):
             e = l - r
-            atoms = {self._call: placeholder((0,) * self.dim)} if e.has(self._call) else {}
+            atoms = {self._call: self._placeholder((0,) * self.dim)} if e.has(self._call) else {}
             for d in e.atoms(sp.Derivative):
                 alpha = [0] * self.dim
                 for v, k in d.variable_count:
                     alpha[self._symbols.index(v)] += int(k)
-                atoms[d] = placeholder(tuple(alpha))
+                atoms[d] = self._placeholder(tuple(alpha))
             # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
             e = e.xreplace({d: p for d, p in atoms.items() if d != self._call})
             e = sp.expand(e.xreplace({self._call: atoms[self._call]} if self._call in atoms else {}))
-            unknowns = set(placeholders.values())
-            terms = []
-            for alpha, p in placeholders.items():
-                c = sp.diff(e, p)
-                if c == 0:
-                    continue
-                if c.free_symbols & unknowns:
-                    raise PDEError(f"equation {i}: {l} = {r} is not linear in the unknown {self._call} (a product "
-                                   "or a function of its derivatives); pde-gp needs a linear PDE, pinn-bo takes any")
-                terms.append((alpha, c))
-            # from sympy's zero: a bare derivative (f'' = 0) xreplaces to the Python int 0
-            equations.append((terms, sp.S.Zero - e.xreplace({p: 0 for p in unknowns})))
+            # in the order met, the unknown first: the order of the terms is the order of the sums
+            # the kernel blocks add up
+            unknowns = {p: alpha for alpha, p in ((a, self._placeholders[a]) for a in dict.fromkeys(
+                next(a for a, q in self._placeholders.items() if q is p) for p in atoms.values()))}
+            terms = [(alpha, c) for p, alpha in unknowns.items() if (c := sp.diff(e, p)) != 0]
+            nonlinear = any(c.free_symbols & set(unknowns) for _, c in terms)
+            if nonlinear:
+                source = sp.expand(sum((c * self._placeholders[alpha] for alpha, c in terms), sp.S.Zero) - e)
+            else:
+                # from sympy's zero: a bare derivative (f'' = 0) xreplaces to the Python int 0
+                source = sp.S.Zero - e.xreplace({p: 0 for p in unknowns})
+            equations.append((terms, source, nonlinear))
         return equations
+
+    def is_linear(self) -> bool:
+        """Whether every equation is linear in the unknown and its derivatives."""
+        return not any(nonlinear for _, _, nonlinear in self._expanded_equations())
+
+    def linearised_form(self) -> "LinearisedForm":
+        """The PDE linearised about a function h₀ (Gauss–Newton; Chen, Hosseini, Owhadi & Stuart
+        2021): R(z, ∂h) ≈ R(z, ∂h₀) + Σ_α ∂R/∂(∂^α h)|h₀ (∂^α h − ∂^α h₀) = 0, a linear PDE
+        Σ_α c_α ∂^α h = g with c_α = ∂R/∂(∂^α h)|h₀ and g = Σ_α c_α ∂^α h₀ − R(z, ∂h₀). Its
+        coefficients and source are compiled like the residual, as functions of the inputs and of
+        h₀'s derivatives; for a linear PDE they are its :meth:`linear_form`'s, whatever h₀."""
+        # each P_α back to ∂^α h, which _build compiles to a read of its value
+        back = {p: self._call if not any(alpha) else
+                sp.Derivative(self._call, *[(v, k) for v, k in zip(self._symbols, alpha) if k])
+                for alpha, p in self._placeholders.items()}
+        equations, needed = [], set()
+        for terms, source, _ in self._expanded_equations():
+            for expr in [c for _, c in terms] + [source]:
+                needed |= {alpha for alpha, p in self._placeholders.items() if expr.has(p)}
+            equations.append((tuple((alpha, self._build(c.xreplace(back))) for alpha, c in terms),
+                              None if source == 0 else self._build(source.xreplace(back))))
+        placeholders = {alpha: self._placeholders[alpha] for alpha in sorted(needed, key=lambda a: (sum(a), a))}
+        return LinearisedForm(self._symbols, tuple(equations), placeholders)
 
     def minimum_on_boundary(self) -> bool:
         """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
@@ -655,6 +687,49 @@ class LinearForm:
                        for _, g in self._equations]
             return torch.stack(columns, dim=1)
         return self._evaluated("source", points, evaluate)
+
+
+class LinearisedForm:
+    """A PDE linearised about a function h₀ (:meth:`PDE.linearised_form`). ``multi_indices`` are
+    the derivatives of h₀ its coefficients and source need; ``at(points, derivatives)``, with
+    ``derivatives`` {α: ∂^α h₀ at the points, (N,)}, is the linear PDE there, with the
+    :class:`LinearForm`'s ``terms`` and ``source`` at those points."""
+
+    def __init__(self, symbols: tuple[sp.Symbol, ...], equations: tuple, placeholders: dict) -> None:
+        self._symbols = symbols
+        self._equations = equations
+        self._placeholders = placeholders
+        self.n_equations = len(equations)
+        self.multi_indices: tuple[MultiIndex, ...] = tuple(placeholders)
+
+    def at(self, points: torch.Tensor, derivatives: Mapping[MultiIndex, torch.Tensor]) -> "EvaluatedForm":
+        env, ref = {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
+        env.update({p: derivatives[alpha] for alpha, p in self._placeholders.items()})
+        terms = [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in equation] for equation, _ in self._equations]
+        source = torch.stack([torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref)
+                              for _, g in self._equations], dim=1)
+        return EvaluatedForm(points, terms, source)
+
+
+class EvaluatedForm:
+    """A linear PDE's coefficients and source evaluated at fixed points, with :class:`LinearForm`'s
+    ``terms`` and ``source`` (at those points only)."""
+
+    def __init__(self, points: torch.Tensor, terms: list, source: torch.Tensor) -> None:
+        self._points, self._terms, self._source = points, terms, source
+        self.n_equations = source.shape[1]
+
+    def _check(self, points: torch.Tensor) -> None:
+        if points.shape != self._points.shape or not torch.equal(points, self._points):
+            raise ValueError("an evaluated linearisation is defined at the points it was evaluated at only")
+
+    def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+        self._check(points)
+        return self._terms
+
+    def source(self, points: torch.Tensor) -> torch.Tensor:
+        self._check(points)
+        return self._source
 
 
 def _derivatives(h: torch.Tensor, z: torch.Tensor, needed: Sequence[MultiIndex]) -> dict[MultiIndex, torch.Tensor]:

@@ -449,3 +449,30 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
     """For L h = Σ a_ij h_ij + Σ b_i h_i = g with (a_ij) definite and no zero-order term, the minimum
     is on the boundary when h is a supersolution; every other form is refused, never guessed."""
     assert pde.minimum_on_boundary() is expected
+
+
+def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear_one_its_derivative():
+    """Gauss–Newton about h₀: for a linear PDE the coefficients and source whatever h₀; for
+    T Tₓ + T_yy = 3 about h₀ the hand-derived c_T = ∂ₓh₀, c_x = h₀, c_yy = 1 and g = 3 + h₀ ∂ₓh₀."""
+    points = torch.rand(7, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    linear = PDE(T2.diff(x, 2) + x * T2.diff(y) - 2 * T2, rhs=sp.sin(x * y))
+    assert linear.is_linear()
+    form, linearised = linear.linear_form(), linear.linearised_form()
+    assert linearised.multi_indices == ()
+    evaluated = linearised.at(points, {})
+    assert [(a, c.tolist()) for a, c in evaluated.terms(points)[0]] == [(a, c.tolist()) for a, c in form.terms(points)[0]]
+    assert torch.equal(evaluated.source(points), form.source(points))
+
+    burgers = PDE(T2 * T2.diff(x) + T2.diff(y, 2), rhs=3)
+    assert not burgers.is_linear()
+    nonlinear = burgers.linearised_form()
+    assert set(nonlinear.multi_indices) == {(0, 0), (1, 0)}
+    h0, hx = torch.cos(points[:, 0]), -torch.sin(points[:, 0])
+    evaluated = nonlinear.at(points, {(0, 0): h0, (1, 0): hx})
+    terms = dict(evaluated.terms(points)[0])
+    assert set(terms) == {(0, 0), (1, 0), (0, 2)}
+    assert torch.allclose(terms[(0, 0)], hx) and torch.allclose(terms[(1, 0)], h0)
+    assert torch.allclose(terms[(0, 2)], torch.ones(7, dtype=torch.float64))
+    assert torch.allclose(evaluated.source(points)[:, 0], 3 + h0 * hx)
+    with pytest.raises(ValueError, match="evaluated at"):
+        evaluated.terms(points[:3])

@@ -1,6 +1,6 @@
 """The closed-form PDE problems: each true function satisfies its compiled PDE (the sign of a
 maximised problem's minimised PDE included), each optimum is where it is said to be, and the
-PDE-conditioned GP refuses the nonlinear one."""
+nonlinear one's exact solution satisfies its linearisation about itself."""
 
 from __future__ import annotations
 
@@ -77,10 +77,32 @@ def test_liouville_maximum_is_at_its_centre():
     assert (xs[i], ys[j]) == (pytest.approx(0.2, abs=0.005), pytest.approx(0.6, abs=0.005))
 
 
-def test_the_pde_gp_refuses_the_nonlinear_pde_and_points_to_pinn_bo():
-    from pinnbo import make_optimizer
-    from pinnbo.errors import UserError
+def test_the_liouville_solution_satisfies_the_pde_linearised_about_itself():
+    """Gauss–Newton's fixed point: for R[u] = ∇²u + eᵘ linearised about u₀, Σ_α c_α ∂^α u₀ = g
+    exactly when R[u₀] = 0; checked with the closed form's derivatives (sympy), and the linearised
+    source at a u₀ that is not a solution differs by R[u₀]."""
+    import sympy as sp
 
     problem = liouville()
-    with pytest.raises(UserError, match="pinn-bo"):
-        make_optimizer("pde-gp", problem.domain, 0, pde=problem.minimised_pde)
+    x, y = sp.symbols("x y")
+    lam, (cx, cy) = 6.0, (0.73, 0.31)
+    exact = sp.log(8 * lam**2) - 2 * sp.log(1 + lam**2 * ((x - cx) ** 2 + (y - cy) ** 2))
+    points = torch.tensor(np.random.default_rng(0).random((50, 2)), dtype=torch.float64)
+    px, py = points[:, 0].numpy(), points[:, 1].numpy()
+
+    def values(expr):
+        return torch.as_tensor(sp.lambdify((x, y), expr, "numpy")(px, py) * np.ones_like(px))
+
+    derivatives = {(0, 0): values(exact), (2, 0): values(exact.diff(x, 2)), (0, 2): values(exact.diff(y, 2))}
+    form = problem.pde.linearised_form()
+    assert set(form.multi_indices) == {(0, 0)}
+    evaluated = form.at(points, derivatives)
+    ((terms),) = evaluated.terms(points)
+    lhs = sum(c * derivatives[alpha] for alpha, c in terms)
+    assert torch.allclose(lhs, evaluated.source(points)[:, 0], rtol=1e-12, atol=1e-9)
+    shifted = {alpha: d + (0.3 if alpha == (0, 0) else 0.0) for alpha, d in derivatives.items()}
+    off = form.at(points, shifted)
+    ((terms),) = off.terms(points)
+    residual = derivatives[(2, 0)] + derivatives[(0, 2)] + torch.exp(shifted[(0, 0)])   # R at u₀ = u + 0.3
+    lhs = sum(c * shifted[alpha] for alpha, c in terms)
+    assert torch.allclose(lhs - off.source(points)[:, 0], residual, rtol=1e-12, atol=1e-9)
