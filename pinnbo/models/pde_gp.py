@@ -277,6 +277,20 @@ class PDEGP(Model):
         return torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms,
                                             self._products[0])], 1)
 
+    def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
+        """{α: ∂^α of the posterior mean at unit points (N, d)}, in the data's units and physical
+        coordinates (what a linearisation of the PDE about the mean needs)."""
+        P, derivatives = self.physical(unit), {}
+        with torch.no_grad():
+            for alpha in multi_indices:
+                operator = [[(tuple(alpha), None)]]
+                k = operator_block(P, self.X, self.lengthscale, self.outputscale, operator, None)
+                if self.terms is not None:
+                    k = torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, operator,
+                                                     self.terms)], 1)
+                derivatives[tuple(alpha)] = self.scale * (k @ self.alpha) + (0.0 if any(alpha) else self.mean)
+        return derivatives
+
     def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""
         cross = self._cross(self.physical(unit))

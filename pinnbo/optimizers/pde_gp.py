@@ -1,4 +1,4 @@
-"""PDE-GP: Bayesian optimisation with a Gaussian process conditioned on the problem's linear PDE
+"""PDE-GP: Bayesian optimisation with a Gaussian process conditioned on the problem's PDE
 (docs/algorithms.md, "PDE-GP").
 
 The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP conditioned on the
@@ -6,10 +6,20 @@ observations and on L f = g at collocation points drawn once from the seed (spac
 points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
 the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
 minimiser of BoTorch's lower confidence bound μ − σ on it (``UpperConfidenceBound`` with
-``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). A nonlinear PDE is refused before any evaluation (pinn-bo takes it); without a PDE the
-method is a plain GP with the same kernel. Where the PDE's maximum principle puts the minimum on
-the boundary, the bound is minimised over the box's faces until the data say otherwise
-(:func:`pinnbo.acquisition.search.faces_only`; docs/algorithms.md, "The maximum principle").
+``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). Without a PDE the method
+is a plain GP with the same kernel.
+
+A nonlinear PDE R[f] = 0 conditions the GP through its Gauss–Newton linearisation (Chen, Hosseini,
+Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f = Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f₀ −
+R[f₀] is linear (:meth:`pinnbo.pde.PDE.linearised_form`). Each step linearises about the mean of
+the GP of the data alone, conditions on that, and linearises again about the new posterior mean,
+up to ``GAUSS_NEWTON_ITERATIONS`` fits. Where the result predicts the held-out observations worse
+than the data alone (leave-one-out), the step uses the GP of the data alone: the PDE never
+overrules the measurements.
+
+Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
+box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;
+docs/algorithms.md, "The maximum principle").
 
 Collocation rows cost O((n + rows)³) per fit, so there are at most ``MAX_COLLOCATION_ROWS`` of them:
 ``collocation_points`` points for one equation, fewer per equation for a system (Cosine
@@ -36,7 +46,6 @@ from botorch.acquisition import UpperConfidenceBound
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import faces_only
 from pinnbo.acquisition.pending import pending_ucb
-from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -52,6 +61,10 @@ COLLOCATION_POINTS = 128
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
 #: (docs/archive/retired-options.md, "PDE-GP").
 UCB_BETA = 1.0
+#: Gauss–Newton fits per step for a nonlinear PDE, at most, and the relative change of the
+#: linearisation point (the mean's derivatives at the collocation points) below which they stop.
+GAUSS_NEWTON_ITERATIONS = 3
+GAUSS_NEWTON_TOLERANCE = 1e-4
 
 
 @dataclass
@@ -78,12 +91,14 @@ class PDEGPOptimizer(Optimizer):
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
-        self.linear_form = None
+        # a linear PDE conditions the GP exactly; a nonlinear one through its linearisation about
+        # the GP's own mean (Gauss–Newton, module docstring)
+        self.linear_form = self.linearised = None
         if pde is not None:
-            try:
+            if pde.is_linear():
                 self.linear_form = pde.linear_form()
-            except PDEError as exc:
-                raise MethodError(f"pde: {exc}") from None
+            else:
+                self.linearised = pde.linearised_form()
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
         self.collocation = self._collocation()
         self.model: PDEGP | None = None
@@ -93,11 +108,12 @@ class PDEGPOptimizer(Optimizer):
 
     def _collocation(self) -> torch.Tensor | None:
         """Unit-cube collocation points (rows, d), equation-major blocks of equal size, drawn once."""
-        if self.linear_form is None:
+        form = self.linear_form or self.linearised
+        if form is None:
             return None
         s = self.settings
         wanted = s.collocation_points or (COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
-        per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // self.linear_form.n_equations))
+        per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // form.n_equations))
         points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation")
         if self.collocation_filter is not None:
             points = points[np.asarray(self.collocation_filter(self.domain.from_unit(points)), dtype=bool)]
@@ -116,9 +132,13 @@ class PDEGPOptimizer(Optimizer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            self.model = PDEGP(torch.as_tensor(unit_X, dtype=dtype, device=self.device),
-                               torch.as_tensor(y, dtype=dtype, device=self.device), self.collocation,
-                               self.linear_form, lower, widths, start=earlier_fit(self._fits, self.n_told))
+            unit_X_t = torch.as_tensor(unit_X, dtype=dtype, device=self.device)
+            y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
+            start = earlier_fit(self._fits, self.n_told)
+            if self.linearised is None:
+                self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start)
+            else:
+                self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start)
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
                                                                                  self.model.hyperparameters())]
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
@@ -128,6 +148,33 @@ class PDEGPOptimizer(Optimizer):
                                         duplicate_tol=s.duplicate_tol, device=self.device,
                                         on_boundary=self.boundary_minimum and faces_only(unit_X, y))
         return self.domain.from_unit(unit)
+
+    def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
+                      start: dict | None) -> PDEGP:
+        """PDE-GP conditioned on the nonlinear PDE linearised about its own posterior mean at the
+        collocation points, refitted about each new mean (at most ``GAUSS_NEWTON_ITERATIONS`` fits,
+        fewer once the mean stops moving); the first linearisation is about the GP of the data
+        alone, which stands in for it where it predicts the held-out data better (module
+        docstring)."""
+        Z, needed = self.collocation, self.linearised.multi_indices
+        physical = lower + Z * widths
+        # the data alone, fitted afresh (cheap: no collocation rows), not from the previous step's
+        # values: a fit whose output scale collapsed (a flat function, the data as noise) would
+        # stay there, for the linearisation point and for the fallback below
+        data_only = PDEGP(unit_X, y, None, None, lower, widths)
+        point = data_only.mean_derivatives(Z, needed)
+        for _ in range(GAUSS_NEWTON_ITERATIONS):
+            model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start)
+            start = model.hyperparameters()
+            previous, point = point, model.mean_derivatives(Z, needed)
+            if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
+                   * (1.0 + float(previous[a].abs().max())) for a in needed):
+                break
+        # The PDE never overrules the data: a linearisation that predicts the held-out observations
+        # worse than the data alone do (a wrong branch of the nonlinear PDE's solutions) sits out.
+        if model._leave_one_out(model.raw) < data_only._leave_one_out(data_only.raw):
+            return data_only
+        return model
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -315,13 +315,3 @@ def test_initial_points_override_the_cases(tmp_path):
         phases = [json.loads(line)["phase"] for line in
                   (tmp_path / "dropwave" / "runs" / "random" / f"seed{seed}" / "evaluations.jsonl").read_text().splitlines()]
         assert phases == ["initial"] * 3 + ["optimizer"] * 4
-
-
-def test_a_method_the_problem_does_not_admit_is_refused_before_any_run(tmp_path):
-    """pde-gp needs a linear PDE; Liouville's is not: one line naming case and method, nothing run."""
-    out = tmp_path / "bench"
-    result = runner.invoke(app, ["bench", str(ROOT / "cases" / "liouville.yaml"), "--methods", "gp-ei,pde-gp",
-                                 "--seeds", "1", "--smoke", "--quiet", "--output", str(out)])
-    assert result.exit_code == 2
-    assert "liouville.yaml: pde-gp: pde: equation 0" in result.output and "pinn-bo takes any" in result.output
-    assert not out.exists()

@@ -1,6 +1,6 @@
 """The pde-gp method: it finds the minimum of a harmonic function knowing Laplace's equation, never
-repeats a design, asks deterministically, checkpoints, works without a PDE, and refuses a
-nonlinear PDE before any evaluation."""
+repeats a design, asks deterministically, checkpoints, works without a PDE, and finds a nonlinear
+PDE's solution through its linearisation."""
 
 from __future__ import annotations
 
@@ -74,9 +74,23 @@ def test_without_a_pde_it_is_a_plain_gp():
     assert opt.model.terms is None and len(opt.X) == 10
 
 
-def test_a_nonlinear_pde_is_refused_before_any_evaluation():
-    with pytest.raises(MethodError, match=r"pde: equation 0: .* is not linear .* pinn-bo takes any"):
-        make_optimizer("pde-gp", BOX, 0, pde=PDE(T * T.diff(x) + T.diff(y, 2), rhs=0))
+def test_a_nonlinear_pdes_solution_is_found_through_its_linearisation():
+    """Liouville's ∇²u + eᵘ = 0 with its radial solution u = ln 8λ² − 2 ln(1 + λ²|p − c|²), ten
+    measurements: conditioned on the PDE linearised about its own mean, the GP's first proposal is
+    at the peak c (the GP of the data alone proposes elsewhere)."""
+    from problems.pde_solutions import liouville
+
+    problem = liouville()
+    center = np.array([0.73, 0.31])
+    params = {"num_restarts": 4, "raw_samples": 128, "maxiter": 50}
+    proposals = {}
+    for name, pde in (("linearised", problem.minimised_pde), ("data alone", None)):
+        opt = make_optimizer("pde-gp", problem.domain, 0, params=params, pde=pde)
+        for p in initial_design(problem.domain, 10, 0):
+            opt.tell(p, -problem.objective(p))
+        proposals[name] = opt.ask()
+    assert np.abs(proposals["linearised"] - center).max() < 0.02
+    assert np.abs(proposals["data alone"] - center).max() > 0.02
 
 
 def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
