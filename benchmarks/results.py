@@ -31,7 +31,6 @@ from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
 
 PDE_METHODS = "pinn-bo,pde-gp,gp-ei,gp-ucb,exploit,neural-bo,random"
-NONLINEAR_METHODS = PDE_METHODS.replace("pde-gp,", "")     # pde-gp takes linear PDEs only
 PHYSICS = ("pinn-bo", "pde-gp")
 GP = ("gp-ei", "gp-ucb")
 FAMILIES = [
@@ -42,10 +41,8 @@ FAMILIES = [
      "initial points and 30 proposals), where sample efficiency shows; the shipped cases' own budgets are larger.",
      ["heat_bc1", "heat_bc2", "heat_bc3", "beam", "dropwave", "helmholtz", "harmonic", "liouville"],
      ["pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
-      f"cases/helmholtz.yaml cases/harmonic.yaml --methods {PDE_METHODS} --seeds 10 --budget 40 --initial-points 10 "
-      "--jobs 2 --output ROOT",
-      f"pinnbo bench cases/liouville.yaml --methods {NONLINEAR_METHODS} --seeds 10 --budget 40 --initial-points 10 "
-      "--jobs 2 --output ROOT"]),
+      f"cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml --methods {PDE_METHODS} --seeds 10 --budget 40 "
+      "--initial-points 10 --jobs 2 --output ROOT"]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",

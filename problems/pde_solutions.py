@@ -10,8 +10,8 @@ Helmholtz: two global minima u* = −1.2873250630603432 at (0.43738, π/2) and (
 and a local one 5% above them (−1.21985), so a method must find the right basin; the value is the
 root of −3 cos 3x + sin 2x = 0 on y = π/2, where both y-derivatives vanish.
 Liouville's equation has this radial family of solutions for every λ > 0 and centre c; its
-maximum ln 8λ² is at c, and λ sets the peak's width 1/λ. The PDE-conditioned GP refuses it
-(nonlinear); PINN-BO takes it as it is.
+maximum ln 8λ² is at c, and λ sets the peak's width 1/λ. PINN-BO takes the PDE as it is; the
+PDE-conditioned GP through its linearisation about the GP's mean.
 Harmonic: u = sin πx sinh πy / sinh π + ¼ sin 5πx sinh 5πy / sinh 5π + 0.9 sin πy sinh πx / sinh π,
 the harmonic function with boundary data sin πx + ¼ sin 5πx on the top edge, 0.9 sin πy on the
 right one and 0 on the others: continuous data (zero at every corner), so its maximum u* = 1.25
