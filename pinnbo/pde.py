@@ -532,23 +532,27 @@ class PDE:
         equations = []
         for l, r in zip(self.lhs, self.rhs):
             e = l - r
-            atoms = {self._call: self._placeholder((0,) * self.dim)} if e.has(self._call) else {}
+            # in the order met, the unknown first: the terms' order is that of the sums the kernel
+            # blocks add up
+            met: dict[MultiIndex, sp.Dummy] = {}
+
+            def placeholder(alpha: MultiIndex) -> sp.Dummy:
+                return met.setdefault(alpha, self._placeholder(alpha))
+
+            atoms = {self._call: placeholder((0,) * self.dim)} if e.has(self._call) else {}
             for d in e.atoms(sp.Derivative):
                 alpha = [0] * self.dim
                 for v, k in d.variable_count:
                     alpha[self._symbols.index(v)] += int(k)
-                atoms[d] = self._placeholder(tuple(alpha))
+                atoms[d] = placeholder(tuple(alpha))
             # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
             e = e.xreplace({d: p for d, p in atoms.items() if d != self._call})
             e = sp.expand(e.xreplace({self._call: atoms[self._call]} if self._call in atoms else {}))
-            # in the order met, the unknown first: the order of the terms is the order of the sums
-            # the kernel blocks add up
-            unknowns = {p: alpha for alpha, p in ((a, self._placeholders[a]) for a in dict.fromkeys(
-                next(a for a, q in self._placeholders.items() if q is p) for p in atoms.values()))}
-            terms = [(alpha, c) for p, alpha in unknowns.items() if (c := sp.diff(e, p)) != 0]
-            nonlinear = any(c.free_symbols & set(unknowns) for _, c in terms)
+            unknowns = set(met.values())
+            terms = [(alpha, c) for alpha, p in met.items() if (c := sp.diff(e, p)) != 0]
+            nonlinear = any(c.free_symbols & unknowns for _, c in terms)
             if nonlinear:
-                source = sp.expand(sum((c * self._placeholders[alpha] for alpha, c in terms), sp.S.Zero) - e)
+                source = sp.expand(sum((c * met[alpha] for alpha, c in terms), sp.S.Zero) - e)
             else:
                 # from sympy's zero: a bare derivative (f'' = 0) xreplaces to the Python int 0
                 source = sp.S.Zero - e.xreplace({p: 0 for p in unknowns})
