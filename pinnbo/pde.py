@@ -215,6 +215,7 @@ class PDE:
 
         # Placeholder per multi-index α (α = 0 is h itself); Dummy so they never clash with user names.
         self._placeholders: dict[MultiIndex, sp.Dummy] = {}
+        self._expanded: list | None = None     # _expanded_equations', computed on first use
         self._coefficients: list[_Node] = []    # input-only subtrees, in the order _build meets them
         self._equations: list[_Node] = []
         for i, (l, r) in enumerate(zip(self.lhs, self.rhs)):
@@ -528,7 +529,14 @@ class PDE:
         the pairs (α, ∂R/∂P_α), the source Σ_α P_α ∂R/∂P_α − R, and whether any of them still holds
         a P_α (the equation is nonlinear in h). For a linear equation the pairs are its coefficients
         and the source is g; for a nonlinear one, evaluated at a function h₀, they are its
-        Gauss–Newton linearisation about h₀ (:meth:`linearised_form`)."""
+        Gauss–Newton linearisation about h₀ (:meth:`linearised_form`). Expanded once: the equations
+        do not change, and a method asks for them several ways (linearity, the form, the maximum
+        principle)."""
+        if self._expanded is None:
+            self._expanded = self._expand()
+        return self._expanded
+
+    def _expand(self) -> list[tuple[list[tuple[MultiIndex, sp.Expr]], sp.Expr, bool]]:
         equations = []
         for l, r in zip(self.lhs, self.rhs):
             e = l - r
@@ -679,18 +687,21 @@ class LinearForm:
         return latest[1]
 
     def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
-        def evaluate():
-            env, ref = self._env(points)
-            return [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in self._equations]
-        return self._evaluated("terms", points, evaluate)
+        return self._evaluated("terms", points, lambda: _terms(self._equations, *self._env(points)))
 
     def source(self, points: torch.Tensor) -> torch.Tensor:
-        def evaluate():
-            env, ref = self._env(points)
-            columns = [torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref)
-                       for _, g in self._equations]
-            return torch.stack(columns, dim=1)
-        return self._evaluated("source", points, evaluate)
+        return self._evaluated("source", points, lambda: _source(self._equations, *self._env(points)))
+
+
+def _terms(equations: tuple, env: dict, ref: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+    """Compiled (α, c_α) pairs per equation evaluated in ``env``: each coefficient (N,)."""
+    return [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in equations]
+
+
+def _source(equations: tuple, env: dict, ref: torch.Tensor) -> torch.Tensor:
+    """Compiled sources evaluated in ``env``, (N, n_equations); None is a zero source."""
+    return torch.stack([torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref)
+                        for _, g in equations], dim=1)
 
 
 class LinearisedForm:
@@ -709,10 +720,7 @@ class LinearisedForm:
     def at(self, points: torch.Tensor, derivatives: Mapping[MultiIndex, torch.Tensor]) -> "EvaluatedForm":
         env, ref = {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
         env.update({p: derivatives[alpha] for alpha, p in self._placeholders.items()})
-        terms = [[(alpha, _as_tensor(c(env, ref), ref)) for alpha, c in equation] for equation, _ in self._equations]
-        source = torch.stack([torch.zeros_like(ref) if g is None else _as_tensor(g(env, ref), ref)
-                              for _, g in self._equations], dim=1)
-        return EvaluatedForm(points, terms, source)
+        return EvaluatedForm(points, _terms(self._equations, env, ref), _source(self._equations, env, ref))
 
 
 class EvaluatedForm:

@@ -280,16 +280,20 @@ class PDEGP(Model):
     def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
         """{α: ∂^α of the posterior mean at unit points (N, d)}, in the data's units and physical
         coordinates (what a linearisation of the PDE about the mean needs)."""
-        P, derivatives = self.physical(unit), {}
+        P, alphas = self.physical(unit), [tuple(alpha) for alpha in multi_indices]
+        operator = [[(alpha, None)] for alpha in alphas]        # one "equation" per derivative
         with torch.no_grad():
-            for alpha in multi_indices:
-                operator = [[(tuple(alpha), None)]]
-                k = operator_block(P, self.X, self.lengthscale, self.outputscale, operator, None)
-                if self.terms is not None:
-                    k = torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, operator,
-                                                     self.terms)], 1)
-                derivatives[tuple(alpha)] = self.scale * (k @ self.alpha) + (0.0 if any(alpha) else self.mean)
-        return derivatives
+            k = operator_block(P, self.X, self.lengthscale, self.outputscale, operator, None)
+            if self.terms is not None:
+                k = torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, operator,
+                                                 self.terms)], 1)
+            values = (self.scale * (k @ self.alpha)).reshape(len(alphas), len(P))
+        return {alpha: v + (0.0 if any(alpha) else self.mean) for alpha, v in zip(alphas, values)}
+
+    def leave_one_out(self) -> float:
+        """The fitted model's Σ_i log p(y_i | y_−i, PDE) (:meth:`_leave_one_out`): how well it
+        predicts each observation from the others, comparable with another model's of the same data."""
+        return self._leave_one_out(self.raw)
 
     def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""

@@ -157,11 +157,11 @@ class PDEGPOptimizer(Optimizer):
         alone, which stands in for it where it predicts the held-out data better (module
         docstring)."""
         Z, needed = self.collocation, self.linearised.multi_indices
-        physical = lower + Z * widths
         # the data alone, fitted afresh (cheap: no collocation rows), not from the previous step's
         # values: a fit whose output scale collapsed (a flat function, the data as noise) would
         # stay there, for the linearisation point and for the fallback below
         data_only = PDEGP(unit_X, y, None, None, lower, widths)
+        physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start)
@@ -172,7 +172,7 @@ class PDEGPOptimizer(Optimizer):
                 break
         # The PDE never overrules the data: a linearisation that predicts the held-out observations
         # worse than the data alone do (a wrong branch of the nonlinear PDE's solutions) sits out.
-        if model._leave_one_out(model.raw) < data_only._leave_one_out(data_only.raw):
+        if model.leave_one_out() < data_only.leave_one_out():
             return data_only
         return model
 
