@@ -187,16 +187,19 @@ def test_the_residual_gp_makes_the_sample_honour_the_data():
 
 
 def test_the_residual_sample_is_a_fresh_draw_far_from_data_and_differentiable():
-    """Two seeds, the same data: the GP paths agree at the data and differ between them; the
-    sample has a gradient wherever it is evaluated (the refinement needs one)."""
+    """Two seeds, the same data: the samples agree at the data, which the residual GP's paths
+    interpolate, and differ between them by more than anywhere at the data; the sample has a
+    gradient wherever it is evaluated (the refinement needs one)."""
     samples = []
     for seed in (0, 1):
         opt, X = told_on_the_line(seed=seed, exploration_scale=NO_NETWORK_SPREAD)   # the GP's path alone
         samples.append(opt.acquisition_sample(*opt.observed()))
     between = torch.linspace(0, 1, 401, dtype=torch.float64)[:, None]
+    at_data = torch.as_tensor(LINE.to_unit(X))
     with torch.no_grad():
         gap = (samples[0](between) - samples[1](between)).abs()
-    assert gap.max() > 0.1
+        agreement = (samples[0](at_data) - samples[1](at_data)).abs()
+    assert agreement.mean() < 0.01 and gap.max() > 2.0 * agreement.max()
     u = torch.tensor([[0.37], [0.81]], dtype=torch.float64, requires_grad=True)
     samples[0](u).sum().backward()
     assert torch.all(torch.isfinite(u.grad)) and torch.any(u.grad != 0)
