@@ -363,3 +363,17 @@ def test_where_the_trust_region_applies_the_sample_is_one_draw_at_nu_one_unless_
     with torch.no_grad():
         correction, _ = residual(torch.rand(7, dim, dtype=torch.float64))
     assert correction.shape == (7, expected[1])
+
+
+def test_the_path_weights_are_standard_normal_and_stratified_over_the_draws():
+    """Latin-hypercube normals: each weight's K values lie one in each K-quantile of N(0, 1), so
+    the mean of the K draws varies far less than that of K independent normals (1/K); over many
+    weights they are standard normal."""
+    from pinnbo.optimizers.pinn_bo import _latin_hypercube_normals
+
+    torch.manual_seed(0)
+    w = _latin_hypercube_normals(torch.Size([4, 20000]))
+    quantile = torch.floor(4.0 * torch.special.ndtr(w)).sort(dim=0).values
+    assert torch.equal(quantile, torch.arange(4.0, dtype=torch.float64)[:, None].expand(4, 20000))
+    assert abs(float(w.mean())) < 0.01 and abs(float(w.var()) - 1.0) < 0.03
+    assert float(w.mean(dim=0).var()) < 0.25 / 4
