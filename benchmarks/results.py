@@ -149,8 +149,10 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
              "the other (`python benchmarks/iteration_cost.py --case cases/CASE.yaml --methods pinn-bo pde-gp gp-ei "
              "--t 20 40 --asks 8 --output bench-results/cost/CASE.json`; the bench's own s/iter, in the tables below, is wall "
              "time of two runs sharing the two cores, and a network method beside another slows more than a GP); "
-             "marked * where only the bench's ratio exists.", "",
-             "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei |", "|---|---|---|---|---|---|---|"]
+             "marked * where only the bench's ratio exists. The last two columns: the other physics-informed "
+             "method, its proposals to 1% and its cost.", "",
+             "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei | other | to 1% | cost × gp-ei |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     commits = set()
     for case in cases:
         folder = _case_folder(roots, case)
@@ -164,20 +166,25 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
         p, g = physics[0], gps[0]
         (pm, _), (gm, _) = _to_target(results[p]), _to_target(results[g])
         ratio = "—" if math.isinf(pm) else ("< 1" if math.isinf(gm) else f"{pm / gm:.2f}")
-        cost = "—"
         path = timings / f"{case}.json" if timings is not None else None
         timed = json.loads(path.read_text()) if path is not None and path.exists() else None
-        if timed is not None and p in timed["seconds_per_iteration"] and "gp-ei" in timed["seconds_per_iteration"]:
-            seconds = timed["seconds_per_iteration"]
-            cost = ", ".join(f"{a / b:.1f}" for a, b in zip(seconds[p], seconds["gp-ei"]))
-            commits.add(", ".join(str(timed[k]) for k in ("commit", "cpu", "date") if timed.get(k)))
-        elif "gp-ei" in results:
-            a, b = (results[p]["seconds_per_iteration"] or {}).get("mean"), \
-                (results["gp-ei"]["seconds_per_iteration"] or {}).get("mean")
-            cost = "—" if not a or not b else f"{a / b:.1f}*"
+
+        def cost(method: str) -> str:
+            if timed is not None and method in timed["seconds_per_iteration"] and "gp-ei" in timed["seconds_per_iteration"]:
+                seconds = timed["seconds_per_iteration"]
+                commits.add(", ".join(str(timed[k]) for k in ("commit", "cpu", "date") if timed.get(k)))
+                return ", ".join(f"{a / b:.1f}" for a, b in zip(seconds[method], seconds["gp-ei"]))
+            if "gp-ei" in results:
+                a, b = (results[method]["seconds_per_iteration"] or {}).get("mean"), \
+                    (results["gp-ei"]["seconds_per_iteration"] or {}).get("mean")
+                return "—" if not a or not b else f"{a / b:.1f}*"
+            return "—"
+
         key = target_key(REGRET_TARGETS[-1])
+        other = (f"`{physics[1]}` | {_proposals(results[physics[1]].get(key))} | {cost(physics[1])}"
+                 if len(physics) > 1 else "— | — | —")
         lines.append(f"| {case} | `{p}` | {_proposals(results[p].get(key))} | `{g}` | {_proposals(results[g].get(key))} "
-                     f"| {ratio} | {cost} |")
+                     f"| {ratio} | {cost(p)} | {other} |")
     if commits:
         lines += ["", f"Costs timed at commit {'; '.join(sorted(commits))}; one torch thread, machine otherwise idle."]
     return lines + [""]

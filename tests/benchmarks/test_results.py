@@ -27,15 +27,16 @@ def test_the_physics_summary_takes_the_best_of_each_side_and_divides(tmp_path):
     (tmp_path / "wave" / "summary.json").write_text(json.dumps({"results": {
         "pde-gp": method(1, 7, 0.3), "gp-ei": method(None, 0, 0.2), "gp-ucb": method(None, 1, 0.2)}}))
     rows = [line for line in results.physics_summary([tmp_path], ["plate", "wave", "absent"]) if line.startswith("| ")]
-    assert rows[1] == "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 4.0* |"
-    assert rows[2] == "| wave | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | 1.5* |"
+    # the other physics-informed method in the last three columns, where the case has one
+    assert rows[1] == "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 4.0* | `pde-gp` | — [2/10] | 1.0* |"
+    assert rows[2] == "| wave | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | 1.5* | — | — | — |"
     assert len(rows) == 3      # the header, and no row for a case not measured
     # a sequential timing of the case (benchmarks/iteration_cost.py --output) replaces the bench's ratio
     (tmp_path / "cost").mkdir()
     (tmp_path / "cost" / "plate.json").write_text(json.dumps({"commit": "abc", "seconds_per_iteration": {
-        "pinn-bo": [0.3, 0.36], "gp-ei": [0.1, 0.12]}}))
+        "pinn-bo": [0.3, 0.36], "pde-gp": [0.05, 0.06], "gp-ei": [0.1, 0.12]}}))
     lines = results.physics_summary([tmp_path], ["plate"], tmp_path / "cost")
-    assert "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 3.0, 3.0 |" in lines
+    assert "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 3.0, 3.0 | `pde-gp` | — [2/10] | 0.5, 0.5 |" in lines
     assert any("commit abc" in line for line in lines)
 
 
