@@ -323,7 +323,9 @@ class PDE:
     def _placeholder(self, alpha: MultiIndex) -> sp.Dummy:
         if alpha not in self._placeholders:
             label = self.unknown + "".join(self.inputs[i] * k for i, k in enumerate(alpha))
-            self._placeholders[alpha] = sp.Dummy(label)
+            # real: the unknown is a real function, so that sympy differentiates |∂h| to sign(∂h)
+            # for the linearisation instead of through complex parts the compiler cannot read
+            self._placeholders[alpha] = sp.Dummy(label, real=True)
         return self._placeholders[alpha]
 
     def _build(self, expr: sp.Basic) -> _Node:

@@ -476,3 +476,16 @@ def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear
     assert torch.allclose(evaluated.source(points)[:, 0], 3 + h0 * hx)
     with pytest.raises(ValueError, match="evaluated at"):
         evaluated.terms(points[:3])
+
+
+def test_an_absolute_value_of_a_derivative_linearises_to_its_sign():
+    """|Tₓ| + T_yy = 1 (an eikonal-like term): the unknown is real, so ∂|Tₓ|/∂Tₓ = sign(Tₓ), and
+    about h₀ the hand-derived c_x = sign(∂ₓh₀), c_yy = 1 and g = 1 + sign(∂ₓh₀) ∂ₓh₀ − |∂ₓh₀| = 1."""
+    points = torch.rand(6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    form = PDE(sp.Abs(T2.diff(x)) + T2.diff(y, 2), rhs=1).linearised_form()
+    assert form.multi_indices == ((1, 0),)
+    hx = torch.tensor([1.5, -0.3, 0.2, -2.0, 0.7, -0.1], dtype=torch.float64)
+    evaluated = form.at(points, {(1, 0): hx})
+    terms = dict(evaluated.terms(points)[0])
+    assert torch.equal(terms[(1, 0)], torch.sign(hx)) and torch.equal(terms[(0, 2)], torch.ones(6, dtype=torch.float64))
+    assert torch.allclose(evaluated.source(points)[:, 0], torch.ones(6, dtype=torch.float64))
