@@ -46,6 +46,7 @@ from botorch.acquisition import UpperConfidenceBound
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import faces_only
 from pinnbo.acquisition.pending import pending_ucb
+from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -98,7 +99,10 @@ class PDEGPOptimizer(Optimizer):
             if pde.is_linear():
                 self.linear_form = pde.linear_form()
             else:
-                self.linearised = pde.linearised_form()
+                try:
+                    self.linearised = pde.linearised_form()
+                except PDEError as exc:   # a term with no derivative to linearise by (floor, sign of u)
+                    raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
         self.collocation = self._collocation()
         self.model: PDEGP | None = None

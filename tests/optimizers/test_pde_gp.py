@@ -132,3 +132,11 @@ def test_the_papers_beam_is_found_from_its_initial_design():
     for p in initial_design(problem.domain, 10, 0):
         opt.tell(p, float(exact(p[0])))
     assert abs(opt.ask()[0] - x_star) < 2e-3
+
+
+def test_a_pde_with_nothing_to_linearise_by_is_refused_pointing_to_pinn_bo():
+    """sign(∂ₓT) has no derivative to linearise by (a Dirac delta): one line naming the method and
+    the construct, before any evaluation; |∂ₓT| linearises to sign(∂ₓT) and is taken."""
+    with pytest.raises(MethodError, match=r"pde-gp cannot linearise this PDE \(.*DiracDelta.*\); pinn-bo takes it"):
+        make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1))
+    assert make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(sp.Abs(T.diff(x)) + T.diff(y, 2), rhs=1)).linearised
