@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-UNCONSTRAINED = ("pinn-bo", "random", "neural-bo", "neural-greedy", "gp-ei", "gp-ucb", "gp-ucb+", "exploit+",
+UNCONSTRAINED = ("pinn-bo", "pde-gp", "random", "neural-bo", "neural-greedy", "gp-ei", "gp-ucb", "gp-ucb+", "exploit+",
                  "exploit", "neural-cbo", "gp-cei")
 CONSTRAINED = ("random", "neural-cbo", "gp-cei")
 BUDGET, INITIAL, SEED = 14, 10, 0

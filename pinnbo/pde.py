@@ -304,7 +304,7 @@ class PDE:
         inputs = set(self._symbols)
         # Derivatives w.r.t. a non-input are checked before doit(), which would silently make them 0.
         for e in exprs:
-            for d in e.atoms(sp.Derivative):
+            for d in sorted(e.atoms(sp.Derivative), key=sp.default_sort_key):   # the same one named every run
                 for v in d.variables:
                     if v not in inputs:
                         raise PDEError(
@@ -542,19 +542,23 @@ class PDE:
         equations = []
         for l, r in zip(self.lhs, self.rhs):
             e = l - r
-            # in the order met, the unknown first: the terms' order is that of the sums the kernel
-            # blocks add up
+            # the unknown first, then its derivatives by order and multi-index: the terms' order is
+            # that of the sums the kernel blocks add up, and a set of atoms iterates in an order
+            # that follows the string hashes Python salts per process
             met: dict[MultiIndex, sp.Dummy] = {}
 
             def placeholder(alpha: MultiIndex) -> sp.Dummy:
                 return met.setdefault(alpha, self._placeholder(alpha))
 
             atoms = {self._call: placeholder((0,) * self.dim)} if e.has(self._call) else {}
+            derivatives = {}
             for d in e.atoms(sp.Derivative):
                 alpha = [0] * self.dim
                 for v, k in d.variable_count:
                     alpha[self._symbols.index(v)] += int(k)
-                atoms[d] = placeholder(tuple(alpha))
+                derivatives[d] = tuple(alpha)
+            for d, alpha in sorted(derivatives.items(), key=lambda item: (sum(item[1]), item[1])):
+                atoms[d] = placeholder(alpha)
             # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
             e = e.xreplace({d: p for d, p in atoms.items() if d != self._call})
             e = sp.expand(e.xreplace({self._call: atoms[self._call]} if self._call in atoms else {}))

@@ -4,6 +4,9 @@ differentiability for training, and declaration errors that name the offending s
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import sympy as sp
@@ -489,3 +492,15 @@ def test_an_absolute_value_of_a_derivative_linearises_to_its_sign():
     terms = dict(evaluated.terms(points)[0])
     assert torch.equal(terms[(1, 0)], torch.sign(hx)) and torch.equal(terms[(0, 2)], torch.ones(6, dtype=torch.float64))
     assert torch.allclose(evaluated.source(points)[:, 0], torch.ones(6, dtype=torch.float64))
+
+
+def test_the_order_of_the_terms_does_not_depend_on_the_process():
+    """A set of sympy atoms iterates in the order of string hashes, which Python salts per process;
+    the linear form's terms (the order of the PDE-GP kernel's sums, so its rounding) must not."""
+    code = ("import sympy as sp, torch; from pinnbo.pde import PDE; x, y, z = sp.symbols('x y z'); "
+            "T = sp.Function('T')(x, y, z); "
+            "form = PDE(T.diff(x, 2) + T.diff(y, 2) + T.diff(z, 2) + x * T.diff(y) + T.diff(x) - 3 * T).linear_form(); "
+            "print([a for a, _ in form.terms(torch.rand(2, 3, dtype=torch.float64))[0]])")
+    orders = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(h)},
+                             capture_output=True, text=True, check=True).stdout for h in range(4)}
+    assert len(orders) == 1, orders
