@@ -44,6 +44,11 @@ __all__ = ["PDE", "PDEError", "MAX_ORDER"]
 MAX_ORDER = 4
 
 MultiIndex = tuple[int, ...]
+
+
+def _by_order(alpha: MultiIndex) -> tuple:
+    """Sort key of multi-indices: increasing total order, then lexicographic (parents before children)."""
+    return sum(alpha), alpha
 # A compiled node: (values of the placeholder/input symbols, (N,) reference tensor) -> value.
 # Constant subtrees are folded to Python floats; everything else is an (N,) tensor.
 _Node = Callable[[Mapping[sp.Symbol, torch.Tensor], torch.Tensor], "torch.Tensor | float"]
@@ -226,7 +231,7 @@ class PDE:
         self._n_equation_coefficients = len(self._coefficients)   # linear_form's come after
         self.max_order: int = max(sum(a) for a in self._placeholders)
         # Multi-indices in increasing total order, so parents are computed before children.
-        self._multi_indices: tuple[MultiIndex, ...] = tuple(sorted(self._placeholders, key=lambda a: (sum(a), a)))
+        self._multi_indices: tuple[MultiIndex, ...] = tuple(sorted(self._placeholders, key=_by_order))
 
     # ---------------------------------------------------------------- declaration checks
     @staticmethod
@@ -320,6 +325,13 @@ class PDE:
             )
 
     # ---------------------------------------------------------------- compilation (once)
+    def _multi_index(self, derivative: sp.Derivative) -> MultiIndex:
+        """α of a derivative ∂^α h of the unknown, one order per input."""
+        alpha = [0] * self.dim
+        for v, k in derivative.variable_count:
+            alpha[self._symbols.index(v)] += int(k)
+        return tuple(alpha)
+
     def _placeholder(self, alpha: MultiIndex) -> sp.Dummy:
         if alpha not in self._placeholders:
             label = self.unknown + "".join(self.inputs[i] * k for i, k in enumerate(alpha))
@@ -354,14 +366,12 @@ class PDE:
         if isinstance(expr, sp.Derivative):
             if expr.expr != self._call:
                 raise PDEError(f"unsupported derivative {expr}: only derivatives of {self._call} can be compiled")
-            alpha = [0] * self.dim
-            for v, k in expr.variable_count:
-                alpha[self._symbols.index(v)] += int(k)
+            alpha = self._multi_index(expr)
             if sum(alpha) > MAX_ORDER:
                 raise PDEError(
                     f"derivative {expr} of {self.unknown} has order {sum(alpha)} > {MAX_ORDER}"
                 )
-            p = self._placeholder(tuple(alpha))
+            p = self._placeholder(alpha)
             return lambda env, ref: env[p]
         if isinstance(expr, sp.Symbol):
             if expr not in self._symbols:  # guarded by _check_symbols; kept for bound variables
@@ -551,13 +561,8 @@ class PDE:
                 return met.setdefault(alpha, self._placeholder(alpha))
 
             atoms = {self._call: placeholder((0,) * self.dim)} if e.has(self._call) else {}
-            derivatives = {}
-            for d in e.atoms(sp.Derivative):
-                alpha = [0] * self.dim
-                for v, k in d.variable_count:
-                    alpha[self._symbols.index(v)] += int(k)
-                derivatives[d] = tuple(alpha)
-            for d, alpha in sorted(derivatives.items(), key=lambda item: (sum(item[1]), item[1])):
+            derivatives = {d: self._multi_index(d) for d in e.atoms(sp.Derivative)}
+            for d, alpha in sorted(derivatives.items(), key=lambda item: _by_order(item[1])):
                 atoms[d] = placeholder(alpha)
             # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
             e = e.xreplace({d: p for d, p in atoms.items() if d != self._call})
@@ -593,7 +598,7 @@ class PDE:
                 needed |= {alpha for alpha, p in self._placeholders.items() if expr.has(p)}
             equations.append((tuple((alpha, self._build(c.xreplace(back))) for alpha, c in terms),
                               None if source == 0 else self._build(source.xreplace(back))))
-        placeholders = {alpha: self._placeholders[alpha] for alpha in sorted(needed, key=lambda a: (sum(a), a))}
+        placeholders = {alpha: self._placeholders[alpha] for alpha in sorted(needed, key=_by_order)}
         return LinearisedForm(self._symbols, tuple(equations), placeholders)
 
     def minimum_on_boundary(self) -> bool:
@@ -679,7 +684,7 @@ class LinearForm:
         self._latest: dict[str, tuple[tuple, object]] = {}
         self.n_equations = len(equations)
         self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
-            {alpha for terms, _ in equations for alpha, _ in terms}, key=lambda a: (sum(a), a)))
+            {alpha for terms, _ in equations for alpha, _ in terms}, key=_by_order))
         self.max_order = max((sum(a) for a in self.multi_indices), default=0)
 
     def _env(self, points: torch.Tensor) -> tuple[dict, torch.Tensor]:

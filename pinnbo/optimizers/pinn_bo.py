@@ -271,8 +271,8 @@ class PINNBO(Optimizer):
 def _prior_paths(model, sample_shape: torch.Size):
     """Prior sample paths of a GP by BoTorch's random features, their weights drawn by
     :func:`_latin_hypercube_normals` instead of BoTorch's default, a scrambled Sobol sequence in
-    the features' 1024 dimensions, whose engine takes longer to start than the rest of a PINN-BO
-    step's path draw and the L-BFGS-B refinement together."""
+    the features' 1024 dimensions, whose engine (scrambling 1024 coordinates) takes several times
+    longer to start than the rest of the path draw."""
     return draw_kernel_feature_paths(model, sample_shape=sample_shape, weight_generator=_latin_hypercube_normals)
 
 
