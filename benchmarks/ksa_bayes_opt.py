@@ -46,7 +46,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pinnbo.runner.history import write_json_atomic  # noqa: E402
+from pinnbo.files import write_json  # noqa: E402
 from problems.sfu import ACKLEY_BOUND, LEVY_BOUND, ackley_values, levy_values  # noqa: E402
 
 FUNCTIONS = {"ackley": (ackley_values, ACKLEY_BOUND), "levy": (levy_values, LEVY_BOUND)}
@@ -99,7 +99,7 @@ def _task(args: tuple) -> tuple[Path, dict]:
     path, function, method, seed, budget, initial, dim = args
     result = run_one(function, method, seed, budget, initial, dim)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, result)   # on disk whole or not at all, so a rerun skips only finished runs
+    write_json(path, result)   # on disk whole or not at all, so a rerun skips only finished runs
     return path, result
 
 

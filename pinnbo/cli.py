@@ -6,6 +6,7 @@ with one line ``error: <field>: <what was expected>`` on stderr and exit code 2,
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -18,9 +19,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from pinnbo.errors import RunStopped, UserError
+from pinnbo.runner import SCHEDULER_VARIABLE
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Plain help and errors (rich_markup_mode None): typer's rich panels print a flag as "--resume
+# <bool>", which reads as if it took a value, and box a usage error over several lines.
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Physics-informed Bayesian optimisation of expensive designs.")
 console = Console()
 err_console = Console(stderr=True)
@@ -64,7 +68,8 @@ INITIAL_POINTS_OPTION = typer.Option(None, "--initial-points", help="Override th
                                      "(scrambled Sobol from the seed, shared by every method).")
 OUTPUT_OPTION = typer.Option(None, help="Results folder (default results/<name>).")
 DEVICE_OPTION = typer.Option(None, help="cpu, cuda or cuda:N.")
-SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1).")
+SMOKE_OPTION = typer.Option(False, "--smoke", help="Tiny budget and cheap settings (also PINNBO_SMOKE=1); "
+                            "results in results/<name>-smoke unless --output is given.")
 
 
 RESUME_OPTION = typer.Option(False, "--resume", help="Continue an interrupted run in its results folder.")
@@ -72,8 +77,10 @@ OVERWRITE_OPTION = typer.Option(False, "--overwrite", help="Replace the results 
 QUIET_OPTION = typer.Option(False, "--quiet", help="No live display.")
 WORKERS_OPTION = typer.Option(None, "--workers", help="Evaluations in flight at once, on a local Dask cluster "
                               "(or the --scheduler's); 1 (default): one at a time.")
-SCHEDULER_OPTION = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler "
-                                "(tcp://host:8786); its workers evaluate, at most --workers at once.")
+SCHEDULER_OPTION = typer.Option(None, "--scheduler", envvar=SCHEDULER_VARIABLE, show_envvar=True,
+                                help="Address of an existing Dask scheduler (tcp://host:8786); its workers "
+                                "evaluate, at most --workers at once. Only from here or the environment, never "
+                                "from a case file: the client runs what a scheduler sends back.")
 BATCH_OPTION = typer.Option(False, "--batch", help="Propose --workers designs at a time and wait for all of them "
                             "(default: a new design as soon as one evaluation comes back).")
 # The overrides a resume must repeat (a resume with another seed or folder would be refused).
@@ -131,6 +138,8 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
 @app.command()
 def run(
     case: Path = typer.Argument(..., help="Case file (YAML), e.g. cases/heat_bc1.yaml"),
+    method: Optional[str] = typer.Option(None, help="Override the case's method (its method_params are then "
+                                         "dropped, and the results go to results/<name>-<method>)."),
     seed: Optional[int] = SEED_OPTION,
     budget: Optional[int] = BUDGET_OPTION,
     initial_points: Optional[int] = INITIAL_POINTS_OPTION,
@@ -153,7 +162,7 @@ def run(
     from pinnbo.report.format import fmt
 
     loaded, problem, history, summary, recorded = _run_case(
-        case, {"seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
+        case, {"method": method, "seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
                "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None,
                "warm_start": None if warm_start is None else str(warm_start.resolve()),
                "target": target, "max_time": max_time, "workers": workers, "scheduler": scheduler,
@@ -181,13 +190,13 @@ def run(
         console.print(f"[yellow]{summary['failed']} failed evaluation(s)[/yellow] (see summary.json)")
     stopped = summary.get("stopped")
     if stopped is not None and stopped["rule"] == "target":
-        console.print(f"stopped: the target {fmt(stopped['target'])} was reached at evaluation {stopped['evaluation']}",
-                      highlight=False)
+        console.print(f"stopped: the target {fmt(stopped['target'])} was reached by evaluation "
+                      f"{stopped['evaluation'] + 1} (index {stopped['evaluation']} in evaluations.jsonl)", highlight=False)
     elif stopped is not None:
         console.print(f"stopped: --max-time {fmt(stopped['max_time'])} s passed after {stopped['evaluations']} "
                       "evaluations (--resume continues)", highlight=False)
     console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
-                  f"iteration; results in {loaded.output_dir}/")
+                  f"iteration; results in {loaded.output_dir}/", highlight=False, markup=False)
 
 
 @app.command()
@@ -247,7 +256,7 @@ def calibrate(
         table.add_column(column, overflow="fold")
     for name, stats in posterior["parameters"].items():
         low, high = stats["interval_95"]
-        table.add_row(name, fmt(stats["mean"], 5), fmt(stats["sd"], 3), f"[{fmt(low, 5)}, {fmt(high, 5)}]")
+        table.add_row(escape(name), fmt(stats["mean"], 5), fmt(stats["sd"], 3), escape(f"[{fmt(low, 5)}, {fmt(high, 5)}]"))
     print_table(console, table)
     console.print(f"samples, summaries and plots in {folder}/", highlight=False, markup=False)
 
@@ -263,7 +272,8 @@ def bench(
     initial_points: Optional[int] = INITIAL_POINTS_OPTION,
     jobs: int = typer.Option(1, help="Runs at once, on a local Dask cluster of that many workers (one torch "
                              "thread each), or on the --scheduler's."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler "
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", envvar=SCHEDULER_VARIABLE, show_envvar=True,
+                                            help="Address of an existing Dask scheduler "
                                             "(tcp://host:8786); its workers run the runs, at most --jobs at once, "
                                             "writing under --output (a shared filesystem)."),
     output: Path = typer.Option(Path("bench-results"), help="Results root: one folder per case inside."),
@@ -288,22 +298,21 @@ def bench(
     except UserError as exc:
         fail(str(exc))
     except BenchInterrupted as exc:
-        err_console.print(str(exc))
+        err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(143 if exc.terminated else 130)
     if result.failed:
         first = result.failed[0]
         err_console.print(f"{len(result.failed)} run(s) failed, e.g. {first['case']} {first['method']} seed "
-                          f"{first['seed']}: {first['error']} (rerun the same command to retry them)")
+                          f"{first['seed']}: {first['error']} (rerun the same command to retry them)",
+                          highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
 @app.command()
 def problems(name: Optional[str] = typer.Argument(None, help="A problem: its parameters and an example case.")) -> None:
     """List the registered problems and the cases shipped in cases/, or describe one problem."""
-    from pinnbo.runner.build import PROBLEM_IMPORT_ERRORS, describe_problem, registered_problems
+    from pinnbo.runner.build import PROBLEM_IMPORT_ERRORS, describe_problem, first_sentence, registered_problems
     from pinnbo.runner.case import list_cases
-
-    from pinnbo.report.format import print_table
 
     if name is not None:
         try:
@@ -316,7 +325,7 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
             table.add_column(column, overflow="fold")
         for p in parameters:
             table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.meaning)))   # [lower, upper] is text
-        print_table(console, table)
+        console.print(table)   # text, folded to the terminal's width
         console.print("example case:", highlight=False)
         console.print(example.rstrip(), highlight=False, markup=False, soft_wrap=True)
         return
@@ -325,9 +334,9 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
     table.add_column("name", overflow="fold")
     table.add_column("description", overflow="fold")
     for name, factory in sorted(registered_problems().items()):
-        doc = (factory.__doc__ or "").strip().splitlines()
-        table.add_row(name, doc[0] if doc else "")
-    print_table(console, table)
+        doc = inspect.getdoc(factory) or ""
+        table.add_row(escape(name), escape(first_sentence(doc.split("\n\n", 1)[0])))
+    console.print(table)   # text, folded to the terminal's width
     for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()):
         err_console.print(f"[yellow]warning:[/yellow] problems/{escape(module)}.py did not import: {escape(reason)}",
                           soft_wrap=True, highlight=False)
@@ -338,14 +347,17 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
         # Outside the project the bare name is what to type: `pinnbo run heat_bc1.yaml` finds a shipped case.
         cases.add_row(str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path.name),
                       str(data.get("problem", "")), str(data.get("method", "pinn-bo")), str(data.get("budget", "")))
-    print_table(console, cases)
+    console.print(cases)
 
 
 @app.command()
 def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
-                                                   "folder (bench-results/heat_bc1) or a bench root")) -> None:
+                                                   "folder (bench-results/heat_bc1) or a bench root"),
+         as_json: bool = typer.Option(False, "--json", help="Print the summary.json of a run (or of each bench "
+                                      "case) as JSON instead of a table.")) -> None:
     """Print the summary of a finished run, or the table of a bench."""
-    from pinnbo.report.format import fmt, print_table
+    from pinnbo.report.format import print_table
+    from pinnbo.report.show import summary_rows
 
     path = results / "summary.json"
     if not results.exists():
@@ -358,57 +370,44 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         if not benches and (results / "evaluations.jsonl").exists():
             from pinnbo.bench.plan import recorded_evaluations
 
-            try:
-                budget = f" of {int(json.loads((results / 'case.json').read_text())['budget'])}"
-            except (OSError, ValueError, KeyError, TypeError):
-                budget = ""
-            fail(f"results: {results} is not finished: {recorded_evaluations(results)}{budget} evaluations recorded "
+            stored = _read_json(results / "case.json")
+            budget = stored.get("budget") if isinstance(stored, dict) else None
+            of = f" of {budget}" if isinstance(budget, int) and not isinstance(budget, bool) else ""
+            fail(f"results: {results} is not finished: {recorded_evaluations(results)}{of} evaluations recorded "
                  "(pinnbo run --resume, or pinnbo ask / tell, continues it; the summary is written at the end)")
         if not benches:
             fail(f"results: {results} has no summary.json (run it first, or --resume it)")
+        if as_json:
+            typer.echo(json.dumps({str(folder): summary for folder, summary in benches}, indent=2))
+            return
         for folder, summary in benches:
             _show_bench(folder, summary)
         return
-    try:
-        summary = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"results: cannot read {path} ({exc.__class__.__name__})")
+    summary = _read_json(path)
+    if not isinstance(summary, dict):
+        fail(f"results: {path} is not a pinnbo summary (expected a JSON object; it is unreadable, or "
+             f"{type(summary).__name__ if summary is not None else 'not JSON'})")
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2, sort_keys=True))
+        return
     if _is_bench_summary(summary):
         _show_bench(results, summary)
         return
-    table = Table(title=str(results), show_header=False)
+    table = Table(title=escape(str(results)), show_header=False)
     table.add_column(overflow="fold")
     table.add_column(overflow="fold")
-    constrained = "n_feasible" in summary
-    for key in ("problem", "sense", "evaluations", "failed", "best_value", "optimum", "simple_regret",
-                "seconds_per_iteration"):
-        label = "best feasible value" if constrained and key == "best_value" else key
-        table.add_row(label, str(summary.get(key)))
-    if summary.get("best"):
-        table.add_row("best x", str(summary["best"]["x"]))
-    for key in [k for k in summary if k.startswith("best_value_without_")]:
-        phase = key[len("best_value_without_"):]     # a method's own phase (GP-UCB+'s exploration)
-        table.add_row(key, str(summary[key]) + f" ({summary.get(f'{phase}_evaluations')} {phase} evaluations left out)")
-        if summary.get(f"simple_regret_without_{phase}") is not None:
-            table.add_row(f"simple_regret_without_{phase}", str(summary[f"simple_regret_without_{phase}"]))
-    if constrained:
-        successful = summary.get("evaluations", 0) - summary.get("failed", 0)
-        table.add_row("feasible", f"{summary['n_feasible']} of {successful} successful evaluations"
-                      + (f" ({summary['feasible_fraction']:.0%})" if summary.get("feasible_fraction") is not None else ""))
-        violation = summary.get("cumulative_violation") or {}
-        per = ", ".join(f"{name} {fmt(v, 4)}" for name, v in (violation.get("per_constraint") or {}).items())
-        table.add_row("cumulative violation", f"{fmt(violation.get('total'), 4)}" + (f" ({per})" if per else ""))
-        if not summary.get("best") and summary.get("least_violation"):
-            closest = summary["least_violation"]
-            table.add_row("closest to feasible", f"{closest['x']} (violation {fmt(closest['violation'], 4)})")
+    for label, value in summary_rows(summary):
+        table.add_row(escape(label), escape(value))
     print_table(console, table)
 
 
 def _read_json(path: Path):
-    """The JSON in ``path``, or None where it cannot be read."""
+    """The JSON in ``path``, or None where it cannot be read (any way: see pinnbo.files.loads)."""
+    from pinnbo.files import loads
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return loads(path.read_text(), str(path))
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
 
 
@@ -421,7 +420,11 @@ def _show_bench(folder: Path, summary: dict) -> None:
     from pinnbo.bench.tables import rich_table
     from pinnbo.report.format import print_table
 
-    print_table(console, rich_table(summary))
+    try:
+        table = rich_table(summary)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+        fail(f"results: {folder / 'summary.json'} is not a pinnbo bench summary of this version (malformed)")
+    print_table(console, table)
     console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
                   f"{folder / 'convergence.png'}", highlight=False, markup=False, soft_wrap=True)
 
@@ -475,6 +478,9 @@ def tell(
     output: Optional[Path] = OUTPUT_OPTION,
     device: Optional[str] = DEVICE_OPTION,
     smoke: bool = SMOKE_OPTION,
+    tolerance: float = typer.Option(1e-6, "--tolerance", help="How far --x may be from the asked design, as a "
+                                    "fraction of each variable's range (at most 0.05), for a lab that sets a design to "
+                                    "its instruments' resolution; the asked design is what is recorded."),
 ) -> None:
     """Record the measurement of the pending design (from pinnbo ask)."""
     from pinnbo.report.format import fmt
@@ -495,7 +501,7 @@ def tell(
             if x is None:
                 raise TellError("--x: the measured design is missing (as printed by pinnbo ask)")
             design, value, measured = x, None if y is None else parse_y(y), constraint
-        record, history, problem = tell_value(loaded, design, value, failed, measured)
+        record, history, problem = tell_value(loaded, design, value, failed, measured, tolerance)
         summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
     except RunStopped as exc:
         fail(f"{exc}; tell again once the results folder can be written (a measurement already recorded "

@@ -12,8 +12,11 @@ as ``Integer`` and ``Float`` of their literal text). Anything else (attributes, 
 keywords, lambdas) is a one-line :class:`~pinnbo.problem.ProblemError` naming the field.
 
 The cost is bounded before sympy sees a node: at most :data:`MAX_LENGTH` characters,
-:data:`MAX_DEPTH` levels of nesting, numeric exponents within ±:data:`MAX_EXPONENT`, and an exact
-numeric power of at most :data:`MAX_DIGITS` digits (``9**9**9`` would take minutes).
+:data:`MAX_DEPTH` levels of nesting, numeric exponents within ±:data:`MAX_EXPONENT`, and exact
+numbers (a power, a product of literals) of at most :data:`MAX_DIGITS` digits: ``9**9**9`` would
+take minutes, and so would the exact square root of a 10 000-digit integer. A formula is real:
+one whose value or condition involves the imaginary unit (``x*sqrt(-1)``, ``x < sqrt(-1)``) is
+refused rather than cast to a real later.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ MAX_LENGTH = 4096
 MAX_DEPTH = 100
 #: Largest absolute value of a numeric exponent.
 MAX_EXPONENT = 1000
-#: Largest number of digits of an exact numeric power (base and exponent both numbers).
-MAX_DIGITS = 10_000
+#: Largest number of digits of an exact number (numerator or denominator) that a formula may build;
+#: a double's range ends at about 10**308.
+MAX_DIGITS = 400
+_MAX_BITS = int(MAX_DIGITS * math.log2(10)) + 1
 
 FUNCTIONS: dict[str, Callable[..., sp.Basic]] = {
     name: getattr(sp, name)
@@ -53,6 +58,8 @@ CONSTANTS: dict[str, sp.Basic] = {"pi": sp.pi, "E": sp.E, "e": sp.E}
 RESERVED = frozenset(FUNCTIONS) | frozenset(CONSTANTS)
 
 _OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
 _COMPARISONS = {ast.Lt: sp.StrictLessThan, ast.LtE: sp.LessThan, ast.Gt: sp.StrictGreaterThan,
                 ast.GtE: sp.GreaterThan, ast.Eq: sp.Eq, ast.NotEq: sp.Ne}
 _SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -93,16 +100,9 @@ class _Builder:
             return -operand if isinstance(node.op, ast.USub) else +operand
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
             left, right = self.expression(node.left, depth), self.expression(node.right, depth)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.Div):
-                return left / right
-            _check_power(left, right)
-            return left ** right
+            if isinstance(node.op, ast.Pow):
+                _check_power(left, right)
+            return _checked_size(_ARITHMETIC[type(node.op)](left, right))
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         if isinstance(node, ast.Compare):
@@ -123,7 +123,13 @@ class _Builder:
                 if type(op) not in _COMPARISONS:
                     raise FormulaError(_describe(op))
                 right = self.expression(comparator, depth)
-                terms.append(_COMPARISONS[type(op)](left, right))
+                if left.has(sp.I) or right.has(sp.I):
+                    raise FormulaError(f"the comparison {_source(node, self.text)!r} is between non-real values")
+                try:
+                    terms.append(_COMPARISONS[type(op)](left, right))
+                except TypeError as exc:   # sympy's "Invalid comparison of non-real zoo"
+                    raise FormulaError(f"the comparison {_source(node, self.text)!r} is not between real values "
+                                       f"({exc})") from None
                 left = right
             return terms[0] if len(terms) == 1 else sp.And(*terms)
         if isinstance(node, ast.BoolOp):
@@ -188,6 +194,7 @@ class _Unknown(FormulaError):
 
 def _describe(node: ast.AST) -> str:
     kinds = {ast.Attribute: "attribute access (.name)", ast.Subscript: "indexing ([...])",
+             ast.Call: "calling the result of an expression (only a named function is called, e.g. sin(x))",
              ast.Lambda: "lambda", ast.FloorDiv: "the operator //", ast.Mod: "the operator %",
              ast.MatMult: "the operator @", ast.LShift: "the operator <<", ast.RShift: "the operator >>",
              ast.BitAnd: "the operator & outside a condition", ast.BitOr: "the operator | outside a condition",
@@ -213,10 +220,19 @@ def _check_power(base: sp.Basic, exponent: sp.Basic) -> None:
         size = math.inf
     if not size <= MAX_EXPONENT:
         raise FormulaError(f"the exponent {shown(str(exponent), 40)} is larger than {MAX_EXPONENT} in size")
-    if isinstance(base, sp.Rational):
-        digits = max(len(str(abs(base.p))), len(str(base.q)))
-        if digits * size > MAX_DIGITS:
-            raise FormulaError(f"an exact power with about {digits * size:.0f} digits (at most {MAX_DIGITS})")
+    if isinstance(base, sp.Rational) and base not in (0, 1, -1):
+        bits = max(abs(base.p).bit_length(), base.q.bit_length())
+        if (bits - 1) * size > _MAX_BITS:
+            raise FormulaError(f"an exact power with about {(bits - 1) * size * math.log10(2):.0f} digits "
+                               f"(at most {MAX_DIGITS})")
+
+
+def _checked_size(value: sp.Basic) -> sp.Basic:
+    """``value``, unless it is an exact number of more than :data:`MAX_DIGITS` digits (a product of
+    literals grows without any single power being large)."""
+    if isinstance(value, sp.Rational) and max(abs(value.p).bit_length(), value.q.bit_length()) > _MAX_BITS:
+        raise FormulaError(f"an exact number of more than {MAX_DIGITS} digits")
+    return value
 
 
 def _tree(text: str) -> ast.AST:
@@ -277,6 +293,10 @@ def expression_of(text: str, names: Mapping[str, sp.Basic], field: str, expected
         raise ProblemError(f"{field}: cannot parse formula {quoted} ({exc})") from None
     if not isinstance(expr, sp.Expr):
         raise ProblemError(f"{field}: {quoted} is not a numeric formula")
+    if expr.has(sp.I, sp.zoo, sp.nan):
+        raise ProblemError(f"{field}: {quoted} is not real-valued (it involves {'I' if expr.has(sp.I) else 'zoo'}: "
+                           "a square root or logarithm of a negative number, or a division by zero); pinnbo "
+                           "never casts it to a real")
     return expr
 
 
@@ -309,7 +329,11 @@ def numpy_function(expr: sp.Expr, variables: Sequence[str]) -> Callable[..., np.
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ProblemError(f"bounds: variable name {shown(name)} must be letters, digits and '_'")
     symbols = [sp.Symbol(name, real=True) for name in variables]
-    fn = sp.lambdify(symbols, expr, modules="numpy")
+    # The generated code sees the variables as _v0, _v1, ...: lambdify puts every symbol's name in
+    # the namespace of its code, so a variable named like a numpy function that the printer calls
+    # (select for Piecewise, where, exp) would shadow it.
+    placeholders = [sp.Symbol(f"_v{i}", real=True) for i in range(len(symbols))]
+    fn = sp.lambdify(placeholders, expr.xreplace(dict(zip(symbols, placeholders))), modules="numpy")
 
     def evaluate(*args: np.ndarray) -> np.ndarray:
         arrays = [np.asarray(a, dtype=np.float64) for a in args]

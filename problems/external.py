@@ -91,6 +91,10 @@ def parse_bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]
     return tuple(names), lower, upper
 
 
+#: Largest derivative, in sympy operations, that ``diff`` in a case's PDE may build.
+MAX_DERIVATIVE_OPERATIONS = 2000
+
+
 def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde") -> PDE:
     """``"lhs = rhs"`` (or a list, one equation each) in the variables ``names`` and the unknown
     ``u``; derivatives as ``diff(u, x, 2)``. Parsed without evaluation
@@ -106,16 +110,27 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
         # diff(expr, x), diff(expr, x, 2), diff(expr, x, y): variables, each optionally with a count
         if len(args) < 2 or not isinstance(args[0], sp.Expr):
             raise FormulaError("diff takes an expression and the variables, e.g. diff(u, x, 2)")
-        spec = []
+        orders: list[list] = []   # [variable, order]
         for arg in args[1:]:
             if isinstance(arg, sp.Symbol) and arg in symbols.values():
-                spec.append(arg)
-            elif isinstance(arg, sp.Integer) and spec and 1 <= int(arg) <= MAX_ORDER:
-                spec.append(int(arg))
+                orders.append([arg, 1])
+            elif isinstance(arg, sp.Integer) and orders and 1 <= int(arg) <= MAX_ORDER:
+                orders[-1][1] = int(arg)
             else:
                 raise FormulaError(f"diff: expected variables ({', '.join(symbols)}), each optionally followed by "
                                    f"an order from 1 to {MAX_ORDER}, got {shown(str(arg), 40)}")
-        return sp.diff(args[0], *spec)
+        if sum(n for _, n in orders) > MAX_ORDER:
+            raise FormulaError(f"diff: a derivative of order {sum(n for _, n in orders)}; at most {MAX_ORDER}")
+        # One order at a time, each result's size checked: the derivatives of a nested formula
+        # (tan(tan(tan(x)))) grow several-fold per order, and sympy would take minutes.
+        result = args[0]
+        for variable, n in orders:
+            for _ in range(n):
+                result = sp.diff(result, variable)
+                if sp.count_ops(result) > MAX_DERIVATIVE_OPERATIONS:
+                    raise FormulaError(f"diff: the derivative grows past {MAX_DERIVATIVE_OPERATIONS} operations; "
+                                       "write it out, or simplify the expression")
+        return result
 
     lhs, rhs = [], []
     for item in items:

@@ -18,12 +18,12 @@ from pinnbo.bench.live import BenchProgress
 from pinnbo.bench.options import BenchError, BenchSettings
 from pinnbo.bench.plan import RunJob, plan, run_is_complete
 from pinnbo.bench.tables import rich_table, write_case_outputs
-from pinnbo.errors import CaseError
+from pinnbo.errors import CaseError, WriteFailure
+from pinnbo.files import make_folder, write_json
 from pinnbo.interrupts import Terminated, held_interrupts
 from pinnbo.report.format import print_table
 from pinnbo.report.summary import summarize
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
-from pinnbo.runner.history import write_json_atomic
 from pinnbo.runner.loop import RunInterrupted, run
 
 
@@ -67,7 +67,7 @@ def execute(job: RunJob, notify: Callable[[tuple], None] | None = None) -> dict:
         settings = run_settings(job.case, problem, resume=True)
         observer = _Reporter(job.key, notify) if notify is not None else None
         history = run(problem, optimizer, settings, observer)
-        write_json_atomic(job.folder / "summary.json", summarize(history, problem, job.case.to_dict()))
+        write_json(job.folder / "summary.json", summarize(history, problem, job.case.to_dict()))
     except (KeyboardInterrupt, RunInterrupted):
         raise
     except Exception as exc:
@@ -161,9 +161,9 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
             # Every run writes under its case folder: a root that cannot be made is one user error
             # here, not a failed run per job and a traceback when the table is written.
             try:
-                case_plan.folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise BenchError(f"--output: cannot create {case_plan.folder} ({exc.strerror or exc})") from None
+                make_folder(case_plan.folder)
+            except WriteFailure as exc:
+                raise BenchError(f"--output: {exc}") from None
         if not quiet and todo:
             display = BenchProgress(len(grid), len(grid) - len(todo), min(settings.jobs, len(todo)),
                                     Console(stderr=True), title="bench")

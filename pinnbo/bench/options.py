@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pinnbo.errors import CaseError, MethodError, shown
+from pinnbo.files import refusal, unique_keys
 from pinnbo.optimizers import METHODS
 from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_SEED, scheduler_address
 
@@ -165,10 +166,12 @@ def parse_params(params: str | dict | None, methods: Sequence[str]) -> dict[str,
                                  "'{\"pinn-bo\": {\"pde_weight\": 0.5}}' or params.json")
             text = Path(text).read_text()
         try:
-            params = json.loads(text)
+            params = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise BenchError(f"--params: invalid JSON ({exc.msg} at column {exc.colno}); expected "
                              "e.g. '{\"pinn-bo\": {\"pde_weight\": 0.5}}'") from None
+        except (ValueError, RecursionError) as exc:   # a key twice, a 4300-digit integer, deep nesting
+            raise BenchError(f"--params: not JSON pinnbo reads ({refusal(exc)})") from None
     if not isinstance(params, dict):
         raise BenchError("--params: expected a JSON object of methods, e.g. '{\"pinn-bo\": {\"pde_weight\": 0.5}}'")
     out = {}

@@ -13,10 +13,9 @@ from rich.table import Table
 from pinnbo.bench.options import seeds_text
 from pinnbo.bench.plan import CasePlan
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key
-from pinnbo.errors import write_failure
+from pinnbo.files import make_folder, write_json, write_text
 from pinnbo.report.figures import pyplot, save_figure
 from pinnbo.report.format import fmt
-from pinnbo.runner.history import write_json_atomic, write_text_atomic
 
 
 # Columns of the table: (header, cell(summary, method) -> text); constrained cases add theirs
@@ -190,7 +189,7 @@ def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) ->
                     + (["n_feasible", "cumulative_violation"] if constrained else []))
     for method, seed, k, *values in rows:
         writer.writerow([method, seed, k] + ["" if v is None else repr(v) for v in values])
-    write_text_atomic(path, text.getvalue())
+    write_text(path, text.getvalue())
 
 
 def plot_bench_convergence(summary: dict, path: Path) -> None:
@@ -238,11 +237,8 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
 
 
 def write_case_outputs(case_plan: CasePlan, summary: dict, rows: list[list]) -> None:
-    try:
-        case_plan.folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise write_failure(case_plan.folder, exc) from None
+    make_folder(case_plan.folder)
     write_curves_csv(case_plan.folder / "curves.csv", rows, case_plan.constrained)
-    write_text_atomic(case_plan.folder / "table.md", markdown_table(summary))
-    write_json_atomic(case_plan.folder / "summary.json", summary)
+    write_text(case_plan.folder / "table.md", markdown_table(summary))
+    write_json(case_plan.folder / "summary.json", summary)
     plot_bench_convergence(summary, case_plan.folder / "convergence.png")

@@ -31,9 +31,10 @@ from pinnbo.calibration.figures import plot_density, plot_surrogate
 from pinnbo.calibration.posterior import LogPosterior
 from pinnbo.calibration.sampling import REJECTION_MAX_DIM, Progress, Samples, metropolis, rejection
 from pinnbo.calibration.surrogate import KERNEL, Surrogate, fit_surrogate, surrogate_maximum
-from pinnbo.errors import UserError, write_failure
+from pinnbo.errors import UserError
+from pinnbo.files import make_folder, write_json, write_text
 from pinnbo.problem import Problem
-from pinnbo.runner.history import History, write_json_atomic, write_text_atomic
+from pinnbo.runner.history import History
 from pinnbo.streams import derived_seed, numpy_rng
 
 #: Posterior samples kept by default (the paper's figure shows 2000).
@@ -109,14 +110,11 @@ def calibrate(history: History, problem: Problem, posterior: LogPosterior, folde
         "sampler_details": drawn.details,
         "parameters": summarise(drawn.values, domain.names),
     }
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise write_failure(folder, exc) from None
-    write_text_atomic(folder / "design.csv", _csv(list(domain.names) + ["V", "phase"],
-                                                  [[*x, v, p] for x, v, p in zip(X.tolist(), V.tolist(), phases)]))
-    write_text_atomic(folder / "samples.csv", _csv(list(domain.names), drawn.values.tolist()))
-    write_json_atomic(folder / "posterior.json", summary)
+    make_folder(folder)
+    write_text(folder / "design.csv", _csv(list(domain.names) + ["V", "phase"],
+                                           [[*x, v, p] for x, v, p in zip(X.tolist(), V.tolist(), phases)]))
+    write_text(folder / "samples.csv", _csv(list(domain.names), drawn.values.tolist()))
+    write_json(folder / "posterior.json", summary)
     plot_density(drawn.values, surrogate, domain, folder)
     plot_surrogate(surrogate, X, V, x_max, domain, folder / "surrogate.png")
     return Calibration(surrogate, drawn, summary)

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pinnbo.errors import CaseError, shown
+from pinnbo.files import loads
 from pinnbo.interrupts import held_interrupts
 from pinnbo.oracles.isolation import OracleFailure, ProcessGroup, exit_reason
 
@@ -185,7 +186,7 @@ class CommandOracle:
                     else "a number or {\"value\": ...}")
         try:
             data = _load_json(stdout, lines[-1])
-        except json.JSONDecodeError:
+        except ValueError:
             raise OracleFailure(f"unparsable output: expected JSON ({expected}) as stdout "
                                 f"or its last line, got {shown(_clip(lines[-1]))}") from None
         if self.constraints and not isinstance(data, dict):
@@ -220,7 +221,7 @@ class CommandOracle:
                 values = np.asarray(data, dtype=np.float64)
             else:
                 values = np.asarray([float(v) for v in last.replace(",", " ").split()], dtype=np.float64)
-        except (ValueError, json.JSONDecodeError):
+        except ValueError:
             raise OracleFailure(f"unparsable output: expected {expected}, got {shown(_clip(last))}") from None
         if values.size != self.outputs:
             raise OracleFailure(f"unparsable output: expected {expected}, got {values.size}")
@@ -251,11 +252,12 @@ class CommandOracle:
 
 def _load_json(stdout: str, last: str) -> Any:
     """The JSON of a command's stdout, or of its last line when chatter comes before the result;
-    json.JSONDecodeError when neither parses."""
+    ValueError when neither parses (:func:`pinnbo.files.loads`: a key given twice, a huge integer
+    or deep nesting are refused too)."""
     try:
-        return json.loads(stdout)
-    except json.JSONDecodeError:
-        return json.loads(last)
+        return loads(stdout, "stdout")
+    except ValueError:
+        return loads(last, "stdout")
 
 
 def _clip(text: str, n: int = 120) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pinnbo.errors import write_failure
+from pinnbo.files import write_figure
 from pinnbo.problem import Problem
 from pinnbo.runner.history import History
 
@@ -49,11 +49,10 @@ def plot_convergence(history: History, problem: Problem, path: Path) -> None:
 
 
 def save_figure(fig, path: Path) -> None:
-    """Write ``fig`` as a PNG and close it; a failed write is a one-line :class:`WriteFailure`."""
+    """Write ``fig`` as a PNG through :func:`pinnbo.files.write_figure` (rendered to bytes, so a
+    link at ``path`` is refused rather than followed) and close it."""
     try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise write_failure(Path(path), exc) from None
+        write_figure(fig, Path(path))
     finally:
         pyplot().close(fig)
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pinnbo.files import write_json
 from pinnbo.problem import Problem
 from pinnbo.report.figures import plot_convergence, plot_field
-from pinnbo.runner.history import Evaluation, History, write_json_atomic
+from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.warm_start import IMPORTED
 
 
@@ -69,6 +70,7 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
     summary = {
         "problem": problem.name,
         "sense": problem.sense,
+        "variables": list(problem.domain.names),
         "evaluations": len(history),
         "failed": history.n_failed,
         "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
@@ -142,7 +144,7 @@ def write_report(history: History, problem: Problem, case: dict | None = None) -
     summary = summarize(history, problem, case)
     if history.folder is None:
         return summary
-    write_json_atomic(history.folder / "summary.json", summary)
+    write_json(history.folder / "summary.json", summary)
     plot_convergence(history, problem, history.folder / "convergence.png")
     if problem.domain.dim == 2 and problem.field_plot is not None:
         plot_field(history, problem, history.folder / "field.png")

@@ -21,7 +21,6 @@ evaluations.jsonl as ``pinnbo run`` with the same seed.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -30,21 +29,24 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pinnbo.errors import HistoryError, shown
+from pinnbo.files import loads, write_json
+from pinnbo.problem import Problem
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
 from pinnbo.runner.case import Case
-from pinnbo.errors import shown
-from pinnbo.errors import HistoryError
-from pinnbo.runner.history import ASKS, Evaluation, History, locked, write_json_atomic
-from pinnbo.problem import Problem
-from pinnbo.runner.loop import (checkpoint, commit, next_design, observation, read_checkpoint, record_imported,
-                                restore)
+from pinnbo.runner.history import ASKS, Evaluation, History, locked
+from pinnbo.runner.loop import checkpoint, commit, next_design, observation, read_checkpoint, record_imported, restore
 from pinnbo.runner.state import CHECKPOINT, PENDING_STATE, load_state, run_identity
 from pinnbo.streams import initial_design
 
 PENDING = "pending.json"
-# A told design matches the pending one within this fraction of each variable's range: ask prints
-# full precision, and two proposals are never closer than duplicate_tol (1e-4) in the unit box.
+#: A told design matches the pending one within this fraction of each variable's range by default:
+#: ask prints full precision. ``tell --tolerance`` widens it for a lab that sets a design to the
+#: resolution of its instruments; two proposals are never closer than duplicate_tol (1e-4) in the
+#: unit box, so a tolerance below that never matches the wrong one.
 X_TOLERANCE = 1e-6
+#: Widest tolerance ``tell`` accepts (a fraction of each range).
+MAX_TOLERANCE = 0.05
 
 
 class TellError(HistoryError):
@@ -55,6 +57,8 @@ def ask(case: Case, n: int = 1) -> list[dict]:
     """The next design of ``case``'s run, recorded as pending: ``[{"index": k, "x": {name: value},
     "phase": ...}]``. The pending design again if one is waiting for its tell. ``n`` > 1, or a
     folder that already has several: up to ``n`` designs pending at once (:func:`ask_several`)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise HistoryError(f"--n: expected a positive number of designs, got {shown(n)}")
     if n > 1 or (case.output_dir / ASKS).exists():
         return ask_several(case, n)
     problem = build_problem(case)
@@ -85,7 +89,7 @@ def ask(case: Case, n: int = 1) -> list[dict]:
         if k + 1 >= settings.first_proposal:
             checkpoint(history, optimizer, PENDING_STATE, n_told=k + 1)
         pending = {**asked(problem, k, x, phase), "ask_seconds": round(ask_seconds, 6), "asked_at": time.time()}
-        write_json_atomic(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
+        write_json(folder / PENDING, pending)  # last: pending.json is what marks a design as asked
     return [pending]
 
 
@@ -96,8 +100,6 @@ def ask_several(case: Case, n: int) -> list[dict]:
     ``tell`` takes them in any order; ``pinnbo run --resume`` can take over and evaluate them."""
     from pinnbo.runner.asynchronous import next_ask, open_asks, record_ask
 
-    if n < 1:
-        raise HistoryError(f"--n: expected a positive number of designs, got {n}")
     problem = build_problem(case)
     optimizer = build_optimizer(case, problem)
     settings = run_settings(case, problem, resume=True)
@@ -108,7 +110,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels, budget=settings.budget)
-        pending, next_index = open_asks(history, len(settings.imported))
+        pending, next_index = open_asks(history, len(settings.imported), problem.domain)
         room = settings.budget - max(len(history), len(settings.imported)) - len(pending)
         if len(pending) < n and room <= 0 and not pending:
             raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
@@ -137,11 +139,17 @@ def asked(problem: Problem, index: int, x: Sequence[float], phase: str) -> dict:
 
 
 def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,
-         constraints: dict | Sequence[str] | None = None) -> tuple[Evaluation, History, Problem]:
+         constraints: dict | Sequence[str] | None = None, tolerance: float = X_TOLERANCE
+         ) -> tuple[Evaluation, History, Problem]:
     """Record the measurement of the pending design: ``x`` (d,), {name: value} or "1.2,3.4" must
-    match it; ``y`` the value in the problem's sense, or ``failed`` the reason there is none;
-    ``constraints`` the measured black-box constraint values, {name: value} or ["name=value", ...]
-    (every one, with ``y``; none with ``failed``)."""
+    match it within ``tolerance`` of each variable's range (the asked design is what is recorded);
+    ``y`` the value in the problem's sense, or ``failed`` the reason there is none; ``constraints``
+    the measured black-box constraint values, {name: value} or ["name=value", ...] (every one, with
+    ``y``; none with ``failed``)."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 < tolerance <= MAX_TOLERANCE:
+        raise TellError(f"--tolerance: expected a fraction of each variable's range in (0, {MAX_TOLERANCE}], "
+                        f"got {shown(tolerance)}")
+
     problem = build_problem(case)
     folder = case.output_dir
     names = problem.domain.names
@@ -160,12 +168,12 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels)
         if (folder / ASKS).exists():
-            return _tell_one_of_several(case, problem, history, told, y, failed, measured), history, problem
+            return _tell_one_of_several(case, problem, history, told, y, failed, measured, tolerance), history, problem
         k = len(history)
         pending = read_pending(folder, problem)
         pending_matches = pending is not None and pending["index"] == k and _same(
-            told, np.array([pending["x"][n] for n in names]), problem)
-        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem)), None)
+            told, np.array([pending["x"][n] for n in names]), problem, tolerance)
+        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem, tolerance)), None)
         if recorded is not None and not pending_matches:
             raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}; "
                             "pinnbo ask for the next design")
@@ -175,7 +183,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
             raise TellError(f"tell: design {_show(told)} was never asked; evaluation {pending['index']} is "
                             "already recorded (pinnbo ask for the next design)")
         asked = np.array([pending["x"][n] for n in names])
-        if not _same(told, asked, problem):
+        if not _same(told, asked, problem, tolerance):
             raise TellError(f"tell: design {_show(told)} was never asked; the pending design {k} is {_show(asked)}")
         # The ask's saved state, checked before anything is written: a file that is not this run's
         # state is refused, one that is this run's but of another step is dropped after the record.
@@ -203,14 +211,14 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
 
 
 def _tell_one_of_several(case: Case, problem: Problem, history: History, told: np.ndarray, y: float | None,
-                         failed: str | None, measured: dict) -> Evaluation:
+                         failed: str | None, measured: dict, tolerance: float) -> Evaluation:
     """Record the measurement of one of several pending designs (:func:`ask_several`), in any order."""
     from pinnbo.runner.asynchronous import open_asks
 
-    pending, _ = open_asks(history)
-    ask = next((a for a in pending.values() if _same(told, np.asarray(a.x), problem)), None)
+    pending, _ = open_asks(history, domain=problem.domain)
+    ask = next((a for a in pending.values() if _same(told, np.asarray(a.x), problem, tolerance)), None)
     if ask is None:
-        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem)), None)
+        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem, tolerance)), None)
         if recorded is not None:
             raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}")
         listed = "; ".join(f"{a.index}: {_show(a.x)}" for a in pending.values()) or "none"
@@ -223,9 +231,9 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
     return record
 
 
-def _same(told: np.ndarray, design: np.ndarray, problem: Problem) -> bool:
-    """Whether ``told`` is ``design`` (both (d,)) within :data:`X_TOLERANCE` of each range."""
-    return design.shape == told.shape and bool(np.all(np.abs(told - design) / problem.domain.widths <= X_TOLERANCE))
+def _same(told: np.ndarray, design: np.ndarray, problem: Problem, tolerance: float = X_TOLERANCE) -> bool:
+    """Whether ``told`` is ``design`` (both (d,)) within ``tolerance`` of each range."""
+    return design.shape == told.shape and bool(np.all(np.abs(told - design) / problem.domain.widths <= tolerance))
 
 
 def read_pending(folder: Path, problem: Problem) -> dict | None:
@@ -234,7 +242,7 @@ def read_pending(folder: Path, problem: Problem) -> dict | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = loads(path.read_text(), str(path))
         index, x = data["index"], data["x"]
         if isinstance(index, bool) or not isinstance(index, int) or not isinstance(x, dict) \
                 or sorted(x) != sorted(problem.domain.names) or not isinstance(data.get("phase"), str) \
@@ -328,9 +336,9 @@ def parse_json(text: str) -> dict:
     """``--json '{"x": [..] or {name: value}, "y": value, "constraints": {name: value}}'`` (or
     ``"failed": "reason"``)."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TellError(f"--json: not valid JSON ({exc.msg} at character {exc.pos})") from None
+        data = loads(text, "--json")
+    except ValueError as exc:
+        raise TellError(str(exc)) from None
     if not isinstance(data, dict):
         raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
     for key in data:

@@ -31,10 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from pinnbo.errors import HistoryError
+from pinnbo.files import append_line
 from pinnbo.interrupts import Terminated
 from pinnbo.optimizers.base import Optimizer
-from pinnbo.problem import Problem
-from pinnbo.runner.history import ASKS, History, _append_line
+from pinnbo.problem import Box, Problem
+from pinnbo.runner.history import ASKS, History
 from pinnbo.runner.loop import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
                                 outcome_record, record_imported, restore, stop)
 from pinnbo.streams import initial_design
@@ -49,9 +50,11 @@ class Ask:
     phase: str
 
 
-def read_asks(folder: Path | None) -> list[Ask]:
-    """The asks recorded in ``folder`` (none without a folder or a file). A last line cut off by
-    a crash was never dispatched and is dropped."""
+def read_asks(folder: Path | None, domain: Box | None = None) -> list[Ask]:
+    """The asks recorded in ``folder`` (none without a folder or a file), each checked against
+    ``domain`` (its dimension and box) where given: an ask is dispatched to an oracle as it stands,
+    so a folder changed by hand must not send it a design it never proposed. A last line cut off
+    by a crash was never dispatched and is dropped."""
     if folder is None:
         return []
     path = Path(folder) / ASKS
@@ -69,23 +72,34 @@ def read_asks(folder: Path | None) -> list[Ask]:
             ask = Ask(int(data["index"]), [float(v) for v in data["x"]], str(data["phase"]))
             if not all(math.isfinite(v) for v in ask.x) or ask.index < 0:
                 raise ValueError
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, RecursionError):   # ValueError: JSON syntax, a huge integer
             raise HistoryError(f"{path}:{number}: corrupted ask; expected {{\"index\", \"x\", \"phase\"}}") from None
+        if domain is not None:
+            _check_ask(ask, domain, f"{path}:{number}")
         asks.append(ask)
     return asks
+
+
+def _check_ask(ask: Ask, domain: Box, where: str) -> None:
+    if len(ask.x) != domain.dim:
+        raise HistoryError(f"{where}: corrupted ask: {len(ask.x)} values for the {domain.dim} design variables "
+                           f"({', '.join(domain.names)})")
+    for name, value, lo, hi in zip(domain.names, ask.x, domain.lower, domain.upper):
+        if not lo <= value <= hi:
+            raise HistoryError(f"{where}: corrupted ask: {name} = {value!r} is outside the box [{lo:g}, {hi:g}]")
 
 
 def record_ask(folder: Path | None, ask: Ask) -> None:
     """Append ``ask`` to the ask log, fsynced: on disk before its design leaves the runner."""
     if folder is not None:
-        _append_line(Path(folder) / ASKS, json.dumps(asdict(ask), allow_nan=False))
+        append_line(Path(folder) / ASKS, json.dumps(asdict(ask), allow_nan=False))
 
 
-def open_asks(history: History, imported: int = 0) -> tuple[dict[int, Ask], int]:
+def open_asks(history: History, imported: int = 0, domain: Box | None = None) -> tuple[dict[int, Ask], int]:
     """The asks of ``history``'s folder without a record (by index, in ask order) and the index
-    of the next ask (after the ``imported`` evaluations). An ask whose design is not the recorded
-    one's is a foreign log: refused."""
-    asks = read_asks(history.folder)
+    of the next ask (after the ``imported`` evaluations), checked against ``domain``
+    (:func:`read_asks`). An ask whose design is not the recorded one's is a foreign log: refused."""
+    asks = read_asks(history.folder, domain)
     told = {r.index: r for r in history.evaluations}
     for ask in asks:
         record = told.get(ask.index)
@@ -120,7 +134,7 @@ def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettin
     try:
         restore(history, optimizer, first, saved, asynchronous=True)
         record_imported(history, optimizer, problem, settings)
-        pending, next_index = open_asks(history, len(settings.imported))
+        pending, next_index = open_asks(history, len(settings.imported), problem.domain)
         for ask in pending.values():    # dispatched before the interruption: again, unchanged
             engine.submit(ask.index, np.asarray(ask.x))
             stats["resubmitted"] += 1

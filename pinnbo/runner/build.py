@@ -320,7 +320,25 @@ def describe_problem(name: str) -> tuple[str, list[ProblemParameter], str]:
         required = {p.name: "..." for p in parameters if p.default == "required"}
         example = yaml.safe_dump({"name": name, "problem": name, "params": required or {}, "method": "pinn-bo",
                                   "budget": 100, "initial_points": 10, "seed": 0}, sort_keys=False)
-    return (doc.splitlines() or [""])[0], parameters, example
+    return first_sentence(doc.split("\n\n", 1)[0]), parameters, example
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of docstring ``text`` as a terminal shows it: lines joined, reST markup
+    (````x````, ``:func:`x```) as plain text, cut at the first full stop outside brackets that a
+    capital follows (so ``(≥ 16; ...)``, ``s.t. c1`` or ``e.g.`` does not end it)."""
+    text = " ".join(text.split())
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "." and depth == 0 and (i + 1 == len(text) or text[i + 1:i + 3] in
+                                           (" " + c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")):
+            return text[: i + 1]   # a full stop ends a sentence before a capital; "s.t. c1" goes on
+    return text
 
 
 def _docstring_arguments(doc: str) -> dict[str, str]:
@@ -345,7 +363,7 @@ def _docstring_arguments(doc: str) -> dict[str, str]:
             out[current] = match[2]
         elif current is not None:
             out[current] += " " + line.strip()
-    return {k: re.split(r"(?<=[.;])\s", v.strip(), maxsplit=1)[0] for k, v in out.items()}
+    return {k: first_sentence(v) for k, v in out.items()}
 
 
 def check_params(factory: Callable[..., Problem], params: dict, name: str) -> dict:

@@ -42,6 +42,7 @@ import yaml
 from pinnbo.errors import CaseError, MethodError, shown
 from pinnbo.optimizers import METHODS
 from pinnbo.optimizers.base import check_device
+from pinnbo.runner import SCHEDULER_VARIABLE
 
 #: Limits of a case: far beyond any expensive design problem, and small enough that a mistake
 #: (a misplaced exponent) is an error now rather than a run that never starts.
@@ -82,7 +83,7 @@ class Case:
     target: float | None = None     # stop once the best observed value reaches this
     max_time: float | None = None   # stop after this many seconds of one command
     workers: int = 1                # evaluations in flight (asynchronous runs, Dask); 1: one at a time
-    scheduler: str | None = None    # address of an existing Dask scheduler (workers caps what is in flight)
+    scheduler: str | None = None    # an existing Dask scheduler (--scheduler only; never from a file)
     batch: bool = False             # synchronous batches of `workers` designs instead of asynchronous asks
     source: str | None = None       # the file the case came from (not part of the schema)
     smoke: bool = False             # tiny budget and cheap method settings (CI)
@@ -102,9 +103,11 @@ class Case:
             data.pop("constraints")
         if not data["constraint_noise"]:
             data.pop("constraint_noise")
-        for key in ("warm_start", "target", "max_time", "scheduler"):
+        for key in ("warm_start", "target", "max_time"):
             if data[key] is None:
                 data.pop(key)
+        # Where the evaluations run is the command line's, never a results folder's to say.
+        data.pop("scheduler")
         # How the evaluations are dispatched is not part of what a run computes: left out at their
         # defaults, so a sequential run's case.json is what it always was.
         if data["workers"] == 1:
@@ -123,13 +126,22 @@ class DuplicateKey(yaml.constructor.ConstructorError):
 
 
 class CaseLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading ``1e-3`` as a number and refusing duplicate keys.
+    """PyYAML's safe loader, reading plain scalars as YAML 1.2 does and refusing duplicate keys.
 
-    PyYAML follows YAML 1.1, whose floats need a dot, so ``learning_rate: 1e-3`` would arrive as the
-    text '1e-3'; YAML 1.2 (and every user) reads it as 0.001. The resolver below adds the exponent
-    form without a dot; every other scalar resolves as before. A key given twice in one mapping is an
-    error: which of two budgets the user meant is not ours to guess.
+    PyYAML follows YAML 1.1, which reads ``budget: 014`` as 12 (octal), ``1:20`` as 80 (base 60),
+    ``1e-3`` as the text '1e-3', ``yes``/``off`` as booleans and ``2026-01-01`` as a date; YAML 1.2,
+    every other tool and every user read 14, the text '1:20', 0.001 and texts. The resolvers below are
+    YAML 1.2's core schema (decimal, ``0o`` octal and ``0x`` hexadecimal integers; floats with an
+    optional dot; ``true``/``false``), so no number in a case is silently reinterpreted. A key given
+    twice in one mapping is an error: which of two budgets the user meant is not ours to guess.
     """
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers
+                if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+                               "tag:yaml.org,2002:timestamp")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -146,11 +158,26 @@ class CaseLoader(yaml.SafeLoader):
                 raise DuplicateKey(None, None, f"duplicate key {shown(key)}", key_node.start_mark)
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_int(self, node):
+        text = self.construct_scalar(node)
+        sign = -1 if text.startswith("-") else 1
+        digits = text.lstrip("+-")
+        if digits.startswith("0o"):
+            return sign * int(digits[2:], 8)
+        if digits.startswith("0x"):
+            return sign * int(digits[2:], 16)
+        return sign * int(digits, 10)
 
+
+CaseLoader.add_constructor("tag:yaml.org,2002:int", CaseLoader.construct_yaml_int)
+CaseLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+CaseLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                                 list("-+0123456789"))
 CaseLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)$"),
-    list("-+0123456789"))
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
 
 
 def load_case(path: str | Path, overrides: dict | None = None) -> Case:
@@ -162,6 +189,8 @@ def load_case(path: str | Path, overrides: dict | None = None) -> Case:
             path = candidate
         else:
             raise CaseError(f"case: no such file {shown(str(path))}")
+    if not path.is_file():   # a folder, or a FIFO that would block the read forever
+        raise CaseError(f"case: {shown(str(path))} is not a regular file")
     try:
         if path.stat().st_size > MAX_CASE_BYTES:
             raise CaseError(f"case: {shown(str(path))} is {path.stat().st_size} bytes; a case file is at most "
@@ -177,6 +206,8 @@ def load_case(path: str | Path, overrides: dict | None = None) -> Case:
         raise CaseError(f"{path.name}: YAML syntax error{where}: {reason}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseError(f"case: cannot read {shown(str(path))} ({exc.__class__.__name__})") from None
+    except RecursionError:
+        raise CaseError(f"{path.name}: nested too deeply; a case is a few levels of mappings and lists") from None
     if _expanded_size(data, MAX_CASE_VALUES) > MAX_CASE_VALUES:
         raise CaseError(f"{path.name}: expands to more than {MAX_CASE_VALUES} values (through YAML aliases?); "
                         "a case holds a few dozen")
@@ -223,10 +254,20 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
     if not isinstance(data, dict):
         raise CaseError("case: expected a mapping of fields (name, problem, method, ...) at the top level")
     data = dict(data)
+    if data.get("scheduler") is not None:
+        raise CaseError("scheduler: a case file cannot name a Dask scheduler (the client runs what a scheduler "
+                        "sends back, so it is code you trust); give --scheduler ADDRESS on the command line or "
+                        f"set {SCHEDULER_VARIABLE}")
+    own_method = data.get("method", "pinn-bo")
     for key, value in (overrides or {}).items():
         if value is not None:
             data[key] = value
     smoke = bool(data.pop("smoke", False))
+    # Another method on the command line: the case's method_params were written for its own method
+    # (as in pinnbo bench), and the run gets its own folder beside the case's.
+    other_method = data.get("method", "pinn-bo") != own_method
+    if other_method:
+        data.pop("method_params", None)
     for key in data:
         if key not in FIELDS:
             hint = difflib.get_close_matches(str(key), FIELDS, n=1)
@@ -265,8 +306,13 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
     if smoke:
         case.initial_points = min(case.initial_points, 4)
         case.budget = case.initial_points + 2
+    if case.output is None and (other_method or smoke):
+        # A smoke test or a comparison never lands in (or collides with) the case's real run.
+        case.output = str(Path("results") / "-".join([case.name] + [case.method] * other_method + ["smoke"] * smoke))
     if case.budget <= case.initial_points:
-        raise CaseError(f"budget: must exceed initial_points ({case.initial_points}), got {case.budget}")
+        given = overrides or {}
+        hint = "; lower --initial-points" if given.get("budget") is not None and given.get("initial_points") is None else ""
+        raise CaseError(f"budget: must exceed initial_points ({case.initial_points}), got {case.budget}{hint}")
     if case.method not in METHODS:
         hint = difflib.get_close_matches(case.method, METHODS, n=1)
         raise CaseError(f"method: unknown method {shown(case.method)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
@@ -345,7 +391,9 @@ def _warm_start(data: dict, base: Path) -> dict | None:
     if path.suffix.lower() not in FORMATS:
         raise CaseError(f"warm_start.file: {shown(text)}: expected a .csv or .jsonl file")
     if not path.is_file():
-        raise CaseError(f"warm_start.file: no such file {shown(text)} (relative to {base})")
+        where = "" if Path(text).is_absolute() else f" (relative to the case file's folder {base})"
+        what = "not a regular file" if path.exists() else "no such file"
+        raise CaseError(f"warm_start.file: {what} {shown(text)}{where}")
     return {"file": str(path.resolve()), "counted": counted, "digest": digest(path)}
 
 

@@ -123,7 +123,7 @@ class Cluster:
             self._config = preloaded_workers(preload or [])
             try:
                 self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL,
                                             worker_dashboard_address=None, preload=[__name__])
                 self.client = Client(self.cluster)
             except BaseException:

@@ -22,10 +22,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from pinnbo.errors import HistoryError, shown, write_failure
-
-
-
+from pinnbo.errors import HistoryError, WriteFailure, shown
+from pinnbo.files import (append_line, holds_anything, loads, make_folder, refuse_link, remove_leftovers, write_json,
+                          write_text)
 
 #: Phases every run has: its initial design, evaluations imported from elsewhere, the optimiser's
 #: proposals. Any other phase is a method's own (GP-UCB+'s random points are "exploration"), and
@@ -84,7 +83,7 @@ class Evaluation:
             if not isinstance(data, dict):
                 raise TypeError("not a mapping")
             record = cls(**data)
-        except (json.JSONDecodeError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:   # ValueError: JSON syntax, a 4300-digit integer
             raise HistoryError(f"{where}: corrupted record ({type(exc).__name__}); expected one JSON evaluation per line") from None
         def number(v: Any) -> bool:
             return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -197,11 +196,9 @@ class History:
         elif self._existing:  # --overwrite of an earlier pinnbo run (checked in read)
             for name in RUN_FILES:
                 (folder / name).unlink(missing_ok=True)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise write_failure(folder, exc) from None
-        write_json_atomic(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
+        make_folder(folder)
+        remove_leftovers(folder)
+        write_json(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
                           if self.variable_names else case)
 
     @staticmethod
@@ -256,7 +253,7 @@ class History:
                 try:
                     entry = json.loads(line)
                     by_index[int(entry.pop("index"))] = entry
-                except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+                except (AttributeError, KeyError, TypeError, ValueError, RecursionError):
                     continue
         self.timings = [by_index.get(r.index, {}) for r in evaluations]
 
@@ -282,19 +279,19 @@ class History:
         path = self.folder / "evaluations.jsonl"
         text = "".join(r.to_json() + "\n" for r in self.evaluations)
         if path.exists() and path.read_text() != text:
-            write_text_atomic(path, text)
+            write_text(path, text)
         timings = self.folder / "timings.jsonl"
         text = "".join(json.dumps({"index": r.index, **t}) + "\n" for r, t in zip(self.evaluations, self.timings))
         if self.evaluations and (not timings.exists() or timings.read_text(errors="replace") != text):
-            write_text_atomic(timings, text)
+            write_text(timings, text)
 
     # -- records ----------------------------------------------------------------------------------
     def append(self, record: Evaluation, timing: dict | None = None) -> None:
         record.y = _finite_or_none(record.y)
         record.true = _finite_or_none(record.true)
         if self.folder is not None:
-            _append_line(self.folder / "evaluations.jsonl", record.to_json())
-            _append_line(self.folder / "timings.jsonl", json.dumps({"index": record.index, **(timing or {})}), sync=False)
+            append_line(self.folder / "evaluations.jsonl", record.to_json())
+            append_line(self.folder / "timings.jsonl", json.dumps({"index": record.index, **(timing or {})}), sync=False)
         self.evaluations.append(record)
         self.timings.append(timing or {})
 
@@ -425,9 +422,11 @@ def read_stored_case(case_file: Path) -> dict:
     """The case a results folder was produced with (its case.json). Raises ValueError saying why
     it cannot be used ("is unreadable (...)", "is not a pinnbo case")."""
     try:
-        stored = json.loads(Path(case_file).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        stored = loads(Path(case_file).read_text(), "case.json")
+    except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"is unreadable ({type(exc).__name__})") from None
+    except ValueError as exc:
+        raise ValueError(f"is unreadable ({str(exc).split(': ', 1)[1]})") from None
     if not isinstance(stored, dict):
         raise ValueError("is not a pinnbo case")
     return stored
@@ -448,6 +447,10 @@ def check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, var
         raise HistoryError(f"output: {folder} is a file, not a results folder")
     case_file = folder / "case.json"
     existing = holds_anything(folder)
+    if existing:   # before any evaluation: a link planted where the run will write is refused now
+        for name in ("case.json", *RUN_FILES):
+            if name != "evaluations.jsonl" and name != "checkpoint.pt":   # load() and load_state() say "corrupted"
+                refuse_link(folder / name)
     if resume:
         if not os.path.lexists(case_file):
             if existing:
@@ -491,8 +494,8 @@ def locked(folder: Path) -> Iterator[None]:
         raise HistoryError(f"output: {folder} is a file, not a results folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HistoryError(f"output: cannot create {folder} ({exc.strerror or exc})") from None
+    except OSError as exc:   # a read-only parent is a write failure like a read-only folder (exit 1)
+        raise WriteFailure(f"cannot create {folder} ({exc.strerror or exc})") from None
     try:
         import fcntl
     except ImportError:  # no flock (Windows): one process per folder is then the user's care
@@ -508,71 +511,3 @@ def locked(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _append_line(path: Path, line: str, sync: bool = True) -> None:
-    """Append one line; on a write failure the file is cut back to where it was (no partial record)
-    and a :class:`WriteFailure` raised. Links are not followed (O_NOFOLLOW)."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        raise write_failure(path, exc) from None
-    try:
-        size = os.fstat(fd).st_size
-        data = (line + "\n").encode()
-        try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            if sync:
-                os.fsync(fd)
-        except OSError as exc:
-            try:
-                os.ftruncate(fd, size)
-            except OSError:
-                pass  # a line without its newline is dropped on resume (History.load)
-            raise write_failure(path, exc) from None
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON so that a reader never sees a half-written file."""
-    write_text_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-TMP_SUFFIX = ".tmp"
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` (:func:`write_bytes_atomic`)."""
-    write_bytes_atomic(path, text.encode())
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` so that a crash leaves either the old or the new file, fsynced,
-    and no ``.tmp`` beside them; a failed write is a :class:`WriteFailure`."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + TMP_SUFFIX)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise write_failure(path, exc) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def holds_anything(folder: Path) -> bool:
-    """Whether ``folder`` exists and holds anything but the ``.tmp`` leftovers of atomic writes: a
-    run stopped while writing its first case.json (a signal to a starting bench worker) leaves only
-    ``case.json.tmp``, and that folder holds no run to protect or resume."""
-    folder = Path(folder)
-    return folder.is_dir() and any(not p.name.endswith(TMP_SUFFIX) for p in folder.iterdir())
-

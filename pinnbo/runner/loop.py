@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -365,8 +366,9 @@ def _run_on_engine(problem: Problem, optimizer: Optimizer, settings: RunSettings
                    observer: RunObserver | None, saved: dict | None, engine) -> History:
     """The asynchronous loop on ``engine``, or on a Dask engine started here (and stopped after):
     started, or its scheduler reached, before the results folder is written."""
-    from pinnbo.runner.asynchronous import run_asynchronous
+    from pinnbo.runner.asynchronous import read_asks, run_asynchronous
 
+    read_asks(history.folder, problem.domain)   # a hand-edited ask is refused before anything starts
     own = engine is None
     if own:
         engine = _dask_engine(problem, settings)
@@ -399,7 +401,11 @@ def next_design(k: int, settings: RunSettings, design: np.ndarray, optimizer: Op
     x = settings.planned_design(k, design)
     phase = "initial"
     if x is None:
-        x = optimizer.ask(pending)
+        with warnings.catch_warnings():
+            # gpytorch clamps a posterior variance that round-off made slightly negative and warns
+            # each time; the clamp is the right answer, and the warnings buried the live display.
+            warnings.filterwarnings("ignore", message="Negative variance values detected")
+            x = optimizer.ask(pending)
         phase = optimizer.phase
     return x, phase, time.perf_counter() - start
 

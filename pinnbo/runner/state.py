@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from pinnbo.errors import HistoryError, shown
-from pinnbo.runner.history import RESUMABLE_KEYS, VARIABLES_KEY, write_bytes_atomic
+from pinnbo.files import write_bytes
+from pinnbo.runner.history import RESUMABLE_KEYS, VARIABLES_KEY
 
 #: Version of the file layout; a file of another version is not this run's state.
 FORMAT = 2
@@ -45,7 +46,7 @@ def save_state(path: Path, state: dict, n_told: int, identity: dict) -> None:
             "state": state}
     buffer = io.BytesIO()
     torch.save(data, buffer)   # in memory: torch reports a failed file write as a RuntimeError, not an OSError
-    write_bytes_atomic(Path(path), buffer.getvalue())
+    write_bytes(Path(path), buffer.getvalue())
 
 
 def load_state(path: Path, identity: dict, device: torch.device | str = "cpu",
@@ -74,6 +75,6 @@ def load_state(path: Path, identity: dict, device: torch.device | str = "cpu",
                            f"this run: seed {shown(identity['seed'])}, case {shown(identity['case'])}); {remedy}")
     if recorded is not None and data["n_told"] > recorded:
         raise HistoryError(f"{path}: saved after {data['n_told']} evaluations but the log beside it records "
-                           f"{recorded}: evaluations.jsonl has lost records; restore it, or start afresh with "
-                           "--overwrite")
+                           f"{recorded}: evaluations.jsonl has lost records; restore it, or {remedy} (every "
+                           "recorded evaluation is kept)")
     return {"n_told": data["n_told"], "state": data["state"]}

@@ -9,12 +9,16 @@ evaluates the first 6 points of its initial design). By default they come on top
 
 Formats, by extension:
 
-- ``.csv``: a header naming every design variable, ``y`` (the objective in the problem's own
-  sense; empty for a measurement that failed) and each black-box constraint; other columns are
-  ignored.
+- ``.csv``: a header naming every design variable, one objective column and each black-box
+  constraint; other columns are ignored. The objective column is the one of ``y``, ``value`` and
+  ``objective`` that is not a design variable's name (the heat plate's variables are ``x`` and
+  ``y``, so its objective is ``value`` or ``objective``); the value is in the problem's own sense,
+  empty for a measurement that failed. A header that names a column twice, leaves the objective
+  out or offers two objective columns is refused: which column is the objective is never guessed.
 - ``.jsonl`` / ``.json``: one object per line, ``{"x": [...] or {name: value}, "y": value or
   null, "constraints": {name: value}}``: what ``pinnbo tell --json`` takes, and what a pinnbo
-  ``evaluations.jsonl`` holds.
+  ``evaluations.jsonl`` holds. ``"y"`` is required (null, or ``"status": "failed"``, for a failed
+  measurement); a key given twice, or a name in ``"x"`` that is not a design variable, is refused.
 
 Every row is checked before the run starts: a design outside the box, a missing variable or
 constraint, a value that is not a finite number is one line naming the file and row.
@@ -25,15 +29,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from pinnbo.errors import CaseError, shown
+from pinnbo.files import loads
 from pinnbo.problem import Problem
 
 #: The phase of an imported evaluation in evaluations.jsonl.
@@ -70,7 +74,8 @@ def read_evaluations(path: Path, problem: Problem, field: str = "warm_start") ->
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseError(f"{field}: cannot read {shown(str(path))} ({type(exc).__name__})") from None
-    rows = _csv_rows(text, path, field) if path.suffix.lower() == ".csv" else _json_rows(text, path, field)
+    names = problem.domain.names
+    rows = _csv_rows(text, path, field, names) if path.suffix.lower() == ".csv" else _json_rows(text, path, field)
     if not rows:
         raise CaseError(f"{field}: {path.name} holds no evaluation")
     if len(rows) > MAX_IMPORTED:
@@ -78,16 +83,41 @@ def read_evaluations(path: Path, problem: Problem, field: str = "warm_start") ->
     return [_checked(row, problem, f"{field}: {path.name}:{where}") for where, row in rows]
 
 
-def _csv_rows(text: str, path: Path, field: str) -> list[tuple[int, dict]]:
-    reader = csv.DictReader(io.StringIO(text))
-    if reader.fieldnames is None:
-        raise CaseError(f"{field}: {path.name} has no header row (the variables, y and the constraints)")
+def objective_column(header: Sequence[str], variables: Sequence[str], where: str) -> str:
+    """The objective's column of a table whose ``header`` names the design ``variables``: the one of
+    :data:`OBJECTIVE_KEYS` that is not a variable's name; anything ambiguous is a CaseError."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen and name:
+            raise CaseError(f"{where}: the column {shown(name)} is named twice in the header")
+        seen.add(name)
+    candidates = [k for k in OBJECTIVE_KEYS if k in seen and k not in variables]
+    if len(candidates) > 1:
+        raise CaseError(f"{where}: two objective columns ({', '.join(candidates)}); keep one")
+    if not candidates:
+        free = [k for k in OBJECTIVE_KEYS if k not in variables]
+        taken = [k for k in OBJECTIVE_KEYS if k in variables]
+        note = f" ({', '.join(taken)} is a design variable here)" if taken else ""
+        raise CaseError(f"{where}: no objective column; name it {' or '.join(free)}{note}")
+    return candidates[0]
+
+
+def _csv_rows(text: str, path: Path, field: str, variables: Sequence[str]) -> list[tuple[int, dict]]:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise CaseError(f"{field}: {path.name} has no header row (the variables, the objective and the constraints)")
+    header = [h.strip() for h in header]
+    objective = objective_column(header, variables, f"{field}: {path.name}")
     out = []
-    for number, row in enumerate(reader, start=2):
-        objective = next((k for k in OBJECTIVE_KEYS if k in row), None)
-        out.append((number, {"x": {k: v for k, v in row.items() if k is not None},
-                             "y": None if objective is None else row[objective],
-                             "constraints": {k: v for k, v in row.items() if k is not None}, "csv": True}))
+    for number, cells in enumerate(reader, start=2):
+        if not cells:
+            continue
+        if len(cells) > len(header):
+            raise CaseError(f"{field}: {path.name}:{number}: {len(cells)} cells for {len(header)} columns")
+        row = dict(zip(header, cells))
+        out.append((number, {"x": {k: v for k, v in row.items() if k in variables}, "y": row.get(objective),
+                             "constraints": row, "csv": True}))
     return out
 
 
@@ -97,11 +127,14 @@ def _json_rows(text: str, path: Path, field: str) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CaseError(f"{field}: {path.name}:{number}: not JSON ({exc.msg})") from None
+            data = loads(line, f"{field}: {path.name}:{number}")
+        except ValueError as exc:
+            raise CaseError(str(exc)) from None
         if not isinstance(data, dict) or "x" not in data:
             raise CaseError(f"{field}: {path.name}:{number}: expected an object with \"x\" and \"y\"")
+        if "y" not in data and data.get("status") != "failed":
+            raise CaseError(f"{field}: {path.name}:{number}: no \"y\" (the objective; null for a measurement that "
+                            "failed)")
         out.append((number, data))
     return out
 
@@ -123,6 +156,9 @@ def _checked(row: dict, problem: Problem, where: str) -> Imported:
         missing = [n for n in names if n not in given]
         if missing:
             raise CaseError(f"{where}: no value for the design variable {missing[0]}")
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            raise CaseError(f"{where}: {shown(unknown[0])} in \"x\" is not a design variable ({', '.join(names)})")
         given = [given[n] for n in names]
     if not isinstance(given, list) or len(given) != len(names):
         raise CaseError(f"{where}: \"x\" must give the {len(names)} design variables ({', '.join(names)})")

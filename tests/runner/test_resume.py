@@ -15,10 +15,20 @@ import torch
 from typer.testing import CliRunner
 
 from pinnbo.cli import app
-from pinnbo.runner.history import History, locked
 from pinnbo.interrupts import held_interrupts
-from tests.survival import (SMALL_PINN, calls, folder_digest, kill_started, line_count, pid_alive, records, start_cli,
-                            wait_for, write_case)
+from pinnbo.runner.history import History, locked
+from tests.survival import (
+    SMALL_PINN,
+    calls,
+    folder_digest,
+    kill_started,
+    line_count,
+    pid_alive,
+    records,
+    start_cli,
+    wait_for,
+    write_case,
+)
 
 runner = CliRunner()
 BUDGET = 10
@@ -316,16 +326,17 @@ def test_bench_with_jobs_stops_cleanly_on_a_signal(tmp_path, signum, code, word,
 
 
 def test_a_run_folder_holding_only_an_interrupted_case_write_is_started_afresh(tmp_path):
-    """A bench worker stopped while writing its first case.json leaves only case.json.tmp; the bench
-    (and `run --resume`) must treat that folder as a run not yet started, not refuse it."""
+    """A bench worker stopped while writing its first case.json leaves only its temporary
+    (.case.json.<random>.tmp); the bench (and `run --resume`) must treat that folder as a run not
+    yet started, not refuse it, and clear the leftover."""
     case = write_case(tmp_path, method="random", method_params={})
     out = tmp_path / "bench"
     seed1 = out / case.stem / "runs" / "random" / "seed1"
     seed1.mkdir(parents=True)
-    (seed1 / "case.json.tmp").write_text('{"half": ')
+    (seed1 / ".case.json.k2j4_x9q.tmp").write_text('{"half": ')
     result = cli("bench", str(case), "--methods", "random", "--seeds", "2", "--quiet", "--output", str(out))
     assert result.exit_code == 0, result.output
-    assert line_count(seed1 / "evaluations.jsonl") == BUDGET and not (seed1 / "case.json.tmp").exists()
+    assert line_count(seed1 / "evaluations.jsonl") == BUDGET and not list(seed1.glob("*.tmp"))
     # a folder with anything else in it is still protected
     other = tmp_path / "foreign"
     other.mkdir()
@@ -334,19 +345,19 @@ def test_a_run_folder_holding_only_an_interrupted_case_write_is_started_afresh(t
     assert result.exit_code != 0 and "no case.json" in result.output
     single = tmp_path / "single"
     single.mkdir()
-    (single / "case.json.tmp").write_text("")
+    (single / ".case.json.v0c3lm2e.tmp").write_text("")
     assert cli("run", str(case), "--output", str(single), "--resume", "--quiet").exit_code == 0
     assert line_count(single / "evaluations.jsonl") == BUDGET
 
 
 def test_an_interrupted_atomic_write_leaves_no_tmp(tmp_path, monkeypatch):
-    from pinnbo.runner import history
+    from pinnbo import files
 
     def interrupted(*args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(history.os, "replace", interrupted)
+    monkeypatch.setattr(files.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        history.write_json_atomic(tmp_path / "case.json", {"a": 1})
+        files.write_json(tmp_path / "case.json", {"a": 1})
     assert list(tmp_path.iterdir()) == []
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import pinnbo.files
 import pinnbo.runner.history
 from pinnbo.cli import app
 from tests.survival import ROOT, environment, folder_digest, records
@@ -74,20 +75,19 @@ def test_a_file_size_limit_mid_run_is_one_line_and_the_run_continues(tmp_path, u
 
 def test_a_full_disk_while_checkpointing_leaves_no_temporary_file(tmp_path, monkeypatch, uninterrupted):
     case = _case(tmp_path, "neural-greedy")
-    real_open = open
+    real_write = os.write
     calls = {"n": 0}
 
-    def full_disk(path, mode="r", *args, **kwargs):  # the third checkpoint: part of the file, then ENOSPC
-        if str(path).endswith("checkpoint.pt.tmp"):
+    def full_disk(fd, data):  # the third checkpoint: part of the file, then ENOSPC
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if Path(name).name.startswith(".checkpoint.pt.") and name.endswith(".tmp"):
             calls["n"] += 1
             if calls["n"] == 3:
-                handle = real_open(path, mode, *args, **kwargs)
-                handle.write(b"PK\x03\x04 half a checkpoint")
-                handle.close()
+                real_write(fd, b"PK\x03\x04 half a checkpoint")
                 raise OSError(errno.ENOSPC, "No space left on device")
-        return real_open(path, mode, *args, **kwargs)
+        return real_write(fd, data)
 
-    monkeypatch.setattr(pinnbo.runner.history, "open", full_disk, raising=False)
+    monkeypatch.setattr(pinnbo.files.os, "write", full_disk)
     result = runner.invoke(app, ["run", str(case), "--quiet"])
     monkeypatch.undo()
     assert result.exit_code == 1
@@ -107,13 +107,15 @@ def test_a_failed_append_leaves_no_partial_record(tmp_path, monkeypatch):
     assert runner.invoke(app, ["run", str(case), "--quiet", "--budget", "6"]).exit_code == 0
     log = tmp_path / "out" / "evaluations.jsonl"
     before = log.read_bytes()
-    real_write = pinnbo.runner.history.os.write
+    real_write = os.write
 
     def partial(fd, data):
+        if not os.readlink(f"/proc/self/fd/{fd}").endswith("evaluations.jsonl"):
+            return real_write(fd, data)
         real_write(fd, data[: len(data) // 2])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pinnbo.runner.history.os, "write", partial)
+    monkeypatch.setattr(pinnbo.files.os, "write", partial)
     result = runner.invoke(app, ["run", str(case), "--resume", "--quiet"])
     monkeypatch.undo()
     assert result.exit_code == 1 and "evaluations.jsonl (No space left on device)" in _one_line(result.stderr)
@@ -141,7 +143,7 @@ def test_a_read_only_folder_on_resume_or_ask_is_one_line(tmp_path, monkeypatch, 
         return real_os_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(pinnbo.runner.history, "open", read_only, raising=False)
-    monkeypatch.setattr(pinnbo.runner.history.os, "open", read_only_fd)
+    monkeypatch.setattr(pinnbo.files.os, "open", read_only_fd)
     result = runner.invoke(app, [command[0], str(case), *command[1:]])
     monkeypatch.undo()
     assert result.exit_code == 1, result.output

@@ -1,0 +1,94 @@
+"""What ``pinnbo show`` prints of a finished run: the rows of its summary.json, read defensively.
+
+A summary.json is a file in a results folder, so it may have been edited, truncated or copied
+from another version: every value is checked for the type it should have, and a missing or
+malformed one is shown as ``—`` rather than ending the command with a traceback. Values are
+plain text here; the caller prints them without rich markup, so a case name like ``a[/]`` is
+shown as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pinnbo.report.format import fmt
+
+
+def _number(value: Any, digits: int = 6) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    if isinstance(value, int):
+        return str(value)
+    return fmt(value, digits) if math.isfinite(value) else "—"
+
+
+def _design(x: Any, names: Any) -> str:
+    if not isinstance(x, list) or not x:
+        return "—"
+    values = [_number(v) for v in x]
+    if isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) for n in names):
+        return ", ".join(f"{n} = {v}" for n, v in zip(names, values))
+    return "(" + ", ".join(values) + ")"
+
+
+def _seconds(value: Any) -> str:
+    text = _number(value, 3)
+    return text if text == "—" else f"{text} s"
+
+
+def summary_rows(summary: dict) -> list[tuple[str, str]]:
+    """(label, value) rows of a run's ``summary``, labels in words, numbers to 6 significant
+    digits; anything missing or of the wrong type shown as ``—``."""
+    case = summary.get("case") if isinstance(summary.get("case"), dict) else {}
+    names = summary.get("variables")
+    constrained = "n_feasible" in summary
+    best = summary.get("best") if isinstance(summary.get("best"), dict) else {}
+    rows = [
+        ("case", str(case.get("name", "—"))),
+        ("problem", str(summary.get("problem", "—"))),
+        ("method", str(case.get("method", "—"))),
+        ("seed", _number(case.get("seed"))),
+        ("sense", str(summary.get("sense", "—"))),
+        ("evaluations", _number(summary.get("evaluations"))),
+        ("failed evaluations", _number(summary.get("failed"))),
+        ("best feasible value" if constrained else "best value", _number(summary.get("best_value"))),
+        ("best design", _design(best.get("x"), names)),
+    ]
+    if summary.get("optimum") is not None:
+        rows.append(("optimum f*", _number(summary.get("optimum"))))
+        rows.append(("simple regret", _number(summary.get("simple_regret"))))
+    for key in sorted(k for k in summary if isinstance(k, str) and k.startswith("best_value_without_")):
+        phase = key[len("best_value_without_"):]     # a method's own phase (GP-UCB+'s exploration)
+        left_out = _number(summary.get(f"{phase}_evaluations"))
+        rows.append((f"best value without {phase}", f"{_number(summary[key])} ({left_out} {phase} evaluations "
+                                                    "left out)"))
+        if summary.get(f"simple_regret_without_{phase}") is not None:
+            rows.append((f"simple regret without {phase}", _number(summary[f"simple_regret_without_{phase}"])))
+    if constrained:
+        evaluations, failed = summary.get("evaluations"), summary.get("failed")
+        successful = evaluations - failed if all(isinstance(v, int) and not isinstance(v, bool)
+                                                 for v in (evaluations, failed)) else None
+        fraction = summary.get("feasible_fraction")
+        share = f" ({fraction:.0%})" if isinstance(fraction, (int, float)) and not isinstance(fraction, bool) \
+            and math.isfinite(fraction) else ""
+        rows.append(("feasible", f"{_number(summary.get('n_feasible'))} of {_number(successful)} successful "
+                                 f"evaluations{share}"))
+        violation = summary.get("cumulative_violation") if isinstance(summary.get("cumulative_violation"), dict) else {}
+        per = violation.get("per_constraint") if isinstance(violation.get("per_constraint"), dict) else {}
+        detail = ", ".join(f"{name} {_number(v, 4)}" for name, v in per.items())
+        rows.append(("cumulative violation", _number(violation.get("total"), 4) + (f" ({detail})" if detail else "")))
+        closest = summary.get("least_violation")
+        if not best and isinstance(closest, dict):
+            rows.append(("closest to feasible", f"{_design(closest.get('x'), names)} (violation "
+                                                f"{_number(closest.get('violation'), 4)})"))
+    stopped = summary.get("stopped")
+    if isinstance(stopped, dict) and stopped.get("rule") == "target":
+        index = stopped.get("evaluation")
+        rows.append(("stopped", f"target {_number(stopped.get('target'))} reached by evaluation "
+                                f"{_number(index + 1 if isinstance(index, int) else None)}"))
+    elif isinstance(stopped, dict) and stopped.get("rule") == "max_time":
+        rows.append(("stopped", f"after the time limit of {_seconds(stopped.get('max_time'))}"))
+    rows.append(("time per iteration", _seconds(summary.get("seconds_per_iteration"))))
+    rows.append(("time per evaluation", _seconds(summary.get("oracle_seconds_per_evaluation"))))
+    return rows
