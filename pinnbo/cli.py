@@ -196,7 +196,7 @@ def run(
         console.print(f"stopped: --max-time {fmt(stopped['max_time'])} s passed after {stopped['evaluations']} "
                       "evaluations (--resume continues)", highlight=False)
     console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
-                  f"iteration; results in {loaded.output_dir}/", highlight=False, markup=False)
+                  f"iteration; results in {loaded.output_dir}/", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
