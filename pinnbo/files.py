@@ -75,6 +75,19 @@ def make_folder(folder: Path) -> None:
         raise WriteFailure(f"cannot create {folder} ({exc.strerror or exc})") from None
 
 
+def refuse_links_below(root: Path, folder: Path) -> None:
+    """Refuse a symbolic link at ``folder`` or at any folder between it and ``root`` (which the user
+    named, and may itself be a link): a bench's ``runs/`` planted as a link would send every run's
+    files elsewhere."""
+    root, folder = Path(root), Path(folder)
+    for path in [folder, *folder.parents]:
+        if path == root or root not in path.parents:
+            return
+        if path.is_symlink():
+            raise LinkRefused(f"output: {path} is a symbolic link; pinnbo follows no links in a results folder "
+                              "(remove it, or choose another --output)")
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` atomically (a fresh ``O_EXCL | O_NOFOLLOW`` temporary, fsync,
     rename); a link at ``path`` is a :class:`LinkRefused`, a failed write a one-line

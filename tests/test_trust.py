@@ -149,6 +149,19 @@ def test_a_link_planted_in_a_results_folder_writes_nothing_outside(partial, tmp_
         assert len(records(out)) == 6
 
 
+def test_a_bench_refuses_a_link_between_its_root_and_a_run(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    case = _case(tmp_path)
+    (tmp_path / "bench" / "t").mkdir(parents=True)
+    (tmp_path / "bench" / "t" / "runs").symlink_to(elsewhere)
+    result = runner.invoke(app, ["bench", str(case), "--methods", "random", "--seeds", "1", "--quiet",
+                                 "--output", str(tmp_path / "bench")])
+    assert result.exit_code == 2, result.output
+    assert f"output: {tmp_path / 'bench' / 't' / 'runs'} is a symbolic link" in _one_line(result)
+    assert not any(elsewhere.iterdir())
+
+
 def test_the_write_path_refuses_links_and_leaves_no_temporary(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("precious")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pinnbo.bench.options import REFERENCE, BenchError, BenchSettings, default_methods, default_reference
 from pinnbo.errors import HistoryError, UserError, shown
+from pinnbo.files import refuse_links_below
 from pinnbo.optimizers import METHODS
 from pinnbo.runner.build import build_optimizer, build_problem
 from pinnbo.runner.case import Case, load_case
@@ -139,6 +140,7 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                 case = replace(base, method=method, method_params=params[method], seed=seed,
                                output=str(run_folder(folder, method, seed)))
                 job = RunJob(case, base.name, method, seed)
+                refuse_links_below(settings.output, job.folder)
                 _check_resumable(job.folder, case.to_dict(), problem.domain.names)
                 job.done_before = recorded_evaluations(job.folder)
                 job.complete = run_is_complete(job.folder, job.budget)

@@ -488,10 +488,13 @@ def check_folder(folder: Path, case: dict, *, resume: bool, overwrite: bool, var
 def locked(folder: Path) -> Iterator[None]:
     """Hold an exclusive lock on the results folder for one command (run, ask, tell): two
     processes appending to one log would interleave records. The lock is the kernel's flock on the
-    folder itself, so no lock file is left behind and a killed process releases it."""
+    folder itself, so no lock file is left behind and a killed process releases it. A folder made
+    here and still empty when the command fails (an unreachable scheduler, a refused case) is
+    removed: a refused command leaves nothing behind."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise HistoryError(f"output: {folder} is a file, not a results folder")
+    created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:   # a read-only parent is a write failure like a read-only folder (exit 1)
@@ -499,15 +502,20 @@ def locked(folder: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # no flock (Windows): one process per folder is then the user's care
-        yield
-        return
+        fcntl = None
     fd = os.open(folder, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise HistoryError(f"output: {folder} is in use by another pinnbo process; wait for it to finish "
-                               "or use another --output") from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise HistoryError(f"output: {folder} is in use by another pinnbo process; wait for it to finish "
+                                   "or use another --output") from None
         yield
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()   # only if empty
+        raise
     finally:
         os.close(fd)

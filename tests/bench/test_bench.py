@@ -221,7 +221,7 @@ def test_show_prints_a_bench_table_from_its_folder_or_root(bench):
             assert [c.strip() for c in row.split("│")[1:-1]] == expected
         assert "table.md" in result.output
     run = runner.invoke(app, ["show", str(output / "dropwave" / "runs" / "random" / "seed0")])
-    assert run.exit_code == 0 and "best x" in run.output
+    assert run.exit_code == 0 and "best design" in run.output
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -109,7 +109,7 @@ def test_overrides_and_smoke():
     case = load_case(CASES / "heat_bc1.yaml", {"seed": 7, "budget": 50, "smoke": True})
     assert case.seed == 7
     assert case.initial_points == 4 and case.budget == 6
-    assert case.output_dir == Path("results/heat_bc1")
+    assert case.output_dir == Path("results/heat_bc1-smoke")   # never the real run's folder
 
 
 def test_problem_from_a_user_file(tmp_path):

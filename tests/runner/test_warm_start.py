@@ -97,7 +97,7 @@ def test_ask_imports_before_the_first_design_it_hands_out(tmp_path):
     ("x1,y\n1,3\n", "e.csv", "warm_start: e.csv:2: no value for the design variable x2"),
     ("x1,x2,y\n1,2,hot\n", "e.csv", "warm_start: e.csv:2: y must be a finite number, got 'hot'"),
     ('{"x": [1, 2], "y": 1}\n{"x": [1], "y": 2}\n', "e.jsonl", "warm_start: e.jsonl:2: \"x\" must give the 2 design"),
-    ("{not json\n", "e.jsonl", "warm_start: e.jsonl:1: not JSON"),
+    ("{not json\n", "e.jsonl", "warm_start: e.jsonl:1: not valid JSON"),
     ("x1,x2,y\n", "e.csv", "warm_start: e.csv holds no evaluation"),
     ("1 2 3\n", "e.txt", "warm_start.file: 'e.txt': expected a .csv or .jsonl file"),
 ])
