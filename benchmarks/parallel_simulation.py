@@ -53,7 +53,8 @@ def one_run(case_name: str, method: str, seed: int, q: int, durations: str, budg
     torch.set_num_threads(1)
     from pinnbo.runner.build import build_optimizer, build_problem
     from pinnbo.runner.case import load_case
-    from pinnbo.runner.loop import RunSettings, run
+    from pinnbo.runner.loop import run
+    from pinnbo.runner.steps import RunSettings
     from pinnbo.runner.simulated import SimulatedEngine
 
     case = load_case(ROOT / "cases" / f"{case_name}.yaml", {"method": method, "seed": seed, "budget": budget})

@@ -109,7 +109,8 @@ def _optimize(problem: Problem, method: str, *, budget: int, initial_points: int
 
     from pinnbo.report.summary import write_report
     from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_WORKERS
-    from pinnbo.runner.loop import RunSettings, run
+    from pinnbo.runner.loop import run
+    from pinnbo.runner.steps import RunSettings
     from pinnbo.runner.warm_start import digest, read_evaluations
 
     if not isinstance(problem, Problem):

@@ -98,8 +98,8 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
     from pinnbo.report.summary import write_report
     from pinnbo.runner.build import build_optimizer, build_problem, run_settings
     from pinnbo.runner.case import load_case
-    from pinnbo.runner.loop import RunInterrupted
     from pinnbo.runner.loop import run as run_loop
+    from pinnbo.runner.steps import RunInterrupted
 
     loaded = None
 

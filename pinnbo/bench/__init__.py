@@ -11,7 +11,7 @@ others without repeating an oracle call. Every run uses one torch thread, in thi
 worker processes, so results do not depend on ``--jobs``.
 
 Modules: options (:mod:`~pinnbo.bench.options`), the grid (:mod:`~pinnbo.bench.plan`), running it
-(:mod:`~pinnbo.bench.execute`), its live display (:mod:`~pinnbo.bench.live`), the statistics
+(:mod:`~pinnbo.bench.execute`, one run: :mod:`~pinnbo.bench.job`, on Dask: :mod:`~pinnbo.bench.cluster`), its live display (:mod:`~pinnbo.bench.live`), the statistics
 (:mod:`~pinnbo.bench.statistics`), each case's analysis (:mod:`~pinnbo.bench.analysis`) and outputs
 (:mod:`~pinnbo.bench.tables`).
 """

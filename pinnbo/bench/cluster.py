@@ -28,6 +28,7 @@ import time
 import uuid
 from typing import Any
 
+from pinnbo.bench.job import execute
 from pinnbo.bench.plan import RunJob
 from pinnbo.oracles.isolation import die_with_parent, exit_reason
 from pinnbo.runner.cluster import allow_children
@@ -42,13 +43,13 @@ _LOCK = threading.Lock()
 
 
 def failed_run(job: RunJob, error: str) -> dict:
-    """The outcome of a run that did not finish, as :func:`pinnbo.bench.execute.execute` gives it."""
+    """The outcome of a run that did not finish, as :func:`pinnbo.bench.job.execute` gives it."""
     return {"key": job.key, "ok": False, "error": error, "traceback": None, "seconds": None}
 
 
 def run_on_worker(job: RunJob, bench: str, folder: str) -> dict:
     """The task: run ``job`` in a child process (module docstring), in the bench's working
-    directory ``folder``, and return its outcome as :func:`pinnbo.bench.execute.execute` does;
+    directory ``folder``, and return its outcome as :func:`pinnbo.bench.job.execute` does;
     progress events go to :data:`TOPIC`."""
     from distributed import get_worker
 
@@ -89,9 +90,8 @@ def _run_child(job: RunJob, send, worker_pid: int, folder: str) -> None:
     its worker's death (SIGTERM, Linux)."""
     import torch
 
-    from pinnbo.bench.execute import execute
     from pinnbo.interrupts import interruptible_job, worker_interrupts
-    from pinnbo.runner.loop import RunInterrupted
+    from pinnbo.runner.steps import RunInterrupted
 
     worker_interrupts()
     die_with_parent(worker_pid, signal.SIGTERM)

@@ -6,25 +6,23 @@ from __future__ import annotations
 
 import queue
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 
 from pinnbo.bench.analysis import analyse
+from pinnbo.bench.cluster import BenchCluster
+from pinnbo.bench.job import execute
 from pinnbo.bench.live import BenchProgress
 from pinnbo.bench.options import BenchError, BenchSettings
 from pinnbo.bench.plan import RunJob, plan, run_is_complete
 from pinnbo.bench.tables import rich_table, write_case_outputs
 from pinnbo.errors import CaseError, WriteFailure
-from pinnbo.files import make_folder, write_json
+from pinnbo.files import make_folder
 from pinnbo.interrupts import Terminated, held_interrupts
 from pinnbo.report.format import print_table
-from pinnbo.report.summary import summarize
-from pinnbo.runner.build import build_optimizer, build_problem, run_settings
-from pinnbo.runner.loop import RunInterrupted, run
+from pinnbo.runner.steps import RunInterrupted
 
 
 class BenchInterrupted(Exception):
@@ -34,46 +32,6 @@ class BenchInterrupted(Exception):
     def __init__(self, message: str, terminated: bool = False) -> None:
         super().__init__(message)
         self.terminated = terminated
-
-
-class _Reporter:
-    """Run observer that forwards progress events: ("start", key, k, budget, initial_points, time) and
-    ("evaluation", key, k, best, time)."""
-
-    def __init__(self, key: tuple, notify: Callable[[tuple], None]) -> None:
-        self.key, self.notify = key, notify
-
-    def on_start(self, problem, settings, history) -> None:
-        self.notify(("start", self.key, len(history), settings.budget, settings.initial_points, time.time()))
-
-    def on_evaluation(self, record, timing, history) -> None:
-        best = history.best()
-        value = None if best is None else (best.true if best.true is not None else best.y)
-        self.notify(("evaluation", self.key, len(history), value, time.time()))
-
-    def on_finish(self, history) -> None:
-        pass
-
-
-def execute(job: RunJob, notify: Callable[[tuple], None] | None = None) -> dict:
-    """Run (or resume, or just finish) one job with the normal run loop; write its summary.json last.
-
-    Failures of the run itself (a bug in a method, an out-of-memory) are returned, not raised, so one
-    bad run does not stop the bench; Ctrl-C is raised."""
-    start = time.perf_counter()
-    try:
-        problem = build_problem(job.case)
-        optimizer = build_optimizer(job.case, problem)
-        settings = run_settings(job.case, problem, resume=True)
-        observer = _Reporter(job.key, notify) if notify is not None else None
-        history = run(problem, optimizer, settings, observer)
-        write_json(job.folder / "summary.json", summarize(history, problem, job.case.to_dict()))
-    except (KeyboardInterrupt, RunInterrupted):
-        raise
-    except Exception as exc:
-        return {"key": job.key, "ok": False, "error": f"{type(exc).__name__}: {exc}".strip()[:500],
-                "traceback": traceback.format_exc(limit=20), "seconds": time.perf_counter() - start}
-    return {"key": job.key, "ok": True, "error": None, "seconds": time.perf_counter() - start}
 
 
 def _run_in_process(todo: list[RunJob], display: "BenchProgress | None", outcomes: dict) -> None:
@@ -96,8 +54,6 @@ def _run_in_process(todo: list[RunJob], display: "BenchProgress | None", outcome
 def _start_cluster(settings: BenchSettings, runs: int):
     """The Dask engine for ``runs`` runs (:mod:`pinnbo.bench.cluster`): started, or its scheduler
     reached, before anything is written. A Ctrl-C while it starts stops the bench once it is up."""
-    from pinnbo.bench.cluster import BenchCluster
-
     try:
         with held_interrupts():
             return BenchCluster(min(settings.jobs, runs), settings.scheduler)

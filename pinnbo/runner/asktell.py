@@ -14,7 +14,7 @@ known constraints of the problem or the case are computed by pinnbo at the asked
   would write after telling it (see :mod:`pinnbo.runner.loop`), so ``tell`` needs no training: it appends
   the record and promotes pending.pt to checkpoint.pt.
 
-``ask`` rebuilds the optimiser with :func:`pinnbo.runner.loop.restore`, exactly as a resumed run does, and
+``ask`` rebuilds the optimiser with :func:`pinnbo.runner.steps.restore`, exactly as a resumed run does, and
 asks the initial design first, so driving a case by ask/tell with the oracle's values gives the same
 evaluations.jsonl as ``pinnbo run`` with the same seed.
 """
@@ -35,7 +35,8 @@ from pinnbo.problem import Problem
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
 from pinnbo.runner.case import Case
 from pinnbo.runner.history import ASKS, Evaluation, History, locked
-from pinnbo.runner.loop import checkpoint, commit, next_design, observation, read_checkpoint, record_imported, restore
+from pinnbo.runner.evaluation import observation
+from pinnbo.runner.steps import checkpoint, commit, next_design, read_checkpoint, record_imported, restore
 from pinnbo.runner.state import CHECKPOINT, PENDING_STATE, load_state, run_identity
 from pinnbo.streams import initial_design
 

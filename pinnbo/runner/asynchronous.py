@@ -6,12 +6,12 @@ The loop (``pinnbo run --workers q``, or ``--scheduler``):
    evaluated, :mod:`pinnbo.optimizers.base`); the ask {index, x, phase} appended to ``asks.jsonl``
    and fsynced, *then* dispatched to the engine (:mod:`pinnbo.runner.cluster`);
 2. wait for one to come back; its record appended to ``evaluations.jsonl`` (fsynced), told,
-   checkpointed (:func:`pinnbo.runner.loop.commit`); back to 1.
+   checkpointed (:func:`pinnbo.runner.steps.commit`); back to 1.
 ``batch`` waits for the whole batch of q before proposing the next q (synchronous batches).
 
 The log is in completion order; each record keeps its ask index k, which keys its noise draw
 and its method's random streams, so a record is the same whichever order the calls finished in.
-``--resume`` replays the log into a fresh optimiser (:func:`pinnbo.runner.loop.restore`), then
+``--resume`` replays the log into a fresh optimiser (:func:`pinnbo.runner.steps.restore`), then
 dispatches again, unchanged, every ask without a record: a recorded evaluation is never repeated
 and a pending one never re-proposed. The budget counts told + pending.
 
@@ -36,8 +36,9 @@ from pinnbo.interrupts import Terminated
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.problem import Box, Problem
 from pinnbo.runner.history import ASKS, History
-from pinnbo.runner.loop import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
-                                outcome_record, record_imported, restore, stop)
+from pinnbo.runner.evaluation import outcome_record
+from pinnbo.runner.steps import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
+                                 record_imported, restore, stop)
 from pinnbo.streams import initial_design
 
 
@@ -113,7 +114,7 @@ def open_asks(history: History, imported: int = 0, domain: Box | None = None) ->
 
 def next_ask(k: int, settings: RunSettings, design: np.ndarray, optimizer: Optimizer,
              pending: dict[int, Ask]) -> tuple[Ask, float]:
-    """Ask ``k`` (:func:`pinnbo.runner.loop.next_design`, knowing the ``pending`` asks) and the
+    """Ask ``k`` (:func:`pinnbo.runner.steps.next_design`, knowing the ``pending`` asks) and the
     seconds it took."""
     x, phase, seconds = next_design(k, settings, design, optimizer, [(np.asarray(a.x), a.phase) for a in pending.values()])
     return Ask(k, [float(v) for v in x], phase), seconds

@@ -1,15 +1,17 @@
 """Building a run from a case: the problem (a registered factory or a user's file, its parameters
 checked against the factory's signature, with the case's command oracle, known constraints and
 synthetic noise), the optimiser (the method with its documented defaults overridden) and the
-run's settings (:class:`pinnbo.runner.loop.RunSettings`).
+run's settings (:class:`pinnbo.runner.steps.RunSettings`).
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import math
 import numbers
 import pkgutil
@@ -30,16 +32,39 @@ from pinnbo.expressions import expression_of, numpy_function, split_relation
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, read_outcome
 from pinnbo.runner.case import CASES_DIR, Case, list_cases
+from pinnbo.runner.steps import RunSettings
+from pinnbo.runner.warm_start import read_evaluations
 from pinnbo.streams import sobol_unit
 
 
-def run_settings(self: Case, problem: Problem, *, resume: bool = False, overwrite: bool = False):
+@dataclass(frozen=True)
+class CaseObjective:
+    """What a Dask worker needs to build a case's objective (:mod:`pinnbo.runner.cluster`): plain,
+    picklable data. The noise and the known constraints stay with the runner, which makes the
+    record."""
+
+    problem: str
+    params: dict
+    oracle: dict | None
+    source: str | None
+
+    @classmethod
+    def of(cls, case) -> "CaseObjective":
+        return cls(case.problem, dict(case.params), None if case.oracle is None else dict(case.oracle), case.source)
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([self.problem, self.params, self.oracle, self.source], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def build(self):
+        case = Case(name="worker", problem=self.problem, params=self.params, oracle=self.oracle, source=self.source)
+        return build_problem(case).objective
+
+
+def run_settings(self: Case, problem: Problem, *, resume: bool = False, overwrite: bool = False) -> RunSettings:
     """The settings of a run of case ``self`` on ``problem`` (built from it: a warm start is read
     against it)."""
-    from pinnbo.runner.cluster import CaseObjective
-    from pinnbo.runner.loop import RunSettings
-    from pinnbo.runner.warm_start import read_evaluations
-
     imported = ()
     if self.warm_start is not None:
         imported = tuple(read_evaluations(Path(self.warm_start["file"]), problem))

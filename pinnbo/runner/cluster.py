@@ -7,8 +7,8 @@ installed and, for a problem file or an external program, see the same files at 
 
 What travels to a worker is plain data, never a pickled objective: the case's problem, its
 parameters, its oracle command and the folder its relative paths are resolved in
-(:class:`CaseObjective`). Each worker process builds the problem once and keeps it. The call itself
-is the runner's own isolated call (:func:`pinnbo.runner.loop.oracle_outcome`): a forked child in a
+(:class:`pinnbo.runner.build.CaseObjective`). Each worker process builds the problem once and keeps it. The call itself
+is the runner's own isolated call (:func:`pinnbo.runner.evaluation.oracle_outcome`): a forked child in a
 process group of its own, killed at the case's ``timeout`` and with everything it started; its
 failures are values, so a task only fails when its worker dies. Dask then runs it again on another
 worker (up to ``distributed.scheduler.allowed-failures`` times, 3 by default) and the evaluation is
@@ -23,8 +23,6 @@ of the group; the workers ignore it (:func:`dask_setup`), the runner stops them.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import multiprocessing
@@ -37,35 +35,11 @@ from typing import Any
 import numpy as np
 
 from pinnbo.errors import CaseError, shown
-
-@dataclass(frozen=True)
-class CaseObjective:
-    """What a worker needs to build a case's objective: plain, picklable data (module docstring).
-    The noise and the known constraints stay with the runner, which makes the record."""
-
-    problem: str
-    params: dict
-    oracle: dict | None
-    source: str | None
-
-    @classmethod
-    def of(cls, case) -> "CaseObjective":
-        return cls(case.problem, dict(case.params), None if case.oracle is None else dict(case.oracle), case.source)
-
-    @property
-    def key(self) -> str:
-        text = json.dumps([self.problem, self.params, self.oracle, self.source], sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def build(self):
-        from pinnbo.runner.build import build_problem
-        from pinnbo.runner.case import Case
-
-        case = Case(name="worker", problem=self.problem, params=self.params, oracle=self.oracle, source=self.source)
-        return build_problem(case).objective
+from pinnbo.runner.evaluation import oracle_outcome
 
 
-# The objectives a worker process has built, by CaseObjective.key (module docstring).
+# The objectives a worker process has built, by the key of what it built them from
+# (pinnbo.runner.build.CaseObjective; module docstring).
 _BUILT: dict[str, Any] = {}
 
 
@@ -77,12 +51,13 @@ def allow_children() -> None:
 
 def evaluate_on_worker(objective: Any, x: list[float], timeout: float | None) -> tuple[Any, str | None, float]:
     """The task a Dask worker runs: one isolated oracle call at ``x``; (result, error, seconds).
-    ``objective`` a :class:`CaseObjective`, or the objective itself (the Python API)."""
-    from pinnbo.runner.loop import oracle_outcome
+    ``objective`` the recipe of a case's objective (:class:`pinnbo.runner.build.CaseObjective`: a
+    ``key`` and a ``build()``, which the worker calls once), or the objective itself (the Python
+    API)."""
 
     allow_children()     # the isolated call forks one per evaluation and always reaps it
     start = time.perf_counter()
-    if isinstance(objective, CaseObjective):
+    if callable(getattr(objective, "build", None)) and isinstance(getattr(objective, "key", None), str):
         if objective.key not in _BUILT:
             try:
                 _BUILT[objective.key] = objective.build()

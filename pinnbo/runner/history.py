@@ -142,7 +142,7 @@ class History:
         self.evaluations: list[Evaluation] = []
         self.timings: list[dict] = []
         self.case: dict = {}     # read(): the case of the run (binds its state files, pinnbo.state)
-        self.stopped: dict | None = None   # the stopping rule that ended the run early (pinnbo.runner.loop.stop)
+        self.stopped: dict | None = None   # the stopping rule that ended the run early (pinnbo.runner.steps.stop)
         self.parallel: dict | None = None  # an asynchronous run's wall and oracle time, utilisation
         self._existing = False   # read(): the folder held files
         self._resumed = False    # read(): the evaluations on disk were loaded

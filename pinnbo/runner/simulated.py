@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pinnbo.runner.cluster import Completed
-from pinnbo.runner.loop import oracle_outcome
+from pinnbo.runner.evaluation import oracle_outcome
 
 
 class SimulatedEngine:

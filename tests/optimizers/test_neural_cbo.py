@@ -203,8 +203,8 @@ def resumed_run_is_identical(tmp_path, method, params):
     """A run stopped after 7 evaluations and resumed writes the log of an uninterrupted run, byte for
     byte, without repeating an oracle call (checkpoint + deterministic re-asks, pinnbo.run)."""
     from pinnbo.problem import Problem
-    from pinnbo.runner.loop import RunSettings
     from pinnbo.runner.loop import run as run_case
+    from pinnbo.runner.steps import RunSettings
 
     calls = CallLog(tmp_path / "calls.log")
 

@@ -20,7 +20,7 @@ from pinnbo.cli import app
 from pinnbo.oracles.command import CommandOracle, OracleConfigError
 from pinnbo.oracles.isolation import OracleFailure
 from pinnbo.problem import Box, Problem
-from pinnbo.runner.loop import evaluate
+from pinnbo.runner.evaluation import evaluate
 from tests.survival import pid_alive
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from pinnbo.cli import app
 from pinnbo.oracles.isolation import OracleFailure, call_in_worker
 from pinnbo.problem import Box, Problem
-from pinnbo.runner.loop import evaluate
+from pinnbo.runner.evaluation import evaluate
 from tests.survival import calls, pid_alive, records, write_case
 
 runner = CliRunner()

@@ -33,7 +33,9 @@ from pinnbo.runner.history import Evaluation, History, HistoryError
 from pinnbo.optimizers import make_optimizer
 from pinnbo.oracles.command import CommandOracle
 from pinnbo.problem import Box, Constraint, Problem
-from pinnbo.runner.loop import RunSettings, evaluate, run
+from pinnbo.runner.evaluation import evaluate
+from pinnbo.runner.loop import run
+from pinnbo.runner.steps import RunSettings
 from tests.survival import CallLog
 
 runner = CliRunner()

@@ -8,7 +8,8 @@ from rich.console import Console
 
 from pinnbo import load_problem, make_optimizer
 from pinnbo.report.live import LiveProgress
-from pinnbo.runner.loop import RunSettings, run
+from pinnbo.runner.loop import run
+from pinnbo.runner.steps import RunSettings
 from pinnbo.runner.simulated import SimulatedEngine
 
 

@@ -11,7 +11,9 @@ import pytest
 from pinnbo.runner.history import History, HistoryError
 from pinnbo.optimizers import make_optimizer
 from pinnbo.problem import Box, Problem
-from pinnbo.runner.loop import RunSettings, evaluate, run
+from pinnbo.runner.evaluation import evaluate
+from pinnbo.runner.loop import run
+from pinnbo.runner.steps import RunSettings
 from tests.survival import CallLog
 
 SMALL_PINN = {"hidden": [16], "initial_steps": 30, "steps_per_iteration": 10, "collocation_points": 64,

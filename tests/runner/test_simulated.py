@@ -11,7 +11,8 @@ import pytest
 
 from pinnbo import load_problem, make_optimizer
 from pinnbo.runner.asynchronous import read_asks
-from pinnbo.runner.loop import RunSettings, run
+from pinnbo.runner.loop import run
+from pinnbo.runner.steps import RunSettings
 from pinnbo.runner.simulated import SimulatedEngine
 
 GP = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
