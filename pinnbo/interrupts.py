@@ -109,15 +109,6 @@ def _handlers(handler) -> Iterator[bool]:
 
 
 @contextlib.contextmanager
-def signals_ignored() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored for the block, a signal then lost: for the milliseconds in which
-    the bench spawns its pool workers, which inherit SIG_IGN across exec and so cannot print an
-    import traceback on a Ctrl-C that comes while they start."""
-    with _handlers(signal.SIG_IGN):
-        yield
-
-
-@contextlib.contextmanager
 def held_interrupts() -> Iterator[None]:
     """Defer SIGINT and SIGTERM until the block is done, then deliver them (KeyboardInterrupt with
     Python's default SIGINT handler). Outside the main thread, where signal handlers cannot be set,

@@ -19,16 +19,6 @@ from botorch.acquisition.analytic import (LogConstrainedExpectedImprovement, Log
 from scipy.special import erfcx, log_ndtr, ndtr
 
 
-def expected_improvement(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
-    """EI for minimisation: σ (z Φ(z) + φ(z)), z = (best − μ)/σ; max(best − μ, 0) where σ = 0."""
-    mu, sigma = np.broadcast_arrays(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64))
-    out = np.maximum(best - mu, 0.0)
-    pos = sigma > 0
-    z = (best - mu[pos]) / sigma[pos]
-    out[pos] = sigma[pos] * (z * ndtr(z) + np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi))
-    return out
-
-
 def log_expected_improvement(mu: np.ndarray, sigma: np.ndarray, best: float) -> np.ndarray:
     """log EI without underflow (ranking far below the incumbent, where EI rounds to 0).
 

@@ -52,10 +52,6 @@ EXACT_MAX_PARAMETERS = 5000
 FEATURE_BATCH = 512
 
 
-def parameter_count(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def parameter_snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
     """Detached copies of the parameters, by name: θ0 for the initial-parameter features."""
     return {name: p.detach().clone() for name, p in model.named_parameters()}
@@ -87,11 +83,10 @@ def ntk_features(model: nn.Module, params: dict[str, torch.Tensor], z: torch.Ten
     return torch.cat(chunks)
 
 
-def resolve_inverse_mode(mode: str, n_parameters: int, exact_max_parameters: int) -> str:
-    """``auto`` → ``exact`` for p ≤ ``exact_max_parameters``, else ``diagonal``."""
-    if mode == "auto":
-        return "exact" if n_parameters <= exact_max_parameters else "diagonal"
-    return mode
+def inverse_mode(n_parameters: int, exact_max_parameters: int) -> str:
+    """How U is kept: ``exact`` (U⁻¹, O(p²) memory) for p ≤ ``exact_max_parameters``, else
+    ``diagonal``."""
+    return "exact" if n_parameters <= exact_max_parameters else "diagonal"
 
 
 class NTKPrecision:
@@ -165,7 +160,7 @@ class NTKNetwork:
         self.feature_names = (["out.weight", "out.bias"] if features_at == "initial"
                               else [name for name, _ in self.model.named_parameters()])
         self.n_features = sum(self.theta0[name].numel() for name in self.feature_names)
-        self.inverse_mode = resolve_inverse_mode("auto", self.n_features, EXACT_MAX_PARAMETERS)
+        self.inverse_mode = inverse_mode(self.n_features, EXACT_MAX_PARAMETERS)
         self.adam = torch.optim.Adam(self.model.parameters(), lr=learning_rate)
         self.fitted = False
         self.reset_precision()

@@ -170,11 +170,6 @@ def output_std(problem: Problem, n: int = 512) -> tuple[float, dict[str, float]]
     return float(std[0]), {name: float(s) for name, s in zip(names, std[1:])}
 
 
-def objective_std(problem: Problem, n: int = 512) -> float:
-    """Standard deviation of the true objective over the domain, the unit of the ``noise`` field."""
-    return output_std(problem, n)[0]
-
-
 def constraint_noise_fractions(spec: float | dict, problem: Problem) -> dict[str, float]:
     """``constraint_noise`` as {black-box constraint name: fraction > 0}, checked against the problem."""
     blackbox = [c.name for c in problem.oracle_constraints]

@@ -149,17 +149,6 @@ class History:
 
     # -- folders ----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
-             resume: bool, overwrite: bool, constraints: Sequence[str] = (),
-             variables: Sequence[str] = (), labels: Mapping[str, str] | None = None) -> "History":
-        """The history of a run of ``case`` in ``folder``: empty for a new run, the evaluations on
-        disk for ``resume``; the folder made ready for new records (:meth:`read` then :meth:`begin`)."""
-        history = cls.read(folder, case, sense, optimum, resume=resume, overwrite=overwrite, constraints=constraints,
-                           variables=variables, labels=labels)
-        history.begin(case)
-        return history
-
-    @classmethod
     def read(cls, folder: Path, case: dict, sense: str, optimum: float | None = None, *,
              resume: bool, overwrite: bool, constraints: Sequence[str] = (),
              variables: Sequence[str] = (), labels: Mapping[str, str] | None = None,
@@ -200,11 +189,6 @@ class History:
         remove_leftovers(folder)
         write_json(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
                           if self.variable_names else case)
-
-    @staticmethod
-    def prepare(folder: Path, case: dict, *, resume: bool, overwrite: bool) -> None:
-        """Make ``folder`` ready for a run of ``case``; refuse anything that could lose results."""
-        History.open(folder, case, "minimize", resume=resume, overwrite=overwrite)
 
     def load(self) -> None:
         """Read the evaluations already on disk (nothing is written). A last line cut off by a

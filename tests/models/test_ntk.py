@@ -9,7 +9,7 @@ import torch
 
 from pinnbo.models import ntk
 from pinnbo.models.mlp import MLP
-from pinnbo.models.ntk import NTKNetwork, NTKPrecision, ntk_features, parameter_snapshot, resolve_inverse_mode
+from pinnbo.models.ntk import NTKNetwork, NTKPrecision, ntk_features, parameter_snapshot, inverse_mode
 from pinnbo.streams import torch_generator
 
 
@@ -129,7 +129,7 @@ def test_the_polish_lowers_the_training_loss():
     assert losses[1] < 0.5 * losses[0], losses
 
 
-def test_auto_inverse_follows_the_parameter_count():
-    assert resolve_inverse_mode("auto", 100, 5000) == "exact"
-    assert resolve_inverse_mode("auto", 6000, 5000) == "diagonal"
-    assert resolve_inverse_mode("exact", 6000, 5000) == "exact"
+def test_the_inverse_follows_the_parameter_count():
+    assert inverse_mode(100, 5000) == "exact"
+    assert inverse_mode(5000, 5000) == "exact"
+    assert inverse_mode(6000, 5000) == "diagonal"

@@ -185,12 +185,12 @@ def test_every_shipped_case_validates(path):
 
 
 def test_noise_is_a_fraction_of_the_objective_std():
-    from pinnbo.runner.build import objective_std
+    from pinnbo.runner.build import output_std
 
     quiet = build_problem(case_from_dict(base()))
     noisy = build_problem(case_from_dict(base(noise=0.1)))
     assert quiet.noise_std == 0.0
-    assert noisy.noise_std == pytest.approx(0.1 * objective_std(quiet))
+    assert noisy.noise_std == pytest.approx(0.1 * output_std(quiet)[0])
     assert 0.01 < noisy.noise_std < 0.1   # DropWave values lie in [-1, 0]
 
 
