@@ -12,7 +12,7 @@ from pinnbo.files import refuse_links_below
 from pinnbo.optimizers import METHODS
 from pinnbo.runner.build import build_optimizer, build_problem
 from pinnbo.runner.case import Case, load_case
-from pinnbo.runner.history import check_folder
+from pinnbo.runner.folder import check_folder
 from pinnbo.runner.state import CHECKPOINT, load_state, run_identity
 
 

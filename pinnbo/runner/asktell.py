@@ -34,7 +34,8 @@ from pinnbo.files import loads, write_json
 from pinnbo.problem import Problem
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
 from pinnbo.runner.case import Case
-from pinnbo.runner.history import ASKS, Evaluation, History, locked
+from pinnbo.runner.folder import ASKS, locked
+from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.evaluation import observation
 from pinnbo.runner.steps import checkpoint, commit, next_design, read_checkpoint, record_imported, restore
 from pinnbo.runner.state import CHECKPOINT, PENDING_STATE, load_state, run_identity

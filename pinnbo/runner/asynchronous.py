@@ -35,7 +35,8 @@ from pinnbo.files import append_line
 from pinnbo.interrupts import Terminated
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.problem import Box, Problem
-from pinnbo.runner.history import ASKS, History
+from pinnbo.runner.folder import ASKS
+from pinnbo.runner.history import History
 from pinnbo.runner.evaluation import outcome_record
 from pinnbo.runner.steps import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
                                  record_imported, restore, stop)

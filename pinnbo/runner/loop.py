@@ -36,7 +36,8 @@ from pinnbo.problem import Problem
 from pinnbo.runner.asynchronous import read_asks, run_asynchronous
 from pinnbo.runner.cluster import DaskEngine
 from pinnbo.runner.evaluation import evaluate
-from pinnbo.runner.history import ASKS, History, locked
+from pinnbo.runner.folder import ASKS, locked
+from pinnbo.runner.history import History
 from pinnbo.runner.steps import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
                                  read_checkpoint, record_imported, restore, stop)
 from pinnbo.streams import initial_design

@@ -22,7 +22,7 @@ import torch
 
 from pinnbo.errors import HistoryError, shown
 from pinnbo.files import write_bytes
-from pinnbo.runner.history import RESUMABLE_KEYS, VARIABLES_KEY
+from pinnbo.runner.folder import RESUMABLE_KEYS, VARIABLES_KEY
 
 #: Version of the file layout; a file of another version is not this run's state.
 FORMAT = 2

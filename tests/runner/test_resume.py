@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from pinnbo.cli import app
 from pinnbo.interrupts import held_interrupts
-from pinnbo.runner.history import History, locked
+from pinnbo.runner.folder import locked
+from pinnbo.runner.history import History
 from tests.survival import (
     SMALL_PINN,
     calls,
