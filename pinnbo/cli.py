@@ -6,7 +6,6 @@ with one line ``error: <field>: <what was expected>`` on stderr and exit code 2,
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
@@ -159,7 +158,7 @@ def run(
     batch: bool = BATCH_OPTION,
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
-    from pinnbo.report.format import fmt
+    from pinnbo.report.show import run_outcome
 
     loaded, problem, history, summary, recorded = _run_case(
         case, {"method": method, "seed": seed, "budget": budget, "initial_points": initial_points, "device": device,
@@ -168,35 +167,8 @@ def run(
                "target": target, "max_time": max_time, "workers": workers, "scheduler": scheduler,
                "batch": batch or None},
         resume=resume, overwrite=overwrite, quiet=quiet)
-    constrained = "n_feasible" in summary
-    if recorded >= loaded.budget:
-        console.print(f"nothing to run: {recorded} evaluations already recorded in {loaded.output_dir}/ "
-                      f"(budget {loaded.budget}; a larger --budget extends the run)", highlight=False, markup=False)
-    if summary["best"]:
-        console.print(f"[bold]{loaded.name}[/bold]: best{' feasible' if constrained else ''} "
-                      f"{fmt(summary['best_value'])} at ({', '.join(fmt(v, 6) for v in summary['best']['x'])})")
-    elif constrained and summary["least_violation"] is not None:
-        closest = summary["least_violation"]
-        console.print(f"[bold]{loaded.name}[/bold]: [yellow]no feasible evaluation[/yellow]; closest to feasible: "
-                      f"({', '.join(fmt(v, 6) for v in closest['x'])}) with violation {fmt(closest['violation'], 4)}")
-    else:
-        console.print(f"[bold]{loaded.name}[/bold]: no successful evaluation")
-    if constrained:
-        console.print(f"{summary['n_feasible']} feasible of {summary['evaluations'] - summary['failed']} successful "
-                      f"evaluations; cumulative violation {fmt(summary['cumulative_violation']['total'], 4)}")
-    if summary["optimum"] is not None and summary["simple_regret"] is not None:
-        console.print(f"optimum f* = {fmt(summary['optimum'])}, simple regret {fmt(summary['simple_regret'], 4)}")
-    if summary["failed"]:
-        console.print(f"[yellow]{summary['failed']} failed evaluation(s)[/yellow] (see summary.json)")
-    stopped = summary.get("stopped")
-    if stopped is not None and stopped["rule"] == "target":
-        console.print(f"stopped: the target {fmt(stopped['target'])} was reached by evaluation "
-                      f"{stopped['evaluation'] + 1} (index {stopped['evaluation']} in evaluations.jsonl)", highlight=False)
-    elif stopped is not None:
-        console.print(f"stopped: --max-time {fmt(stopped['max_time'])} s passed after {stopped['evaluations']} "
-                      "evaluations (--resume continues)", highlight=False)
-    console.print(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
-                  f"iteration; results in {loaded.output_dir}/", highlight=False, markup=False, soft_wrap=True)
+    for line in run_outcome(summary, loaded.name, loaded.output_dir, loaded.budget, recorded):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -256,7 +228,8 @@ def calibrate(
         table.add_column(column, overflow="fold")
     for name, stats in posterior["parameters"].items():
         low, high = stats["interval_95"]
-        table.add_row(escape(name), fmt(stats["mean"], 5), fmt(stats["sd"], 3), escape(f"[{fmt(low, 5)}, {fmt(high, 5)}]"))
+        table.add_row(escape(name), fmt(stats["mean"], 5), fmt(stats["sd"], 3),
+                      escape(f"[{fmt(low, 5)}, {fmt(high, 5)}]"))
     print_table(console, table)
     console.print(f"samples, summaries and plots in {folder}/", highlight=False, markup=False)
 
@@ -311,8 +284,10 @@ def bench(
 @app.command()
 def problems(name: Optional[str] = typer.Argument(None, help="A problem: its parameters and an example case.")) -> None:
     """List the registered problems and the cases shipped in cases/, or describe one problem."""
-    from pinnbo.runner.build import PROBLEM_IMPORT_ERRORS, describe_problem, first_sentence, registered_problems
+    from pinnbo.runner.build import PROBLEM_IMPORT_ERRORS, describe_problem, registered_problems
     from pinnbo.runner.case import list_cases
+
+    from pinnbo.report.problems import cases_table, parameters_table, problems_table
 
     if name is not None:
         try:
@@ -320,34 +295,15 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
         except UserError as exc:
             fail(str(exc))
         console.print(f"[bold]{escape(name)}[/bold]: {escape(summary)}", highlight=False)
-        table = Table(title="params (case file) = keyword arguments (Python)", title_justify="left")
-        for column in ("parameter", "type", "default", "meaning"):
-            table.add_column(column, overflow="fold")
-        for p in parameters:
-            table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.meaning)))   # [lower, upper] is text
-        console.print(table)   # text, folded to the terminal's width
+        console.print(parameters_table(parameters))   # text, folded to the terminal's width
         console.print("example case:", highlight=False)
         console.print(example.rstrip(), highlight=False, markup=False, soft_wrap=True)
         return
-
-    table = Table(title="problems (pinnbo problems NAME: its parameters and an example case)")
-    table.add_column("name", overflow="fold")
-    table.add_column("description", overflow="fold")
-    for name, factory in sorted(registered_problems().items()):
-        doc = inspect.getdoc(factory) or ""
-        table.add_row(escape(name), escape(first_sentence(doc.split("\n\n", 1)[0])))
-    console.print(table)   # text, folded to the terminal's width
+    console.print(problems_table(registered_problems()))
     for module, reason in sorted(PROBLEM_IMPORT_ERRORS.items()):
         err_console.print(f"[yellow]warning:[/yellow] problems/{escape(module)}.py did not import: {escape(reason)}",
                           soft_wrap=True, highlight=False)
-    cases = Table(title="cases")
-    for column in ("case", "problem", "method", "budget"):
-        cases.add_column(column, overflow="fold")
-    for path, data in list_cases():
-        # Outside the project the bare name is what to type: `pinnbo run heat_bc1.yaml` finds a shipped case.
-        cases.add_row(str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path.name),
-                      str(data.get("problem", "")), str(data.get("method", "pinn-bo")), str(data.get("budget", "")))
-    console.print(cases)
+    console.print(cases_table(list_cases()))
 
 
 @app.command()

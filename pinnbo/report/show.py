@@ -1,4 +1,5 @@
-"""What ``pinnbo show`` prints of a finished run: the rows of its summary.json, read defensively.
+"""What ``pinnbo run`` prints at the end of a run (:func:`run_outcome`) and what ``pinnbo show``
+prints of a finished one (:func:`summary_rows`, its summary.json read defensively).
 
 A summary.json is a file in a results folder, so it may have been edited, truncated or copied
 from another version: every value is checked for the type it should have, and a missing or
@@ -11,6 +12,10 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from pathlib import Path
+
+from rich.text import Text
 
 from pinnbo.report.format import fmt
 
@@ -92,3 +97,43 @@ def summary_rows(summary: dict) -> list[tuple[str, str]]:
     rows.append(("time per iteration", _seconds(summary.get("seconds_per_iteration"))))
     rows.append(("time per evaluation", _seconds(summary.get("oracle_seconds_per_evaluation"))))
     return rows
+
+
+def run_outcome(summary: dict, name: str, output: Path, budget: int, recorded: int) -> list[Text]:
+    """The lines ``pinnbo run`` ends with: the best (feasible) design, the optimum and regret where
+    known, failures, the stopping rule, where the results are. Rich ``Text`` built from parts, so a
+    name or a path is never read as markup."""
+    fmt_x = lambda x: "(" + ", ".join(fmt(v, 6) for v in x) + ")"   # noqa: E731
+    constrained = "n_feasible" in summary
+    lines = []
+    if recorded >= budget:
+        lines.append(Text(f"nothing to run: {recorded} evaluations already recorded in {output}/ (budget {budget}; "
+                          "a larger --budget extends the run)"))
+    if summary["best"]:
+        lines.append(Text.assemble((name, "bold"), f": best{' feasible' if constrained else ''} "
+                                   f"{fmt(summary['best_value'])} at {fmt_x(summary['best']['x'])}"))
+    elif constrained and summary["least_violation"] is not None:
+        closest = summary["least_violation"]
+        lines.append(Text.assemble((name, "bold"), ": ", ("no feasible evaluation", "yellow"),
+                                   f"; closest to feasible: {fmt_x(closest['x'])} with violation "
+                                   f"{fmt(closest['violation'], 4)}"))
+    else:
+        lines.append(Text.assemble((name, "bold"), ": no successful evaluation"))
+    if constrained:
+        successful = summary["evaluations"] - summary["failed"]
+        lines.append(Text(f"{summary['n_feasible']} feasible of {successful} successful evaluations; cumulative "
+                          f"violation {fmt(summary['cumulative_violation']['total'], 4)}"))
+    if summary["optimum"] is not None and summary["simple_regret"] is not None:
+        lines.append(Text(f"optimum f* = {fmt(summary['optimum'])}, simple regret {fmt(summary['simple_regret'], 4)}"))
+    if summary["failed"]:
+        lines.append(Text.assemble((f"{summary['failed']} failed evaluation(s)", "yellow"), " (see summary.json)"))
+    stopped = summary.get("stopped")
+    if stopped is not None and stopped["rule"] == "target":
+        lines.append(Text(f"stopped: the target {fmt(stopped['target'])} was reached by evaluation "
+                          f"{stopped['evaluation'] + 1} (index {stopped['evaluation']} in evaluations.jsonl)"))
+    elif stopped is not None:
+        lines.append(Text(f"stopped: --max-time {fmt(stopped['max_time'])} s passed after {stopped['evaluations']} "
+                          "evaluations (--resume continues)"))
+    lines.append(Text(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
+                      f"iteration; results in {output}/"))
+    return lines
