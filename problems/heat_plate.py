@@ -5,7 +5,7 @@ sees; it sees only the PDE.
 The oracle is a py-pde finite-volume solve, done once per boundary set and cached
 (:mod:`pinnbo.oracles.heat_plate`). On an edge it returns the Dirichlet data, at a corner the mean of
 the two edges' data; f* is the supremum over the closed plate with those semantics, which by the
-maximum principle is the supremum of the boundary data (BC1 ≈ 3374.59 next to (2π, 0),
+maximum principle is the supremum of the boundary data (:func:`plate_supremum`; BC1 ≈ 3374.59 next to (2π, 0),
 BC2 ≈ 880.32 next to (2π, 2π), BC3 ≈ 885.58 next to (0, 2π)).
 
 With ``max_gradient`` = G the problem gains one black-box constraint, ``gradient`` =
@@ -15,18 +15,22 @@ cells, ≈ 7e-4 of max |∇T| on a harmonic test field at 256²); the oracle the
 ``(T, [|∇T| − G])``. The hot corners and edges have huge gradients (BC1: |∇T| ≈ 9e4 next to
 (2π, 0)), so the unconstrained optimum is infeasible and f* is the constrained maximum, found on
 the cached field by a dense grid and a local refinement
-(:meth:`pinnbo.oracles.heat_plate.GradientLimitedPlate.supremum`). Case ``heat_bc1_gradient``:
+(:func:`limited_supremum`). Case ``heat_bc1_gradient``:
 BC1 with G = 150, f* ≈ 205.8947 at (4.27272, 1.30867), well inside the plate on the constraint's
 level curve (|∇T| = 150 there); 89 % of the plate is feasible.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import sympy as sp
+from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
-from pinnbo.oracles.heat_plate import DEFAULT_BOUNDS, GradientLimitedPlate, HeatPlate, check_max_gradient
+from pinnbo.oracles.heat_plate import (CORNER_OFFSET, DEFAULT_BOUNDS, EDGES, GradientLimitedPlate, HeatPlate,
+                                      check_max_gradient)
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 
@@ -55,7 +59,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         max_gradient = check_max_gradient(max_gradient)  # before the solve: a typo costs no solve
 
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid))
-    f_star, location = plate.supremum()
+    f_star, location = plate_supremum(plate)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
 
@@ -74,7 +78,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         metadata["max_gradient"] = max_gradient
         metadata["unconstrained_optimum"] = f_star  # where the data peak: infeasible for any useful G
         objective = GradientLimitedPlate(plate, max_gradient)
-        f_star, location = objective.supremum()
+        f_star, location = limited_supremum(objective)
         constraints = (Constraint("gradient"),)
         description += f" subject to |grad T| <= {max_gradient:g} at the chosen point"
     return Problem(
@@ -90,3 +94,126 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         description=description,
         metadata=metadata,
     )
+
+
+def plate_supremum(plate: HeatPlate, samples: int = 20001) -> tuple[float, np.ndarray]:
+    """``(f_star, location)``: the supremum of :meth:`HeatPlate.temperature` over the closed rectangle.
+
+    Candidates: the interior nodes of the solved field (linear interpolation never exceeds its
+    nodes), the four corner values, and each edge's data on the open edge, sampled at
+    ``samples`` points from ``CORNER_OFFSET`` of its length past one corner to as far before
+    the other, the best sample refined by a bounded scalar maximisation. When the data rise
+    towards a corner whose other edge is lower, the supremum is a limit that no point attains:
+    the location returned then sits ``CORNER_OFFSET`` × edge length from that corner, and
+    ``f_star`` is the value there (so ``plate(location) == f_star``).
+    """
+    (x0, x1), (y0, y1) = plate.bounds
+    candidates: list[tuple[float, np.ndarray]] = []
+
+    k = int(np.argmax(plate.cells))
+    i, j = np.unravel_index(k, plate.cells.shape)
+    candidates.append((float(plate.cells[i, j]), np.array([plate.x_cells[i], plate.y_cells[j]])))
+    for (ci, cj), value in plate.corner_values.items():
+        candidates.append((float(value), np.array([(x0, x1)[ci], (y0, y1)[cj]])))
+
+    for edge in EDGES:
+        lo, hi = plate.edge_range(edge)
+        offset = CORNER_OFFSET * (hi - lo)
+        a, b = lo + offset, hi - offset
+        t = np.linspace(a, b, samples)
+        values = plate.edge_data(edge, t)
+        m = int(np.argmax(values))
+        best_t, best = float(t[m]), float(values[m])
+        left, right = t[max(m - 1, 0)], t[min(m + 1, samples - 1)]
+        if right > left:
+            res = minimize_scalar(
+                lambda s: -float(plate.edge_data(edge, s)), bounds=(left, right),
+                method="bounded", options={"xatol": 1e-12 * (hi - lo)},
+            )
+            if res.success and math.isfinite(res.fun) and -res.fun > best:
+                best_t, best = float(res.x), float(-res.fun)
+        location = {
+            "left": (x0, best_t), "right": (x1, best_t), "bottom": (best_t, y0), "top": (best_t, y1),
+        }[edge]
+        candidates.append((best, np.array(location, dtype=np.float64)))
+
+    f_star, location = max(candidates, key=lambda c: c[0])
+    return f_star, location
+
+
+def limited_supremum(limited: GradientLimitedPlate, n: int = 1001, candidates: int = 8, window: int = 21, min_step: float = 1e-12,
+             max_rounds: int = 2000) -> tuple[float, np.ndarray]:
+    """``(f_star, location)``: the largest T over the feasible points of the closed plate.
+
+    A dense n×n grid of the closed plate (edges included, with the oracle's edge and corner
+    semantics), then, from each of the best ``candidates`` feasible grid points at least two
+    grid spacings apart, the best feasible point of a 601×601 grid over ±3 cells of the solve
+    around it, then a pattern search: a ``window``×``window`` grid over a box around
+    the incumbent (first ±2 fine spacings), moving to its best feasible point while that
+    improves (so the search can walk along the constraint's level curve, where the
+    interpolated fields make many shallow local maxima), shrinking the box 4× when it does
+    not, until the box is ``min_step`` of the plate. The location
+    returned is a feasible point that was evaluated, so ``self(location) == (f_star, [c <= 0])``.
+    When the unconstrained supremum's location (:func:`plate_supremum`) is feasible, the
+    limit does not bind and that is the answer. ProblemError when no grid point is feasible.
+    """
+    sup_value, sup_point = plate_supremum(limited.plate)
+    if limited.constraint(sup_point[None, :])[0] <= 0:  # the limit does not bind
+        return float(sup_value), np.asarray(sup_point, dtype=np.float64)
+    (x0, x1), (y0, y1) = limited.plate.bounds
+    xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
+    X, Y = np.meshgrid(xs, ys, indexing="ij")
+    points = np.column_stack([X.ravel(), Y.ravel()])
+    values = limited.plate.temperature(points)
+    feasible = limited.constraint(points) <= 0
+    if not feasible.any():
+        raise ProblemError(f"params.max_gradient: no point of the plate has |grad T| <= {limited.max_gradient:g} "
+                           f"(on a {n}x{n} grid); raise the limit")
+    order = np.flatnonzero(feasible)[np.argsort(-values[feasible], kind="stable")]
+    spacing = np.array([(x1 - x0) / (n - 1), (y1 - y0) / (n - 1)])
+    starts: list[np.ndarray] = []
+    for k in order:
+        p = points[k]
+        if all(np.any(np.abs(p - q) > 2 * spacing) for q in starts):
+            starts.append(p)
+            if len(starts) == candidates:
+                break
+
+    best_value, best_point = -math.inf, None
+    lower, upper = np.array([x0, y0]), np.array([x1, y1])
+    offsets = np.linspace(-1.0, 1.0, window)
+    cell = np.array([(x1 - x0) / limited.plate.grid, (y1 - y0) / limited.plate.grid])
+    for start in starts:
+        # ±3 solve cells at 1/100 of a cell: resolves the shallow local maxima that the
+        # interpolated fields make along the constraint's level curve, then pattern search
+        fx = np.clip(start[0] + np.linspace(-3, 3, 601) * cell[0], lower[0], upper[0])
+        fy = np.clip(start[1] + np.linspace(-3, 3, 601) * cell[1], lower[1], upper[1])
+        FX, FY = np.meshgrid(fx, fy, indexing="ij")
+        fine = np.column_stack([FX.ravel(), FY.ravel()])
+        fine_values = limited.plate.temperature(fine)
+        ok = limited.constraint(fine) <= 0
+        point, value = start, float(limited.plate.temperature(start[None, :])[0])
+        if ok.any():
+            k = np.flatnonzero(ok)[int(np.argmax(fine_values[ok]))]
+            if fine_values[k] > value:
+                point, value = fine[k], float(fine_values[k])
+        half = cell / 50.0  # half-width of the local window: one fine spacing each side
+        for _ in range(max_rounds):
+            if np.all(half <= min_step * (upper - lower)):
+                break
+            gx = np.clip(point[0] + offsets * half[0], lower[0], upper[0])
+            gy = np.clip(point[1] + offsets * half[1], lower[1], upper[1])
+            GX, GY = np.meshgrid(gx, gy, indexing="ij")
+            local = np.column_stack([GX.ravel(), GY.ravel()])
+            local_values = limited.plate.temperature(local)
+            ok = limited.constraint(local) <= 0
+            moved = False
+            if ok.any():
+                k = np.flatnonzero(ok)[int(np.argmax(local_values[ok]))]
+                if local_values[k] > value:
+                    point, value, moved = local[k], float(local_values[k]), True
+            if not moved:
+                half = half / 4.0  # the incumbent is the best of its window: zoom in
+        if value > best_value:
+            best_value, best_point = value, point
+    return best_value, np.asarray(best_point, dtype=np.float64)

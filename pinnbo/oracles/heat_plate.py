@@ -2,9 +2,8 @@
 "The heat plate").
 
 The ground truth of PINN-BO's first real task. The field is solved once with py-pde's
-``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and cached in
-memory and on disk, because py-pde assembles its sparse Laplacian in Python: a 256² solve costs
-several seconds, a cached load a few milliseconds.
+``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and kept in
+memory and on disk (:mod:`pinnbo.oracles.field_cache`).
 
 What the oracle returns where (this decides the benchmark: the optima sit at corners where two
 edges with different data meet):
@@ -17,32 +16,31 @@ edges with different data meet):
 * outside the closed rectangle: :class:`ValueError`.
 
 With these semantics the supremum over the closed rectangle is the supremum of the boundary data
-(maximum principle; linear interpolation never exceeds its nodes), found by :meth:`HeatPlate.supremum`.
+(maximum principle; linear interpolation never exceeds its nodes), which the problem beside it
+finds (:func:`problems.heat_plate.plate_supremum`).
 
 The temperature gradient ∇T (:meth:`HeatPlate.gradient`, second order in the grid) comes from the
 same cached cells; :class:`GradientLimitedPlate` turns the plate into a constrained oracle
-``(T, [|∇T| − G])`` (a thermal-stress limit) with its constrained maximum
-(:meth:`GradientLimitedPlate.supremum`). Neither changes what :meth:`HeatPlate.temperature` returns.
+``(T, [|∇T| − G])`` (a thermal-stress limit), whose constrained maximum the problem finds
+(:func:`problems.heat_plate.limited_supremum`). Neither changes what :meth:`HeatPlate.temperature`
+returns.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import tempfile
-import warnings
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 import sympy as sp
 from scipy.interpolate import RegularGridInterpolator
-from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
 EDGES = ("left", "right", "bottom", "top")
@@ -54,22 +52,6 @@ EDGE_TOLERANCE = 1e-12
 CORNER_OFFSET = 1e-9
 # Bump when the cached data or the key changes meaning: old files are then ignored.
 _CACHE_FORMAT = 1
-
-# Fields solved in this process, by cache key digest: a second plate with the same data reuses it.
-_MEMORY_CACHE: dict[str, np.ndarray] = {}
-# How often each path was taken in this process (tests check that a cached field is not re-solved).
-CACHE_STATS = {"solves": 0, "disk_loads": 0, "memory_hits": 0}
-
-
-def clear_memory_cache() -> None:
-    """Forget the fields solved or loaded in this process (the disk cache stays)."""
-    _MEMORY_CACHE.clear()
-
-
-def default_cache_dir() -> Path:
-    """``$PINNBO_CACHE`` when set, else ``~/.cache/pinnbo``."""
-    env = os.environ.get("PINNBO_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "pinnbo"
 
 
 def solve_dirichlet_laplace(
@@ -166,12 +148,13 @@ class HeatPlate:
             raise KeyError(edge)
         return float(out) if out.ndim == 0 else out
 
-    def _edge_range(self, edge: str) -> tuple[float, float]:
+    def edge_range(self, edge: str) -> tuple[float, float]:
+        """The range of the coordinate along ``edge`` (y for left and right, x for bottom and top)."""
         return self.bounds[1] if edge in ("left", "right") else self.bounds[0]
 
     def _check_finite(self) -> None:
         for edge in EDGES:
-            lo, hi = self._edge_range(edge)
+            lo, hi = self.edge_range(edge)
             t = np.linspace(lo, hi, 4097)
             values = self.edge_data(edge, t)
             bad = ~np.isfinite(values)
@@ -197,68 +180,17 @@ class HeatPlate:
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
-    def cache_digest(self) -> str:
-        return hashlib.sha256(self.cache_key.encode("utf-8")).hexdigest()
-
-    @property
     def cache_path(self) -> Path:
-        return self.cache_dir / f"heat_plate-{self.cache_digest}.npz"
+        return FIELDS.path(self.cache_dir, "heat_plate", self.cache_key)
 
     def _load_or_solve(self) -> np.ndarray:
-        digest = self.cache_digest
-        cached = _MEMORY_CACHE.get(digest)
-        if cached is not None:
-            CACHE_STATS["memory_hits"] += 1
-            return cached
-        cells = self._load_from_disk()
-        if cells is None:
-            edge_data = {
-                edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
-                for edge in EDGES
-            }
-            cells = solve_dirichlet_laplace(self.bounds, self.grid, edge_data)
-            CACHE_STATS["solves"] += 1
-            if cells.shape != (self.grid, self.grid) or not np.all(np.isfinite(cells)):
-                raise RuntimeError("py-pde returned a field of the wrong shape or with non-finite values")
-            self._save_to_disk(cells)
-        else:
-            CACHE_STATS["disk_loads"] += 1
-        cells.setflags(write=False)
-        _MEMORY_CACHE[digest] = cells
-        return cells
+        def solve() -> np.ndarray:
+            edge_data = {edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
+                         for edge in EDGES}
+            return solve_dirichlet_laplace(self.bounds, self.grid, edge_data)
 
-    def _load_from_disk(self) -> np.ndarray | None:
-        path = self.cache_path
-        if not path.is_file():
-            return None
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                key = str(data["key"])
-                cells = np.array(data["cells"], dtype=np.float64)
-        except Exception:  # a truncated or foreign file: solve again and overwrite it
-            return None
-        if key != self.cache_key or cells.shape != (self.grid, self.grid) or not np.all(np.isfinite(cells)):
-            return None
-        return cells
-
-    def _save_to_disk(self, cells: np.ndarray) -> None:
-        # Written to a temporary file in the same directory, then renamed: concurrent runs never
-        # read a half-written field.
-        try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".heat_plate-", suffix=".tmp")
-            try:
-                os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared
-                with os.fdopen(fd, "wb") as fh:
-                    np.savez(fh, key=np.array(self.cache_key), cells=cells,
-                             x_cells=self.x_cells, y_cells=self.y_cells)
-                os.replace(tmp, self.cache_path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-        except OSError as exc:
-            warnings.warn(f"heat plate: cannot write the field cache in {self.cache_dir} ({exc})", stacklevel=3)
+        return FIELDS.get(self.cache_key, self.cache_dir, "heat_plate", (self.grid, self.grid), solve,
+                          {"x_cells": self.x_cells, "y_cells": self.y_cells})
 
     def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(xs, ys, nodes)``: the cell centres extended by the edges, and the field on them (the
@@ -383,50 +315,6 @@ class HeatPlate:
             raise ValueError(f"point: expected shape (2,), got {point.shape}")
         return float(self.temperature(point[None, :])[0])
 
-    def supremum(self, samples: int = 20001) -> tuple[float, np.ndarray]:
-        """``(f_star, location)``: the supremum of :meth:`temperature` over the closed rectangle.
-
-        Candidates: the interior nodes of the solved field (linear interpolation never exceeds its
-        nodes), the four corner values, and each edge's data on the open edge, sampled at
-        ``samples`` points from ``CORNER_OFFSET`` of its length past one corner to as far before
-        the other, the best sample refined by a bounded scalar maximisation. When the data rise
-        towards a corner whose other edge is lower, the supremum is a limit that no point attains:
-        the location returned then sits ``CORNER_OFFSET`` × edge length from that corner, and
-        ``f_star`` is the value there (so ``self(location) == f_star``).
-        """
-        (x0, x1), (y0, y1) = self.bounds
-        candidates: list[tuple[float, np.ndarray]] = []
-
-        k = int(np.argmax(self.cells))
-        i, j = np.unravel_index(k, self.cells.shape)
-        candidates.append((float(self.cells[i, j]), np.array([self.x_cells[i], self.y_cells[j]])))
-        for (ci, cj), value in self.corner_values.items():
-            candidates.append((float(value), np.array([(x0, x1)[ci], (y0, y1)[cj]])))
-
-        for edge in EDGES:
-            lo, hi = self._edge_range(edge)
-            offset = CORNER_OFFSET * (hi - lo)
-            a, b = lo + offset, hi - offset
-            t = np.linspace(a, b, samples)
-            values = self.edge_data(edge, t)
-            m = int(np.argmax(values))
-            best_t, best = float(t[m]), float(values[m])
-            left, right = t[max(m - 1, 0)], t[min(m + 1, samples - 1)]
-            if right > left:
-                res = minimize_scalar(
-                    lambda s: -float(self.edge_data(edge, s)), bounds=(left, right),
-                    method="bounded", options={"xatol": 1e-12 * (hi - lo)},
-                )
-                if res.success and math.isfinite(res.fun) and -res.fun > best:
-                    best_t, best = float(res.x), float(-res.fun)
-            location = {
-                "left": (x0, best_t), "right": (x1, best_t), "bottom": (best_t, y0), "top": (best_t, y1),
-            }[edge]
-            candidates.append((best, np.array(location, dtype=np.float64)))
-
-        f_star, location = max(candidates, key=lambda c: c[0])
-        return f_star, location
-
     def field(self, n: int = 201) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(xs, ys, values)`` on an n×n grid of the closed rectangle, for plots.
 
@@ -478,83 +366,6 @@ class GradientLimitedPlate:
         if point.shape != (2,):
             raise ValueError(f"point: expected shape (2,), got {point.shape}")
         return float(self.plate.temperature(point[None, :])[0]), [float(self.constraint(point[None, :])[0])]
-
-    def supremum(self, n: int = 1001, candidates: int = 8, window: int = 21, min_step: float = 1e-12,
-                 max_rounds: int = 2000) -> tuple[float, np.ndarray]:
-        """``(f_star, location)``: the largest T over the feasible points of the closed plate.
-
-        A dense n×n grid of the closed plate (edges included, with the oracle's edge and corner
-        semantics), then, from each of the best ``candidates`` feasible grid points at least two
-        grid spacings apart, the best feasible point of a 601×601 grid over ±3 cells of the solve
-        around it, then a pattern search: a ``window``×``window`` grid over a box around
-        the incumbent (first ±2 fine spacings), moving to its best feasible point while that
-        improves (so the search can walk along the constraint's level curve, where the
-        interpolated fields make many shallow local maxima), shrinking the box 4× when it does
-        not, until the box is ``min_step`` of the plate. The location
-        returned is a feasible point that was evaluated, so ``self(location) == (f_star, [c <= 0])``.
-        When the unconstrained supremum's location (:meth:`HeatPlate.supremum`) is feasible, the
-        limit does not bind and that is the answer. ProblemError when no grid point is feasible.
-        """
-        sup_value, sup_point = self.plate.supremum()
-        if self.constraint(sup_point[None, :])[0] <= 0:  # the limit does not bind
-            return float(sup_value), np.asarray(sup_point, dtype=np.float64)
-        (x0, x1), (y0, y1) = self.plate.bounds
-        xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
-        X, Y = np.meshgrid(xs, ys, indexing="ij")
-        points = np.column_stack([X.ravel(), Y.ravel()])
-        values = self.plate.temperature(points)
-        feasible = self.constraint(points) <= 0
-        if not feasible.any():
-            raise ProblemError(f"params.max_gradient: no point of the plate has |grad T| <= {self.max_gradient:g} "
-                               f"(on a {n}x{n} grid); raise the limit")
-        order = np.flatnonzero(feasible)[np.argsort(-values[feasible], kind="stable")]
-        spacing = np.array([(x1 - x0) / (n - 1), (y1 - y0) / (n - 1)])
-        starts: list[np.ndarray] = []
-        for k in order:
-            p = points[k]
-            if all(np.any(np.abs(p - q) > 2 * spacing) for q in starts):
-                starts.append(p)
-                if len(starts) == candidates:
-                    break
-
-        best_value, best_point = -math.inf, None
-        lower, upper = np.array([x0, y0]), np.array([x1, y1])
-        offsets = np.linspace(-1.0, 1.0, window)
-        cell = np.array([(x1 - x0) / self.plate.grid, (y1 - y0) / self.plate.grid])
-        for start in starts:
-            # ±3 solve cells at 1/100 of a cell: resolves the shallow local maxima that the
-            # interpolated fields make along the constraint's level curve, then pattern search
-            fx = np.clip(start[0] + np.linspace(-3, 3, 601) * cell[0], lower[0], upper[0])
-            fy = np.clip(start[1] + np.linspace(-3, 3, 601) * cell[1], lower[1], upper[1])
-            FX, FY = np.meshgrid(fx, fy, indexing="ij")
-            fine = np.column_stack([FX.ravel(), FY.ravel()])
-            fine_values = self.plate.temperature(fine)
-            ok = self.constraint(fine) <= 0
-            point, value = start, float(self.plate.temperature(start[None, :])[0])
-            if ok.any():
-                k = np.flatnonzero(ok)[int(np.argmax(fine_values[ok]))]
-                if fine_values[k] > value:
-                    point, value = fine[k], float(fine_values[k])
-            half = cell / 50.0  # half-width of the local window: one fine spacing each side
-            for _ in range(max_rounds):
-                if np.all(half <= min_step * (upper - lower)):
-                    break
-                gx = np.clip(point[0] + offsets * half[0], lower[0], upper[0])
-                gy = np.clip(point[1] + offsets * half[1], lower[1], upper[1])
-                GX, GY = np.meshgrid(gx, gy, indexing="ij")
-                local = np.column_stack([GX.ravel(), GY.ravel()])
-                local_values = self.plate.temperature(local)
-                ok = self.constraint(local) <= 0
-                moved = False
-                if ok.any():
-                    k = np.flatnonzero(ok)[int(np.argmax(local_values[ok]))]
-                    if local_values[k] > value:
-                        point, value, moved = local[k], float(local_values[k]), True
-                if not moved:
-                    half = half / 4.0  # the incumbent is the best of its window: zoom in
-            if value > best_value:
-                best_value, best_point = value, point
-        return best_value, np.asarray(best_point, dtype=np.float64)
 
     def __reduce__(self):
         return (GradientLimitedPlate, (self.plate, self.max_gradient))

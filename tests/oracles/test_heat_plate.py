@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from pinnbo.oracles import heat_plate as laplace
+from pinnbo.oracles.field_cache import FIELDS
 from pinnbo.oracles.heat_plate import HeatPlate
 from pinnbo.problem import ProblemError
+from problems.heat_plate import limited_supremum, plate_supremum
 
 L = 2 * math.pi
 
@@ -112,7 +114,7 @@ def test_interior_next_to_an_edge_approaches_its_data(step):
 
 def test_maximum_principle_and_supremum(fine, coarse, step, rng):
     for plate in (fine, coarse, step):
-        f_star, location = plate.supremum()
+        f_star, location = plate_supremum(plate)
         assert plate(location) == pytest.approx(f_star, rel=1e-12)
         interior = plate.temperature(rng.uniform(0, L, size=(5000, 2)))
         assert interior.max() <= f_star
@@ -120,7 +122,7 @@ def test_maximum_principle_and_supremum(fine, coarse, step, rng):
         boundary = np.concatenate([plate.edge_data(e, t) for e in laplace.EDGES])
         assert f_star >= boundary.max() - 1e-9 * abs(f_star)
     # step data: the bottom edge 10 + x rises to 10 + 2π at the lower-right corner, never attained
-    f_star, location = step.supremum()
+    f_star, location = plate_supremum(step)
     assert f_star == pytest.approx(10 + L, abs=1e-7)
     np.testing.assert_allclose(location, [L, 0], atol=1e-7)
     assert location[0] < L
@@ -135,7 +137,7 @@ def test_field_orientation(step):
 
 def test_same_data_is_not_solved_twice(cache_dir, monkeypatch):
     first = HeatPlate(STEP, grid=16)
-    solves = laplace.CACHE_STATS["solves"]
+    solves = FIELDS.stats["solves"]
 
     def no_solve(*args, **kwargs):
         raise AssertionError("solved again")
@@ -144,31 +146,31 @@ def test_same_data_is_not_solved_twice(cache_dir, monkeypatch):
     again = HeatPlate(dict(STEP), grid=16)  # in memory
     assert again.cells is first.cells
     # the same formula written differently is the same key
-    assert HeatPlate({**STEP, "bottom": "x+10"}, grid=16).cache_digest == first.cache_digest
-    laplace.clear_memory_cache()  # a fresh process: loads from disk
-    loads = laplace.CACHE_STATS["disk_loads"]
+    assert HeatPlate({**STEP, "bottom": "x+10"}, grid=16).cache_path == first.cache_path
+    FIELDS.clear_memory()  # a fresh process: loads from disk
+    loads = FIELDS.stats["disk_loads"]
     reloaded = HeatPlate(STEP, grid=16, cache_dir=cache_dir)
-    assert laplace.CACHE_STATS["disk_loads"] == loads + 1
+    assert FIELDS.stats["disk_loads"] == loads + 1
     np.testing.assert_array_equal(reloaded.cells, first.cells)
-    assert laplace.CACHE_STATS["solves"] == solves
+    assert FIELDS.stats["solves"] == solves
 
 
 def test_pickles_without_solving(step):
-    solves = laplace.CACHE_STATS["solves"]
+    solves = FIELDS.stats["solves"]
     clone = pickle.loads(pickle.dumps(step))
     assert clone((1.0, 2.0)) == step((1.0, 2.0))
-    assert laplace.CACHE_STATS["solves"] == solves
+    assert FIELDS.stats["solves"] == solves
 
 
 def test_missing_or_corrupt_cache_solves_again(tmp_path):
-    laplace.clear_memory_cache()
-    solves = laplace.CACHE_STATS["solves"]
+    FIELDS.clear_memory()
+    solves = FIELDS.stats["solves"]
     plate = HeatPlate(STEP, grid=8, cache_dir=tmp_path)
-    assert laplace.CACHE_STATS["solves"] == solves + 1
+    assert FIELDS.stats["solves"] == solves + 1
     plate.cache_path.write_bytes(b"not a zip file")
-    laplace.clear_memory_cache()
+    FIELDS.clear_memory()
     again = HeatPlate(STEP, grid=8, cache_dir=tmp_path)
-    assert laplace.CACHE_STATS["solves"] == solves + 2
+    assert FIELDS.stats["solves"] == solves + 2
     np.testing.assert_array_equal(again.cells, plate.cells)
     # and a different grid is a different field
     assert HeatPlate(STEP, grid=12, cache_dir=tmp_path).cache_path != plate.cache_path
@@ -204,7 +206,7 @@ def test_other_bounds(tmp_path):
     plate = HeatPlate({e: "x**2 - y**2" for e in laplace.EDGES}, bounds=((1, 3), (-1, 2)), grid=64, cache_dir=tmp_path)
     pts = np.array([[2.0, 0.5], [1.5, -0.5], [2.9, 1.9]])
     np.testing.assert_allclose(plate.temperature(pts), pts[:, 0] ** 2 - pts[:, 1] ** 2, atol=2e-3)
-    f_star, location = plate.supremum()
+    f_star, location = plate_supremum(plate)
     assert f_star == pytest.approx(9.0, abs=1e-6)
     np.testing.assert_allclose(location, [3, 0], atol=1e-5)
     with pytest.raises(ValueError):
@@ -303,7 +305,7 @@ def test_gradient_limit_must_be_positive(coarse, bad):
 ])
 def test_constrained_supremum_matches_the_analytic_field(fine, rng, limit, exact_value, exact_location):
     oracle = laplace.GradientLimitedPlate(fine, limit)
-    f_star, location = oracle.supremum()
+    f_star, location = limited_supremum(oracle)
     assert f_star == pytest.approx(exact_value, rel=1e-4)  # measured 5e-5 at 256²
     np.testing.assert_allclose(location, exact_location, atol=5e-3)
     value, (c,) = oracle(location)
@@ -317,11 +319,11 @@ def test_constrained_supremum_matches_the_analytic_field(fine, rng, limit, exact
 
 def test_loose_limit_gives_the_unconstrained_supremum(step):
     oracle = laplace.GradientLimitedPlate(step, 1e9)
-    (value, location), (expected, expected_location) = oracle.supremum(n=101), step.supremum()
+    (value, location), (expected, expected_location) = limited_supremum(oracle, n=101), plate_supremum(step)
     assert value == expected
     np.testing.assert_array_equal(location, expected_location)
 
 
 def test_impossible_limit_is_a_problem_error(step):
     with pytest.raises(ProblemError, match=r"params\.max_gradient"):
-        laplace.GradientLimitedPlate(step, 1e-9).supremum(n=51)
+        limited_supremum(laplace.GradientLimitedPlate(step, 1e-9), n=51)

@@ -11,7 +11,7 @@ import yaml
 
 from pinnbo.problem import PROBLEM_FACTORIES, ProblemError
 from pinnbo.oracles.heat_plate import HeatPlate
-from problems.heat_plate import heat_plate
+from problems.heat_plate import heat_plate, plate_supremum
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 L = 2 * math.pi
@@ -42,7 +42,7 @@ def cache_dir(tmp_path_factory, monkeypatch):
 )
 def test_case_optimum(name, f_star, corner, edge):
     plate = HeatPlate(case_boundary(name), grid=32)
-    value, location = plate.supremum()
+    value, location = plate_supremum(plate)
     assert value == pytest.approx(f_star, rel=1e-8)
     np.testing.assert_allclose(location, corner, atol=1e-7)
     assert plate(location) == value
