@@ -210,10 +210,9 @@ class HeatPlate:
 
     def _build_interpolant(self) -> RegularGridInterpolator:
         xs, ys, nodes = self._nodes()
-        # Linear, not cubic (measured at 256², harmonic test field: interior error 1.3e-4 vs 8.5e-5
-        # relative, both dominated by the solve's 7.3e-5): a linear interpolant never exceeds its
-        # nodes, so the maximum principle survives, while a cubic one overshoots the boundary
-        # supremum next to the discontinuous corners by up to 190 on heat BC1 (f* ≈ 3375).
+        # Linear, not cubic: a linear interpolant never exceeds its nodes, so the maximum principle
+        # survives (the supremum is the boundary data's), while a cubic one overshoots it next to a
+        # corner where the data jump; both are as accurate as the solve inside (docs/algorithms.md).
         return RegularGridInterpolator((xs, ys), nodes, method="linear")
 
     # ----------------------------------------------------------------------------- queries
