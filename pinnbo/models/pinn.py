@@ -40,6 +40,7 @@ import torch
 
 from pinnbo.errors import MethodError
 from pinnbo.models.mlp import MLP, load_network_state, network_state
+from pinnbo.models.transforms import standardise
 from pinnbo.settings import Settings
 from pinnbo.streams import sobol_unit, torch_generator
 
@@ -170,8 +171,7 @@ class PINNSurrogate:
     def fit(self, X: np.ndarray, y: np.ndarray, generator: torch.Generator) -> tuple[float, float]:
         """Train on standardised data (+ PDE residual); returns (μ_y, s_y). ``generator`` draws the
         collocation batches (the caller names its stream by step)."""
-        mean = float(np.mean(y))
-        std = float(np.std(y)) if len(y) > 1 and np.std(y) > 0 else 1.0
+        mean, std = standardise(y)
         Z = self.normalise(torch.as_tensor(X, dtype=self.dtype, device=self.device))
         targets = torch.as_tensor((y - mean) / std, dtype=self.dtype, device=self.device)
         physical = self.physical_model(mean, std)

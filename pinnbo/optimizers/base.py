@@ -206,6 +206,11 @@ class Optimizer(abc.ABC):
     def propose(self) -> np.ndarray:
         """The next design to evaluate, shape (d,), physical coordinates."""
 
+    def random_design(self) -> np.ndarray:
+        """A step's design with nothing told to learn from: uniform in the box, from the step's own
+        stream, shape (d,)."""
+        return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+
     def rng(self, *keys: Any) -> np.random.Generator:
         """Numpy generator for this step's draws named by ``keys``."""
         return numpy_rng(self.seed, self.name, self.ask_index, *keys)

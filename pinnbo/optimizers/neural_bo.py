@@ -28,6 +28,7 @@ import torch
 
 from pinnbo.acquisition.search import candidate_pool, farthest_from, is_duplicate
 from pinnbo.models.ntk import NTKNetwork, unit_to_z
+from pinnbo.models.transforms import standardise
 from pinnbo.optimizers.base import DTYPES, MethodSettings, Optimizer
 from pinnbo.streams import derived_seed, torch_generator
 
@@ -81,10 +82,9 @@ class NeuralBO(Optimizer):
     def propose(self) -> np.ndarray:
         X, y = self.observed()
         if len(y) == 0:
-            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+            return self.random_design()
         s = self.settings
-        mean = float(np.mean(y))
-        std = float(np.std(y)) if len(y) > 1 and np.std(y) > 0 else 1.0
+        mean, std = standardise(y)
         Z = self._unit_to_z(self.domain.to_unit(X))
         self.net.fit(Z, torch.as_tensor((y - mean) / std, dtype=self.dtype, device=self.device))
         new = [x for x, v in zip(self.X[self._absorbed:], self.y[self._absorbed:]) if v is not None]

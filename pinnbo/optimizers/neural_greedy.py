@@ -27,6 +27,7 @@ import torch
 
 from pinnbo.acquisition.search import minimize_surrogate
 from pinnbo.models.mlp import MLP, load_network_state, network_state
+from pinnbo.models.transforms import standardise
 from pinnbo.optimizers.base import DTYPES, MethodSettings, Optimizer
 from pinnbo.streams import derived_seed, torch_generator
 
@@ -81,10 +82,9 @@ class NeuralGreedy(Optimizer):
     def propose(self) -> np.ndarray:
         X, y = self.observed()
         if len(y) == 0:
-            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+            return self.random_design()
         s = self.settings
-        mean = float(np.mean(y))
-        std = float(np.std(y)) if len(y) > 1 and np.std(y) > 0 else 1.0
+        mean, std = standardise(y)
         perturbed = (y - mean) / std + s.perturbation * self.rng("perturbation").standard_normal(len(y))
         unit = self.domain.to_unit(X)
         Z = torch.as_tensor(2.0 * unit - 1.0, dtype=self.dtype, device=self.device)

@@ -128,7 +128,7 @@ class PDEGPOptimizer(Optimizer):
         X, y = self.observed()
         evaluated, unit_X = self.evaluated_unit(), self.domain.to_unit(X)
         if len(y) == 0:
-            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+            return self.random_design()
         dtype = torch.float64
         lower = torch.as_tensor(self.domain.lower_array, dtype=dtype, device=self.device)
         widths = torch.as_tensor(self.domain.widths, dtype=dtype, device=self.device)

@@ -138,7 +138,7 @@ class PINNBO(Optimizer):
     def propose(self) -> np.ndarray:
         X, y = self.observed()
         if len(y) == 0:
-            return self.domain.from_unit(self.rng("empty").random(self.domain.dim))
+            return self.random_design()
         s = self.settings
         on_faces = self.boundary_minimum and faces_only(self.domain.to_unit(X), y)
         sample = self.acquisition_sample(X, y, residual_gp=not on_faces)
