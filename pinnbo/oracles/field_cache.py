@@ -4,20 +4,23 @@ so a 256² solve costs several seconds and a cached load a few milliseconds.
 A field is kept by the digest of the canonical text of what determines it (its key): in this
 process's memory, so a second plate with the same data reuses it, and as an ``.npz`` in a folder
 shared by processes (``$PINNBO_CACHE``, else ``~/.cache/pinnbo``), written to a temporary name and
-renamed so that a concurrent run never reads half a field. A file that does not load, holds another
+renamed (:func:`pinnbo.files.write_bytes`) so that a concurrent run never reads half a field. A file that does not load, holds another
 key or a field of the wrong shape is solved again and replaced. Files load without pickle.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from pinnbo.errors import RunStopped, UserError
+from pinnbo.files import write_bytes
 
 
 def default_cache_dir() -> Path:
@@ -81,21 +84,15 @@ def _load(path: Path, key: str, shape: tuple[int, ...]) -> np.ndarray | None:
 
 
 def _save(path: Path, key: str, field: np.ndarray, extra: dict[str, np.ndarray]) -> None:
-    folder = path.parent
+    """Through :func:`pinnbo.files.write_bytes` (a fresh temporary, renamed; no link followed). A
+    cache that cannot be written costs a solve next time, never the run: a warning."""
+    buffer = io.BytesIO()
+    np.savez(buffer, key=np.array(key), cells=field, **extra)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.stem.split('-')[0]}-", suffix=".tmp")
-        try:
-            os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, key=np.array(key), cells=field, **extra)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        warnings.warn(f"cannot write the field cache in {folder} ({exc})", stacklevel=4)
+        path.parent.mkdir(parents=True, exist_ok=True)   # the cache folder may be a link the user made
+        write_bytes(path, buffer.getvalue())
+    except (OSError, UserError, RunStopped) as exc:
+        warnings.warn(f"cannot write the field cache in {path.parent} ({exc})", stacklevel=4)
 
 
 #: The fields of this process (every plate shares it).

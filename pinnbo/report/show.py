@@ -103,7 +103,6 @@ def run_outcome(summary: dict, name: str, output: Path, budget: int, recorded: i
     """The lines ``pinnbo run`` ends with: the best (feasible) design, the optimum and regret where
     known, failures, the stopping rule, where the results are. Rich ``Text`` built from parts, so a
     name or a path is never read as markup."""
-    fmt_x = lambda x: "(" + ", ".join(fmt(v, 6) for v in x) + ")"   # noqa: E731
     constrained = "n_feasible" in summary
     lines = []
     if recorded >= budget:
@@ -111,11 +110,11 @@ def run_outcome(summary: dict, name: str, output: Path, budget: int, recorded: i
                           "a larger --budget extends the run)"))
     if summary["best"]:
         lines.append(Text.assemble((name, "bold"), f": best{' feasible' if constrained else ''} "
-                                   f"{fmt(summary['best_value'])} at {fmt_x(summary['best']['x'])}"))
+                                   f"{fmt(summary['best_value'])} at {_design(summary['best']['x'], None)}"))
     elif constrained and summary["least_violation"] is not None:
         closest = summary["least_violation"]
         lines.append(Text.assemble((name, "bold"), ": ", ("no feasible evaluation", "yellow"),
-                                   f"; closest to feasible: {fmt_x(closest['x'])} with violation "
+                                   f"; closest to feasible: {_design(closest['x'], None)} with violation "
                                    f"{fmt(closest['violation'], 4)}"))
     else:
         lines.append(Text.assemble((name, "bold"), ": no successful evaluation"))

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from pinnbo.errors import CaseError, shown
+from pinnbo.runner.build import CaseObjective
 from pinnbo.runner.evaluation import oracle_outcome
 
 
@@ -51,13 +52,12 @@ def allow_children() -> None:
 
 def evaluate_on_worker(objective: Any, x: list[float], timeout: float | None) -> tuple[Any, str | None, float]:
     """The task a Dask worker runs: one isolated oracle call at ``x``; (result, error, seconds).
-    ``objective`` the recipe of a case's objective (:class:`pinnbo.runner.build.CaseObjective`: a
-    ``key`` and a ``build()``, which the worker calls once), or the objective itself (the Python
-    API)."""
+    ``objective`` a :class:`~pinnbo.runner.build.CaseObjective` (built once per worker), or the
+    objective itself (the Python API)."""
 
     allow_children()     # the isolated call forks one per evaluation and always reaps it
     start = time.perf_counter()
-    if callable(getattr(objective, "build", None)) and isinstance(getattr(objective, "key", None), str):
+    if isinstance(objective, CaseObjective):
         if objective.key not in _BUILT:
             try:
                 _BUILT[objective.key] = objective.build()

@@ -19,7 +19,7 @@ class CaseLoader(yaml.SafeLoader):
     """PyYAML's safe loader, reading plain scalars as YAML 1.2 does and refusing duplicate keys.
 
     PyYAML follows YAML 1.1, which reads ``budget: 014`` as 12 (octal), ``1:20`` as 80 (base 60),
-    ``1e-3`` as the text '1e-3', ``yes``/``off`` as booleans and ``2026-01-01`` as a date; YAML 1.2,
+    ``1e-3`` as the text '1e-3', ``yes``/``off`` as booleans and ``YYYY-MM-DD`` as a date; YAML 1.2,
     every other tool and every user read 14, the text '1:20', 0.001 and texts. The resolvers below are
     YAML 1.2's core schema (decimal, ``0o`` octal and ``0x`` hexadecimal integers; floats with an
     optional dot; ``true``/``false``), so no number in a case is silently reinterpreted. A key given
