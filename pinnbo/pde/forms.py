@@ -1,0 +1,246 @@
+"""A PDE's linear and linearised forms, and the maximum-principle analysis pde-gp and PINN-BO use.
+
+A Gaussian process stays Gaussian under a linear operator only: :func:`linear_form` reads a linear
+PDE as coefficients c_α(z) of each ∂^α h and a source g(z); :func:`linearised_form` writes a
+nonlinear one as the Gauss–Newton linearisation about a function h₀ (Chen, Hosseini, Owhadi &
+Stuart 2021); :func:`minimum_on_boundary` says when the weak maximum principle puts a solution's
+minimum on the boundary of a box.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, NamedTuple
+
+import sympy as sp
+import torch
+
+from pinnbo.errors import PDEError
+from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
+
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "is_linear", "linear_form",
+           "linearised_form", "minimum_on_boundary"]
+
+
+class Expanded(NamedTuple):
+    """One equation R(z, ∂h) = 0 with each ∂^α h written as its placeholder P_α: the pairs
+    (α, ∂R/∂P_α), the source Σ_α P_α ∂R/∂P_α − R, and whether any of them still holds a P_α (the
+    equation is nonlinear in h). For a linear equation the pairs are its coefficients and the source
+    is g; for a nonlinear one, evaluated at a function h₀, they are its Gauss–Newton linearisation
+    about h₀."""
+
+    terms: list[tuple[MultiIndex, sp.Expr]]
+    source: sp.Expr
+    nonlinear: bool
+
+
+def expand(atoms: Atoms, residuals: tuple[sp.Expr, ...]) -> tuple[Expanded, ...]:
+    """Each residual ``lhs - rhs`` as an :class:`Expanded` equation."""
+    call, dim = atoms.call, len(atoms.symbols)
+    equations = []
+    for e in residuals:
+        # the unknown first, then its derivatives by order and multi-index: the terms' order is
+        # that of the sums the kernel blocks add up, and a set of atoms iterates in an order
+        # that follows the string hashes Python salts per process
+        met: dict[MultiIndex, sp.Dummy] = {}
+
+        def placeholder(alpha: MultiIndex, met=met) -> sp.Dummy:
+            return met.setdefault(alpha, atoms.placeholders[alpha])
+
+        replaced = {call: placeholder((0,) * dim)} if e.has(call) else {}
+        derivatives = {d: atoms.multi_index(d) for d in e.atoms(sp.Derivative)}
+        for d, alpha in sorted(derivatives.items(), key=lambda item: by_order(item[1])):
+            replaced[d] = placeholder(alpha)
+        # Derivatives first: replacing the bare unknown inside them would leave Derivative(P, x).
+        e = e.xreplace({d: p for d, p in replaced.items() if d != call})
+        e = sp.expand(e.xreplace({call: replaced[call]} if call in replaced else {}))
+        unknowns = set(met.values())
+        terms = [(alpha, c) for alpha, p in met.items() if (c := sp.diff(e, p)) != 0]
+        nonlinear = any(c.free_symbols & unknowns for _, c in terms)
+        if nonlinear:
+            source = sp.expand(sum((c * met[alpha] for alpha, c in terms), sp.S.Zero) - e)
+        else:
+            # from sympy's zero: a bare derivative (f'' = 0) xreplaces to the Python int 0
+            source = sp.S.Zero - e.xreplace({p: 0 for p in unknowns})
+        equations.append(Expanded(terms, source, nonlinear))
+    return tuple(equations)
+
+
+def is_linear(expanded: tuple[Expanded, ...]) -> bool:
+    """Whether every equation is linear in the unknown and its derivatives."""
+    return not any(e.nonlinear for e in expanded)
+
+
+def _linear_equations(expanded: tuple[Expanded, ...], pde) -> list[tuple[list[tuple[MultiIndex, sp.Expr]], sp.Expr]]:
+    equations = []
+    for i, e in enumerate(expanded):
+        if e.nonlinear:
+            raise PDEError(f"equation {i}: {pde.lhs[i]} = {pde.rhs[i]} is not linear in the unknown {pde.atoms.call} "
+                           "(a product or a function of its derivatives)")
+        equations.append((e.terms, e.source))
+    return equations
+
+
+def linear_form(pde) -> "LinearForm":
+    """The PDE as L[h] = g with L linear: per equation, the coefficient c_α(z) of each derivative
+    ∂^α h, and the source g(z), compiled like the residual. A PDEError naming the first equation
+    that is not linear in the unknown (a product of derivatives, the unknown inside a function):
+    only a linear operator keeps a Gaussian process Gaussian."""
+    atoms = pde.atoms
+    equations = [(tuple((alpha, build(c, atoms)) for alpha, c in terms), None if g == 0 else build(g, atoms))
+                 for terms, g in _linear_equations(pde.expanded, pde)]
+    return LinearForm(atoms.symbols, tuple(equations))
+
+
+def linearised_form(pde) -> "LinearisedForm":
+    """The PDE linearised about a function h₀ (Gauss–Newton): R(z, ∂h) ≈ R(z, ∂h₀) +
+    Σ_α ∂R/∂(∂^α h)|h₀ (∂^α h − ∂^α h₀) = 0, a linear PDE Σ_α c_α ∂^α h = g with
+    c_α = ∂R/∂(∂^α h)|h₀ and g = Σ_α c_α ∂^α h₀ − R(z, ∂h₀). Its coefficients and source are
+    compiled like the residual, as functions of the inputs and of h₀'s derivatives; for a linear PDE
+    they are its :func:`linear_form`'s, whatever h₀."""
+    atoms = pde.atoms
+    call, symbols, placeholders = atoms.call, atoms.symbols, atoms.placeholders
+    # each P_α back to ∂^α h, which the compiler reads as a value from the environment
+    back = {p: call if not any(alpha) else sp.Derivative(call, *[(v, k) for v, k in zip(symbols, alpha) if k])
+            for alpha, p in placeholders.items()}
+    equations, needed = [], set()
+    for terms, source, _ in pde.expanded:
+        for expr in [c for _, c in terms] + [source]:
+            needed |= {alpha for alpha, p in placeholders.items() if expr.has(p)}
+        equations.append((tuple((alpha, build(c.xreplace(back), atoms)) for alpha, c in terms),
+                          None if source == 0 else build(source.xreplace(back), atoms)))
+    used = {alpha: placeholders[alpha] for alpha in sorted(needed, key=by_order)}
+    return LinearisedForm(symbols, tuple(equations), used)
+
+
+def minimum_on_boundary(pde) -> bool:
+    """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
+    maximum principle (Gilbarg & Trudinger, Theorem 3.1; Evans, §6.4.1): one linear equation
+    L[h] = Σ a_ij ∂_i∂_j h + Σ b_i ∂_i h = g with no zero-order term, a constant definite matrix
+    (a_ij), polynomial b_i (bounded on the box) and a constant source of the sign that makes h a
+    supersolution (s·g ≤ 0, s the sign of (a_ij)). Laplace's equation qualifies for both the
+    minimum and, through the negated PDE, the maximum; Helmholtz's (a zero-order term), the beam's
+    (fourth order) and any nonlinear PDE do not. Conservative: False whenever the conditions cannot
+    be read off the symbols."""
+    if pde.n_equations != 1:
+        return False
+    try:
+        ((terms, source),) = _linear_equations(pde.expanded, pde)
+    except PDEError:
+        return False
+    symbols = pde.atoms.symbols
+    a = sp.zeros(pde.dim, pde.dim)
+    for alpha, c in terms:
+        order = sum(alpha)
+        if order == 0 or order > 2:
+            return False
+        if order == 1 and not c.is_polynomial(*symbols):
+            return False
+        if order == 2:
+            if c.free_symbols:
+                return False
+            axes = [i for i, k in enumerate(alpha) for _ in range(k)]
+            i, j = axes
+            if i == j:
+                a[i, i] = c
+            else:
+                a[i, j] = a[j, i] = c / 2
+    if source.free_symbols:
+        return False
+    try:
+        eigenvalues = [complex(sp.N(v)).real for v in a.eigenvals(multiple=True)]
+        g = float(sp.N(source))
+    except (TypeError, ValueError):
+        return False
+    if all(v > 0 for v in eigenvalues):
+        sign = 1.0
+    elif all(v < 0 for v in eigenvalues):
+        sign = -1.0
+    else:
+        return False
+    return sign * g <= 0.0
+
+
+class LinearForm:
+    """A linear PDE, L[h] = g, as data a Gaussian process can use (:func:`linear_form`).
+
+    ``terms(points)`` gives, per equation, the pairs (α, c_α(points)) with each coefficient (N,)
+    on the points' dtype and device; ``source(points)`` the (N, n_equations) right-hand sides g.
+    Both keep their latest evaluation: a run's collocation points are fixed, and a compiled
+    coefficient (the beam's EI and its derivatives) costs more to evaluate than a GP's solve.
+    """
+
+    def __init__(self, symbols: tuple[sp.Symbol, ...], equations: tuple) -> None:
+        self._symbols = symbols
+        self._equations = equations
+        self._latest: dict[str, tuple[tuple, object]] = {}
+        self.n_equations = len(equations)
+        self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
+            {alpha for terms, _ in equations for alpha, _ in terms}, key=by_order))
+        self.max_order = max((sum(a) for a in self.multi_indices), default=0)
+
+    def _env(self, points: torch.Tensor) -> tuple[dict, torch.Tensor]:
+        return {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
+
+    def _evaluated(self, kind: str, points: torch.Tensor, evaluate: Callable[[], object]):
+        key = (points.shape, points.dtype, str(points.device), points.detach().cpu().numpy().tobytes())
+        latest = self._latest.get(kind)
+        if latest is None or latest[0] != key:
+            latest = self._latest[kind] = (key, evaluate())
+        return latest[1]
+
+    def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+        return self._evaluated("terms", points, lambda: _terms(self._equations, *self._env(points)))
+
+    def source(self, points: torch.Tensor) -> torch.Tensor:
+        return self._evaluated("source", points, lambda: _source(self._equations, *self._env(points)))
+
+
+def _terms(equations: tuple, env: dict, ref: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+    """Compiled (α, c_α) pairs per equation evaluated in ``env``: each coefficient (N,)."""
+    return [[(alpha, as_tensor(c(env, ref), ref)) for alpha, c in terms] for terms, _ in equations]
+
+
+def _source(equations: tuple, env: dict, ref: torch.Tensor) -> torch.Tensor:
+    """Compiled sources evaluated in ``env``, (N, n_equations); None is a zero source."""
+    return torch.stack([torch.zeros_like(ref) if g is None else as_tensor(g(env, ref), ref)
+                        for _, g in equations], dim=1)
+
+
+class LinearisedForm:
+    """A PDE linearised about a function h₀ (:func:`linearised_form`). ``multi_indices`` are the
+    derivatives of h₀ its coefficients and source need; ``at(points, derivatives)``, with
+    ``derivatives`` {α: ∂^α h₀ at the points, (N,)}, is the linear PDE there, with the
+    :class:`LinearForm`'s ``terms`` and ``source`` at those points."""
+
+    def __init__(self, symbols: tuple[sp.Symbol, ...], equations: tuple, placeholders: dict) -> None:
+        self._symbols = symbols
+        self._equations = equations
+        self._placeholders = placeholders
+        self.n_equations = len(equations)
+        self.multi_indices: tuple[MultiIndex, ...] = tuple(placeholders)
+
+    def at(self, points: torch.Tensor, derivatives: Mapping[MultiIndex, torch.Tensor]) -> "EvaluatedForm":
+        env, ref = {s: points[:, i] for i, s in enumerate(self._symbols)}, points[:, 0]
+        env.update({p: derivatives[alpha] for alpha, p in self._placeholders.items()})
+        return EvaluatedForm(points, _terms(self._equations, env, ref), _source(self._equations, env, ref))
+
+
+class EvaluatedForm:
+    """A linear PDE's coefficients and source evaluated at fixed points, with :class:`LinearForm`'s
+    ``terms`` and ``source`` (at those points only)."""
+
+    def __init__(self, points: torch.Tensor, terms: list, source: torch.Tensor) -> None:
+        self._points, self._terms, self._source = points, terms, source
+        self.n_equations = source.shape[1]
+
+    def _check(self, points: torch.Tensor) -> None:
+        if points.shape != self._points.shape or not torch.equal(points, self._points):
+            raise ValueError("an evaluated linearisation is defined at the points it was evaluated at only")
+
+    def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+        self._check(points)
+        return self._terms
+
+    def source(self, points: torch.Tensor) -> torch.Tensor:
+        self._check(points)
+        return self._source
