@@ -307,13 +307,21 @@ def problems(name: Optional[str] = typer.Argument(None, help="A problem: its par
 
 
 @app.command()
+def schema() -> None:
+    """Print the case file's JSON Schema, for editors that validate and complete case files."""
+    from pinnbo.runner.schema import case_schema
+
+    sys.stdout.write(json.dumps(case_schema(), indent=2) + "\n")
+
+
+@app.command()
 def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
                                                    "folder (bench-results/heat_bc1) or a bench root"),
          as_json: bool = typer.Option(False, "--json", help="Print the summary.json of a run (or of each bench "
                                       "case) as JSON instead of a table.")) -> None:
     """Print the summary of a finished run, or the table of a bench."""
     from pinnbo.report.format import print_table
-    from pinnbo.report.show import summary_rows
+    from pinnbo.report.show import is_bench_summary, read_json, summary_rows
 
     path = results / "summary.json"
     if not results.exists():
@@ -322,11 +330,11 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         fail(f"results: {results} is not a folder; give a run's or a bench's results folder")
     if not path.exists():
         benches = [(p.parent, summary) for p in sorted(results.glob("*/summary.json"))
-                   if _is_bench_summary(summary := _read_json(p))]
+                   if is_bench_summary(summary := read_json(p))]
         if not benches and (results / "evaluations.jsonl").exists():
             from pinnbo.bench.plan import recorded_evaluations
 
-            stored = _read_json(results / "case.json")
+            stored = read_json(results / "case.json")
             budget = stored.get("budget") if isinstance(stored, dict) else None
             of = f" of {budget}" if isinstance(budget, int) and not isinstance(budget, bool) else ""
             fail(f"results: {results} is not finished: {recorded_evaluations(results)}{of} evaluations recorded "
@@ -339,14 +347,14 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
         for folder, summary in benches:
             _show_bench(folder, summary)
         return
-    summary = _read_json(path)
+    summary = read_json(path)
     if not isinstance(summary, dict):
         fail(f"results: {path} is not a pinnbo summary (expected a JSON object; it is unreadable, or "
              f"{type(summary).__name__ if summary is not None else 'not JSON'})")
     if as_json:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
         return
-    if _is_bench_summary(summary):
+    if is_bench_summary(summary):
         _show_bench(results, summary)
         return
     table = Table(title=escape(str(results)), show_header=False)
@@ -355,20 +363,6 @@ def show(results: Path = typer.Argument(..., help="A run's results folder (resul
     for label, value in summary_rows(summary):
         table.add_row(escape(label), escape(value))
     print_table(console, table)
-
-
-def _read_json(path: Path):
-    """The JSON in ``path``, or None where it cannot be read (any way: see pinnbo.files.loads)."""
-    from pinnbo.files import loads
-
-    try:
-        return loads(path.read_text(), str(path))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-
-
-def _is_bench_summary(summary) -> bool:
-    return isinstance(summary, dict) and {"methods", "results", "seeds"} <= summary.keys()
 
 
 def _show_bench(folder: Path, summary: dict) -> None:

@@ -3,12 +3,16 @@ in them (Neural-CBO's ``pinn:``), each a dataclass of typed fields checked with 
 
 A field's annotation decides what it accepts (``bool``, ``int``, ``float``, ``str``, a tuple of
 ints for layer widths, or another :class:`Settings` for a nested section given as a mapping);
-class-level lists say what must be positive, non-negative or one of a few choices.
+class-level lists say what must be positive, non-negative or one of a few choices, which fields
+take ``auto`` (chosen by the problem's dimension, :meth:`Settings.automatic`), and which are
+internal: sizes the method was measured with, settable for CI's quick runs and tests but not shown
+to a user (the JSON Schema of ``pinnbo schema``, the documentation, the "expected one of" lists).
 """
 
 from __future__ import annotations
 
 import typing
+import dataclasses
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +31,18 @@ class Settings:
     NON_NEGATIVE: ClassVar[tuple[str, ...]] = ()      # >= 0
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
     WIDTHS: ClassVar[tuple[str, ...]] = ()            # non-empty lists of positive layer widths
+    AUTO: ClassVar[tuple[str, ...]] = ()              # take "auto" (their default), else a number
+    INTERNAL: ClassVar[tuple[str, ...]] = ()          # measured sizes, not part of the user's surface
+
+    def automatic(self, name: str, value: Any) -> Any:
+        """The field's value, or ``value`` where it is ``auto``."""
+        given = getattr(self, name)
+        return value if given == "auto" else given
+
+    @classmethod
+    def user_fields(cls) -> list[str]:
+        """The fields a user sees (every field but the internal ones)."""
+        return [f.name for f in fields(cls) if not f.name.isupper() and f.name not in cls.INTERNAL]
 
     @classmethod
     def from_params(cls, params: dict | None, method: str, prefix: str = "method_params") -> "Settings":
@@ -39,8 +55,10 @@ class Settings:
         for key, value in params.items():
             if key not in known:
                 raise MethodError(f"{prefix}.{key}: unknown parameter of method '{method}'; expected one of "
-                                  f"{', '.join(sorted(known))}")
-            params[key] = _coerce(value, hints[key], f"{prefix}.{key}", method)
+                                  f"{', '.join(sorted(cls.user_fields()))}")
+            if key in cls.AUTO and value == "auto":
+                continue
+            params[key] = _coerce(value, hints[key], f"{prefix}.{key}", method, auto=key in cls.AUTO)
         settings = cls(**params)
         settings.validate(prefix)
         return settings
@@ -53,10 +71,14 @@ class Settings:
             if not widths or any(w < 1 for w in widths):
                 raise MethodError(f"{prefix}.{name}: expected a non-empty list of positive widths")
         for name in self.POSITIVE:
+            if getattr(self, name) == "auto":
+                continue
             if not getattr(self, name) > 0:
                 noun = "integer" if hints[name] is int else "number"
                 raise MethodError(f"{prefix}.{name}: expected a positive {noun}")
         for name in self.NON_NEGATIVE:
+            if getattr(self, name) == "auto":
+                continue
             if not getattr(self, name) >= 0:
                 noun = "an integer" if hints[name] is int else "a number"
                 raise MethodError(f"{prefix}.{name}: expected {noun} >= 0")
@@ -66,11 +88,14 @@ class Settings:
                                   f"got {shown(getattr(self, name))}")
 
 
-def _coerce(value: Any, annotation: Any, field: str, method: str) -> Any:
+def _coerce(value: Any, annotation: Any, field: str, method: str, auto: bool = False) -> Any:
     if isinstance(annotation, type) and is_dataclass(annotation) and issubclass(annotation, Settings):
         return annotation.from_params(value, method, field)
     if isinstance(value, bool) and annotation is not bool:
-        raise MethodError(f"{field}: expected a number, got {shown(value)}")
+        raise MethodError(f"{field}: expected {'auto or ' if auto else ''}a number, got {shown(value)}")
+    if auto and not isinstance(value, (int, float)):
+        raise MethodError(f"{field}: expected auto or {'an integer' if annotation is int else 'a number'}, "
+                          f"got {shown(value)}")
     if annotation is bool:
         if not isinstance(value, bool):
             raise MethodError(f"{field}: expected true or false, got {shown(value)}")
@@ -94,3 +119,35 @@ def _coerce(value: Any, annotation: Any, field: str, method: str) -> Any:
             raise MethodError(f"{field}: expected a list of integers, got {shown(value)}")
         return tuple(value)
     return value
+
+
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def settings_schema(cls: type[Settings]) -> dict:
+    """The JSON Schema of ``cls``'s user fields: types, defaults, ranges, choices, ``auto``."""
+    hints = typing.get_type_hints(cls)
+    properties: dict[str, dict] = {}
+    for f in fields(cls):
+        if f.name.isupper() or f.name in cls.INTERNAL:
+            continue
+        annotation = hints[f.name]
+        if isinstance(annotation, type) and is_dataclass(annotation) and issubclass(annotation, Settings):
+            properties[f.name] = settings_schema(annotation)
+            continue
+        if typing.get_origin(annotation) in (tuple, list):
+            entry: dict = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+        else:
+            entry = {"type": _JSON_TYPES.get(annotation, "string")}
+        if f.name in cls.POSITIVE:
+            entry["minimum" if annotation is int else "exclusiveMinimum"] = 1 if annotation is int else 0
+        elif f.name in cls.NON_NEGATIVE:
+            entry["minimum"] = 0
+        if f.name in cls.CHOICES:
+            entry["enum"] = list(cls.CHOICES[f.name])
+        if f.name in cls.AUTO:
+            entry = {"anyOf": [entry, {"const": "auto"}]}
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        entry["default"] = list(default) if isinstance(default, tuple) else default
+        properties[f.name] = entry
+    return {"type": "object", "properties": properties, "additionalProperties": False}

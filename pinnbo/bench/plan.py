@@ -3,7 +3,7 @@ checked before anything runs (a folder holding another run, a planted state file
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinnbo.bench.options import REFERENCE, BenchError, BenchSettings, default_methods, default_reference
@@ -131,14 +131,14 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
             params[method] = dict(base.method_params) if method == base.method else {}
             params[method].update(settings.params.get(method, {}))
             try:   # a method the problem does not admit (pde-gp and a nonlinear PDE) is refused now
-                build_optimizer(replace(base, method=method, method_params=params[method]), problem)
+                build_optimizer(base.model_copy(update={"method": method, "method_params": params[method]}), problem)
             except UserError as exc:
                 raise BenchError(f"{source}: {method}: {exc}") from None
         jobs = []
         for seed in settings.seeds:
             for method in methods:
-                case = replace(base, method=method, method_params=params[method], seed=seed,
-                               output=str(run_folder(folder, method, seed)))
+                case = base.model_copy(update={"method": method, "method_params": params[method], "seed": seed,
+                                               "output": str(run_folder(folder, method, seed))})
                 job = RunJob(case, base.name, method, seed)
                 refuse_links_below(settings.output, job.folder)
                 _check_resumable(job.folder, case.to_dict(), problem.domain.names)

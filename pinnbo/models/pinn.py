@@ -67,6 +67,7 @@ class PINNSettings(Settings):
     POSITIVE = ("collocation_points", "collocation_batch", "learning_rate", "misfit_tolerance", "noise_variance")
     NON_NEGATIVE = ("initial_steps", "steps_per_iteration", "pde_weight")
     WIDTHS = ("hidden",)
+    INTERNAL = ("collocation_batch", "learning_rate", "misfit_tolerance", "noise_variance")
 
 
 class PINNSurrogate:

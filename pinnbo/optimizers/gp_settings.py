@@ -24,6 +24,7 @@ class GPSettings(MethodSettings):
 
     POSITIVE = ("num_restarts", "raw_samples", "maxiter", "noise_floor")
     NON_NEGATIVE = ("duplicate_tol",)
+    INTERNAL = ("duplicate_tol",)
 
     def validate(self, prefix: str = "method_params") -> None:
         super().validate(prefix)

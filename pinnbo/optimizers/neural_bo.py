@@ -56,6 +56,7 @@ class NeuralBOSettings(MethodSettings):
     POSITIVE = ("regularization", "learning_rate", "n_candidates")
     NON_NEGATIVE = ("exploration_scale", "duplicate_tol", "initial_steps", "steps_per_iteration")
     CHOICES = {"dtype": tuple(DTYPES)}
+    INTERNAL = ("learning_rate", "n_candidates", "duplicate_tol")
     WIDTHS = ("hidden",)
 
 

@@ -81,6 +81,7 @@ class NeuralCBOSettings(MethodSettings):
     POSITIVE = ("regularization", "learning_rate", "n_candidates")
     NON_NEGATIVE = ("constraint_beta", "exploration_scale", "duplicate_tol", "initial_steps", "steps_per_iteration")
     CHOICES = {"dtype": tuple(DTYPES)}
+    INTERNAL = ("learning_rate", "n_candidates", "residual_gp", "duplicate_tol")
     WIDTHS = ("hidden",)
 
 

@@ -50,6 +50,7 @@ class NeuralGreedySettings(MethodSettings):
     POSITIVE = ("learning_rate", "n_pool", "top_k")
     NON_NEGATIVE = ("perturbation", "duplicate_tol", "initial_steps", "steps_per_iteration", "refine_iterations")
     CHOICES = {"dtype": tuple(DTYPES)}
+    INTERNAL = ("learning_rate", "n_pool", "top_k", "refine_iterations", "duplicate_tol")
     WIDTHS = ("hidden",)
 
 

@@ -72,15 +72,17 @@ GAUSS_NEWTON_TOLERANCE = 1e-4
 class PDEGPSettings(MethodSettings):
     """Documented defaults of PDE-GP (override with ``method_params``)."""
 
-    collocation_points: int = 0       # PDE points per equation, within MAX_COLLOCATION_ROWS; 0 = 256 for
+    collocation_points: int = "auto"  # PDE points per equation, within MAX_COLLOCATION_ROWS; auto: 256 for
                                       # one design variable, 128 from two up
     num_restarts: int = 10            # L-BFGS-B starts of optimize_acqf
     raw_samples: int = 512            # Sobol points scored to choose the starts
     maxiter: int = 200                # L-BFGS-B iterations per start
     duplicate_tol: float = 1e-4       # sup-norm distance (unit box) that counts as a repeat
 
-    POSITIVE = ("num_restarts", "raw_samples", "maxiter")
-    NON_NEGATIVE = ("collocation_points", "duplicate_tol")
+    POSITIVE = ("num_restarts", "raw_samples", "maxiter", "collocation_points")
+    NON_NEGATIVE = ("duplicate_tol",)
+    AUTO = ("collocation_points",)
+    INTERNAL = ("duplicate_tol",)
 
 
 class PDEGPOptimizer(Optimizer):
@@ -116,7 +118,7 @@ class PDEGPOptimizer(Optimizer):
         if form is None:
             return None
         s = self.settings
-        wanted = s.collocation_points or (COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
+        wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
         per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // form.n_equations))
         points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation")
         if self.collocation_filter is not None:

@@ -79,10 +79,10 @@ RESIDUAL_FIT_TOLERANCE = 1e-4
 class PINNBOSettings(PINNSettings, MethodSettings):
     """PINN-BO's documented defaults: the PINN's (:class:`~pinnbo.models.pinn.PINNSettings`) and these."""
 
-    initial_max_steps: int = 0            # with a PDE the first fit goes on while its loss falls, up to this
-                                          # many steps; 0 = 5000 from HIGH_DIMENSION design variables up, none below
-    exploration_scale: float = 0.0        # ν; 0 = 10 below HIGH_DIMENSION design variables, 1 from there up
-    thompson_draws: int = 0               # K: minimise the pointwise minimum of K samples; 0 = 4 below, 1 from
+    initial_max_steps: int = "auto"       # with a PDE the first fit goes on while its loss falls, up to this
+                                          # many steps; auto: 5000 from HIGH_DIMENSION design variables up, none below
+    exploration_scale: float = "auto"     # ν; auto: 10 below HIGH_DIMENSION design variables, 1 from there up
+    thompson_draws: int = "auto"          # K: minimise the pointwise minimum of K samples; auto: 4 below, 1 from
     residual_gp: bool = True              # a GP of the PINN's residuals joins the sample, except on the faces
                                           # (the maximum principle; module docstring)
     n_pool: int = 2048                    # Sobol points scored per step
@@ -91,10 +91,12 @@ class PINNBOSettings(PINNSettings, MethodSettings):
     duplicate_tol: float = 1e-4           # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
 
-    POSITIVE = PINNSettings.POSITIVE + ("n_pool", "top_k")
-    NON_NEGATIVE = PINNSettings.NON_NEGATIVE + ("initial_max_steps", "exploration_scale", "thompson_draws",
-                                                "refine_iterations", "duplicate_tol")
+    POSITIVE = PINNSettings.POSITIVE + ("n_pool", "top_k", "thompson_draws")
+    NON_NEGATIVE = PINNSettings.NON_NEGATIVE + ("initial_max_steps", "exploration_scale", "refine_iterations",
+                                                "duplicate_tol")
     CHOICES = {"dtype": tuple(DTYPES)}
+    AUTO = ("initial_max_steps", "exploration_scale", "thompson_draws")
+    INTERNAL = PINNSettings.INTERNAL + ("residual_gp", "n_pool", "top_k", "refine_iterations", "duplicate_tol")
 
 
 class PINNBO(Optimizer):
@@ -116,7 +118,7 @@ class PINNBO(Optimizer):
             domain, self.seed, residual=pde.compile() if pde is not None else None, settings=s,
             collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
             bias_scale=1.0 if self.high_dimension else 0.1,
-            first_fit_max_steps=s.initial_max_steps or (FIRST_FIT_MAX_STEPS if self.high_dimension else 0))
+            first_fit_max_steps=s.automatic("initial_max_steps", FIRST_FIT_MAX_STEPS if self.high_dimension else 0))
         # The minimum is on the boundary by the PDE's maximum principle (module docstring).
         self.boundary_minimum = pde is not None and not self.high_dimension and pde.minimum_on_boundary()
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
@@ -132,7 +134,7 @@ class PINNBO(Optimizer):
         """(ν, K): the Thompson sample's scale and number of draws (module docstring)."""
         s = self.settings
         scale, draws = TRUST_REGION_EXPLORATION if self.high_dimension else GLOBAL_EXPLORATION
-        return s.exploration_scale or scale, s.thompson_draws or draws
+        return s.automatic("exploration_scale", scale), s.automatic("thompson_draws", draws)
 
     # -- ask ------------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:

@@ -11,12 +11,12 @@ shown as it is.
 from __future__ import annotations
 
 import math
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 
+from pinnbo.files import loads
 from pinnbo.report.format import fmt
 
 
@@ -136,3 +136,16 @@ def run_outcome(summary: dict, name: str, output: Path, budget: int, recorded: i
     lines.append(Text(f"{summary['evaluations']} evaluations, {fmt(summary['seconds_per_iteration'], 3)} s per "
                       f"iteration; results in {output}/"))
     return lines
+
+
+def read_json(path: Path):
+    """The JSON in ``path``, or None where it cannot be read (any way: see pinnbo.files.loads)."""
+    try:
+        return loads(path.read_text(), str(path))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def is_bench_summary(summary) -> bool:
+    """Whether ``summary`` is a bench case's summary.json rather than a run's."""
+    return isinstance(summary, dict) and {"methods", "results", "seeds"} <= summary.keys()

@@ -58,7 +58,8 @@ class CaseObjective:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def build(self):
-        case = Case(name="worker", problem=self.problem, params=self.params, oracle=self.oracle, source=self.source)
+        case = Case(name="worker", problem=self.problem, params=self.params, oracle=self.oracle)
+        case.source = self.source
         return build_problem(case).objective
 
 

@@ -1,31 +1,8 @@
-"""Case files: the YAML schema and its validation (building a problem and an optimiser from a case
-is :mod:`pinnbo.runner.build`'s).
-
-```yaml
-name: heat_bc1
-problem: heat_plate          # a registered factory in problems/, or path/to/file.py:function
-params: {...}                # keyword arguments of the factory, checked against its signature
-method: pinn-bo
-method_params: {}            # overrides of the method's documented defaults
-budget: 100                  # total evaluations, initial design included
-initial_points: 10
-seed: 0
-output: results/heat_bc1     # default results/<name>
-device: cpu                  # or cuda, cuda:1
-noise: 0.0                   # observation noise σ as a fraction of the objective's std over the domain
-timeout: 30                  # seconds per oracle call; a slower call is a failed evaluation
-oracle: {command: "./simulate {x} {y}", parse: float}   # a program replaces the problem's objective
-constraints:                 # known constraints, added to the problem's own (feasible iff all hold)
-  - "x + y <= 1.5"           # an inequality, or an expression e meaning e <= 0
-  - {name: edge, expr: "0.1 - Min(x, y, 1 - x, 1 - y)"}
-constraint_noise: 0.05       # noise σ of each black-box constraint, a fraction of its std over the
-                             # domain (one number for all, or {name: fraction}); default 0
-warm_start: earlier.csv      # evaluations made elsewhere, recorded first (pinnbo.runner.warm_start)
-target: 3300                 # stop once the best observed value reaches this
-max_time: 3600               # stop after this many seconds of one command
-```
-Every error names the field (``params.boundary.left``, ``method_params.hidden``, ``constraints[0]``)
-in one line.
+"""Case files: one declaration of the case (:class:`Case`, a pydantic model) gives the validation
+with one-line errors naming the field (``params.boundary.left``, ``constraints[0]``), the defaults,
+what a resumed run may change (:data:`RESUMABLE_KEYS`), ``case.json`` (:meth:`Case.to_dict`), and
+the JSON Schema and field table of :mod:`pinnbo.runner.schema`. Building a problem and an optimiser
+from a case is :mod:`pinnbo.runner.build`'s.
 """
 
 from __future__ import annotations
@@ -33,16 +10,20 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, PrivateAttr,
+                      ValidationError, ValidationInfo, WithJsonSchema, model_validator)
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import NotRequired, TypedDict
 
-from pinnbo.errors import CaseError, MethodError, shown
+from pinnbo.errors import CaseError, UserError, shown
 from pinnbo.optimizers import METHODS
 from pinnbo.optimizers.base import check_device
 from pinnbo.runner import SCHEDULER_VARIABLE
+from pinnbo.runner.warm_start import FORMATS, digest
 from pinnbo.runner.yaml12 import CaseLoader, DuplicateKey
 
 #: Limits of a case: far beyond any expensive design problem, and small enough that a mistake
@@ -51,76 +32,354 @@ MAX_BUDGET = 100_000
 MAX_INITIAL_POINTS = 10_000
 MAX_SEED = 2**63 - 1
 MAX_WORKERS = 1024
-
-FIELDS = ("name", "problem", "params", "method", "method_params", "budget", "initial_points",
-          "seed", "output", "device", "noise", "timeout", "oracle", "constraints", "constraint_noise",
-          "warm_start", "target", "max_time", "workers", "scheduler", "batch")
-ORACLE_FIELDS = ("command", "parse")
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
+NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
 
 
-@dataclass
-class Case:
+class Resumable:
+    """Field marker: a resumed run may change this field (a longer budget, another device, a
+    longer timeout: evaluations already recorded stay as they are)."""
+
+
+class OmittedAtDefault:
+    """Field marker: left out of case.json at its default, so the case.json of a run that does not
+    use the field stays what it was before the field existed (and such a folder still resumes)."""
+
+
+class NullIsDefault:
+    """Field marker: ``null`` in a case file means the default."""
+
+
+class Expected:
+    """Field marker: what the field expects, for every error about the field's own value."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _marked(field: str, marker: type) -> bool:
+    info = Case.model_fields.get(field)
+    return info is not None and any(isinstance(m, marker) for m in info.metadata)
+
+
+def _not_only_dots(value: str) -> str:
+    if set(value) == {"."}:
+        raise ValueError("only dots")
+    return value
+
+
+def _method(value: Any) -> Any:
+    if isinstance(value, str) and value not in METHODS:
+        hint = difflib.get_close_matches(value, METHODS, n=1)
+        raise CaseError(f"method: unknown method {shown(value)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; expected one of {', '.join(sorted(METHODS))}")
+    return value
+
+
+def _device(value: str) -> str:
+    check_device(value)      # a MethodError naming device:
+    return value
+
+
+def _scheduler(value: str | None) -> str | None:
+    return scheduler_address(value, "scheduler")
+
+
+def scheduler_address(address: str | None, name: str) -> str | None:
+    """``address`` checked as a Dask scheduler's; a mistake is a CaseError naming ``name``."""
+    if address is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+|[A-Za-z0-9.\-\[\]:]+:\d+", address):
+        raise CaseError(f"{name}: expected a Dask scheduler address such as tcp://host:8786, got {shown(address)}")
+    return address
+
+
+class Oracle(TypedDict):
+    """``oracle:``: an external program replaces the problem's objective."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    command: Annotated[str, Field(min_length=1, pattern=r"\S", description=(
+        "the command line, with a placeholder {name} per design variable; run without a shell"))]
+    parse: NotRequired[Annotated[Literal["float", "json"], Field(description=(
+        "float: the last line of standard output is the value; json: a JSON object with y and each "
+        "black-box constraint"))]]
+
+
+def _oracle(value: dict) -> dict:
+    return None if value is None else {"command": value["command"], "parse": value.get("parse", "float")}
+
+
+class WarmStart(TypedDict):
+    """``warm_start:``: evaluations made elsewhere, recorded first."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    file: Annotated[str, Field(min_length=1, pattern=r"\S", description=(
+        "a .csv or .jsonl file, relative to the case file's folder"))]
+    counted: NotRequired[Annotated[bool, Field(description="whether the imported evaluations count in the budget")]]
+
+
+def _warm_start_file(value: Any) -> Any:
+    return {"file": value} if isinstance(value, str) else value
+
+
+def _warm_start(value: dict | None, info: ValidationInfo) -> dict | None:
+    """The file resolved against the case file's folder, with its digest (a resume with another
+    file is refused)."""
+    if value is None:
+        return None
+    base = (info.context or {}).get("base", Path.cwd())
+    text, counted = value["file"], value.get("counted", False)
+    path = Path(text) if Path(text).is_absolute() else base / text
+    if path.suffix.lower() not in FORMATS:
+        raise CaseError(f"warm_start.file: {shown(text)}: expected a .csv or .jsonl file")
+    if not path.is_file():
+        where = "" if Path(text).is_absolute() else f" (relative to the case file's folder {base})"
+        what = "not a regular file" if path.exists() else "no such file"
+        raise CaseError(f"warm_start.file: {what} {shown(text)}{where}")
+    return {"file": str(path.resolve()), "counted": counted, "digest": digest(path)}
+
+
+class Constraint(TypedDict):
     name: str
-    problem: str
-    params: dict = field(default_factory=dict)
-    method: str = "pinn-bo"
-    method_params: dict = field(default_factory=dict)
-    budget: int = 100
-    initial_points: int = 10
-    seed: int = 0
-    output: str | None = None
-    device: str = "cpu"
-    noise: float = 0.0
-    timeout: float | None = None    # seconds per oracle call
-    oracle: dict | None = None      # {command, parse}: an external program replaces the objective
-    # Known constraints of the case, [{"name": ..., "expr": text}] (an unnamed one is named by its
-    # text); parsed against the problem's variables when the problem is built.
-    constraints: list = field(default_factory=list)
-    constraint_noise: float | dict = 0.0   # fraction of each black-box constraint's std (or per name)
-    # Evaluations made elsewhere, recorded first: {"file": absolute path, "counted": whether they
-    # count in the budget, "digest": the file's, so a resume with another file is refused}.
-    warm_start: dict | None = None
-    target: float | None = None     # stop once the best observed value reaches this
-    max_time: float | None = None   # stop after this many seconds of one command
-    workers: int = 1                # evaluations in flight (asynchronous runs, Dask); 1: one at a time
-    scheduler: str | None = None    # an existing Dask scheduler (--scheduler only; never from a file)
-    batch: bool = False             # synchronous batches of `workers` designs instead of asynchronous asks
-    source: str | None = None       # the file the case came from (not part of the schema)
-    smoke: bool = False             # tiny budget and cheap method settings (CI)
-    labels: dict = field(default_factory=dict)   # field -> the command-line option that set it (messages)
+    expr: str
+
+
+def _constraints(value: Any) -> Any:
+    """``constraints:`` as [{"name": ..., "expr": text}] (an unnamed one is named by its text); the
+    formulas are parsed against the problem's variables when it is built."""
+    if value is None:
+        return []
+    example = "e.g. [\"x + y <= 1.5\", {name: edge, expr: \"0.1 - x\"}]"
+    if not isinstance(value, list):
+        raise CaseError(f"constraints: expected a list of inequalities, {example}; got {type(value).__name__}")
+    out: list[dict] = []
+    for i, item in enumerate(value):
+        field = f"constraints[{i}]"
+        if isinstance(item, dict):
+            for key in item:
+                if key not in ("name", "expr"):
+                    raise CaseError(f"{field}.{key}: unknown field; expected name, expr")
+            if "expr" not in item:
+                raise CaseError(f"{field}.expr: required field is missing (the inequality, e.g. \"x + y <= 1.5\")")
+            name, text = item.get("name", item["expr"]), item["expr"]
+            if not isinstance(name, str) or not name.strip():
+                raise CaseError(f"{field}.name: expected a non-empty string, got {shown(name)}")
+            where = f"{field}.expr"
+        else:
+            name, text, where = item, item, field
+        if not isinstance(text, str) or not text.strip():
+            raise CaseError(f"{where}: expected an inequality such as 'x + y <= 1.5' or an expression e meaning "
+                            f"e <= 0 (a string), got {shown(text)}")
+        name = " ".join(name.split())  # an unnamed constraint is named by its text, spaces normalised
+        if any(c["name"] == name for c in out):
+            raise CaseError(f"{field}: the name {shown(name)} is used twice; give each constraint its own name")
+        out.append({"name": name, "expr": text})
+    return out
+
+
+_CONSTRAINTS_SCHEMA = {"type": "array", "items": {"anyOf": [
+    {"type": "string", "description": "an inequality such as 'x + y <= 1.5', or an expression e meaning e <= 0"},
+    {"type": "object", "properties": {"name": {"type": "string"}, "expr": {"type": "string"}},
+     "required": ["expr"], "additionalProperties": False}]}}
+
+
+def _fraction(value: Any, field: str, expected: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise CaseError(f"{field}: expected {expected}, got {shown(value)}")
+    return float(value)
+
+
+def _constraint_noise(value: Any) -> Any:
+    if value is None:
+        value = 0.0
+    if isinstance(value, dict):
+        return {str(name): _fraction(f, f"constraint_noise.{name}", "a finite number >= 0") for name, f in value.items()}
+    return _fraction(value, "constraint_noise", "a finite number >= 0 (a fraction of each black-box constraint's "
+                     "std) or a mapping {name: fraction}")
+
+
+_FRACTION = {"type": "number", "minimum": 0}
+_CONSTRAINT_NOISE_SCHEMA = {"anyOf": [_FRACTION, {"type": "object", "additionalProperties": _FRACTION}]}
+
+Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+SECONDS = Expected("a number of seconds > 0")
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Case(BaseModel):
+    """A case file: what to optimise, how, and where the results go."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=False,
+                              json_schema_extra={"title": "pinnbo case file"})
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN, description=(
+        "the run's name; its results go to results/NAME unless output says otherwise")),
+        AfterValidator(_not_only_dots), Expected("letters, digits, '_', '-' or '.' (not only dots)")]
+    problem: Annotated[Text, Field(description=(
+        "a registered problem (pinnbo problems lists them) or path/to/file.py:function"))]
+    params: Annotated[dict[str, Any], NullIsDefault(), Field(description=(
+        "keyword arguments of the problem's factory, checked against its signature"))] = {}
+    method: Annotated[str, BeforeValidator(_method), NullIsDefault(), WithJsonSchema({"enum": sorted(METHODS)}),
+                      Field(description="the optimiser (pinnbo problems and docs/guide/methods.md say which for which)")
+                      ] = "pinn-bo"
+    method_params: Annotated[dict[str, Any], NullIsDefault(), Field(description=(
+        "overrides of the method's documented defaults (docs/guide/methods.md)"))] = {}
+    budget: Annotated[int, Field(ge=1, le=MAX_BUDGET), Resumable(), Field(description=(
+        "total evaluations, initial design included"))] = 100
+    initial_points: Annotated[int, Field(ge=1, le=MAX_INITIAL_POINTS), Field(description=(
+        "evaluations of the seed's scrambled Sobol design before the method proposes"))] = 10
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED), Field(description=(
+        "drives every random stream of the run (initial design, networks, oracle noise)"))] = 0
+    output: Annotated[Text | None, Resumable(), Field(description=(
+        "the results folder; default results/NAME"))] = None
+    device: Annotated[Text, AfterValidator(_device), NullIsDefault(), Resumable(), Field(description=(
+        "where the surrogates compute: cpu, cuda or cuda:N"))] = "cpu"
+    noise: Annotated[float, Field(ge=0, allow_inf_nan=False), Field(description=(
+        "synthetic observation noise σ, a fraction of the objective's std over the domain"))] = 0.0
+    timeout: Annotated[Seconds | None, SECONDS, Resumable(), Field(description=(
+        "seconds per oracle call; a slower call is a failed evaluation"))] = None
+    oracle: Annotated[Oracle | None, AfterValidator(_oracle), Expected(
+        "a mapping {command: ..., parse: float|json}"), Field(description=(
+            "an external program that replaces the problem's objective: {command: ..., parse: float or json}"))] = None
+    constraints: Annotated[list[Constraint], BeforeValidator(_constraints), WithJsonSchema(_CONSTRAINTS_SCHEMA),
+                           OmittedAtDefault(), Field(description=(
+                               "known constraints, added to the problem's own (feasible iff all hold)"))] = []
+    constraint_noise: Annotated[float | dict[str, float], BeforeValidator(_constraint_noise),
+                                WithJsonSchema(_CONSTRAINT_NOISE_SCHEMA), OmittedAtDefault(), Field(description=(
+                                    "noise σ of each black-box constraint, a fraction of its std over the domain "
+                                    "(one number for all, or {name: fraction})"))] = 0.0
+    # stored with the file's digest, which the declared keys leave out
+    warm_start: Annotated[WarmStart | None, BeforeValidator(_warm_start_file), AfterValidator(_warm_start),
+                          PlainSerializer(lambda value: None if value is None else dict(value)),
+                          Expected("a file (.csv or .jsonl) or {file: ..., counted: false}"),
+                          WithJsonSchema({"anyOf": [{"type": "string"}, {
+                              "type": "object", "properties": {"file": {"type": "string"},
+                                                               "counted": {"type": "boolean"}},
+                              "required": ["file"], "additionalProperties": False}]}),
+                          OmittedAtDefault(), Field(description=(
+                              "evaluations made elsewhere (.csv or .jsonl), recorded first; counted: whether "
+                              "they count in the budget (default false)"))] = None
+    target: Annotated[Finite | None, Resumable(), OmittedAtDefault(), Field(description=(
+        "stop once the best observed value reaches this"))] = None
+    max_time: Annotated[Seconds | None, SECONDS, Resumable(), OmittedAtDefault(), Field(description=(
+        "stop after this many seconds of one command"))] = None
+    workers: Annotated[int, Field(ge=1, le=MAX_WORKERS), Resumable(), OmittedAtDefault(), Field(description=(
+        "evaluations in flight (asynchronous runs on a local Dask cluster); 1: one at a time"))] = 1
+    # Where the evaluations run is the command line's (--scheduler), never a file's: not stored.
+    scheduler: SkipJsonSchema[Annotated[Text | None, AfterValidator(_scheduler), Resumable(),
+                                        Field(exclude=True)]] = None
+    batch: Annotated[bool, NullIsDefault(), Resumable(), OmittedAtDefault(), Field(description=(
+        "synchronous batches of workers designs instead of asynchronous proposals"))] = False
+    # Tiny budget and cheap method settings (--smoke, CI's quick runs of every case).
+    smoke: SkipJsonSchema[Annotated[bool, Resumable()]] = False
+
+    _source: str | None = PrivateAttr(default=None)      # the file the case came from
+    _labels: dict = PrivateAttr(default_factory=dict)    # field -> the command-line option that set it
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if not (v is None and _marked(str(k), NullIsDefault))}
+        return data
+
+    @property
+    def source(self) -> str | None:
+        return self._source
+
+    @source.setter
+    def source(self, value: str | None) -> None:
+        self._source = value
+
+    @property
+    def labels(self) -> dict:
+        return self._labels
+
+    @labels.setter
+    def labels(self, value: dict) -> None:
+        self._labels = value
 
     @property
     def output_dir(self) -> Path:
         return Path(self.output) if self.output else Path("results") / self.name
 
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data.pop("source")
-        data.pop("labels")
-        # Absent unless used: the case.json of an unconstrained case (and so --resume of a folder
-        # written before constraints existed) stays what it was.
-        if not data["constraints"]:
-            data.pop("constraints")
-        if not data["constraint_noise"]:
-            data.pop("constraint_noise")
-        for key in ("warm_start", "target", "max_time"):
-            if data[key] is None:
-                data.pop(key)
-        # Where the evaluations run is the command line's, never a results folder's to say.
-        data.pop("scheduler")
-        # How the evaluations are dispatched is not part of what a run computes: left out at their
-        # defaults, so a sequential run's case.json is what it always was.
-        if data["workers"] == 1:
-            data.pop("workers")
-        if not data["batch"]:
-            data.pop("batch")
-        return data
-
     @property
     def base_dir(self) -> Path:
         """Where relative paths of the case (problem files, the oracle's command) are resolved."""
         return Path(self.source).resolve().parent if self.source else Path.cwd()
+
+    def to_dict(self) -> dict:
+        """What case.json stores: every field but the scheduler, those marked OmittedAtDefault left
+        out at their defaults."""
+        data = self.model_dump()
+        for key, info in Case.model_fields.items():
+            if _marked(key, OmittedAtDefault) and key in data:
+                value, default = data[key], info.default
+                if value == default or (not value and not default):
+                    data.pop(key)
+        return data
+
+
+#: The case fields a resumed run may change (Resumable in the declaration).
+RESUMABLE_KEYS = frozenset(key for key in Case.model_fields if _marked(key, Resumable))
+#: The fields a case file may hold.
+FIELDS = tuple(key for key, info in Case.model_fields.items() if key not in ("scheduler", "smoke"))
+
+
+_NOUNS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+          "float_type": "a finite number", "float_parsing": "a finite number", "finite_number": "a finite number",
+          "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "a non-empty string",
+          "string_too_short": "a non-empty string", "string_pattern_mismatch": "a non-empty string"}
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _message(error: dict) -> str:
+    """One pydantic error as pinnbo's one line ``field.path: what was expected, got what``."""
+    loc, kind, value, ctx = tuple(error["loc"]), error["type"], error.get("input"), error.get("ctx") or {}
+    where = _where(loc)
+    if isinstance(ctx.get("error"), UserError):       # a validator's own message names its field
+        return str(ctx["error"])
+    if kind == "missing":
+        return f"{where}: required field is missing"
+    if kind == "extra_forbidden":
+        if len(loc) == 1:
+            hint = difflib.get_close_matches(str(loc[0]), FIELDS, n=1)
+            return f"{where}: unknown field" + (f" (did you mean '{hint[0]}'?)" if hint else
+                                                f"; expected one of {', '.join(FIELDS)}")
+        inner = {"oracle": Oracle, "warm_start": WarmStart}.get(str(loc[0]))
+        return f"{where}: unknown field" + (f"; expected one of {', '.join(inner.__annotations__)}" if inner else "")
+    if len(loc) == 1 and str(loc[0]) in Case.model_fields:
+        expected = next((m.text for m in Case.model_fields[str(loc[0])].metadata if isinstance(m, Expected)), None)
+        if expected is not None:
+            return f"{where}: expected {expected}, got {shown(value)}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than"):
+        bound = next(iter(ctx.values()))
+        sign = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">"}[kind]
+        noun = "an integer" if isinstance(bound, int) else "a number"
+        return f"{where}: expected {noun} {sign} {bound}, got {shown(value)}"
+    if kind == "literal_error":
+        return f"{where}: expected {ctx.get('expected', '').replace(chr(39), '')}, got {shown(value)}"
+    if kind in ("dict_type", "typed_dict_type", "model_type"):
+        return f"{where}: expected a mapping, got {type(value).__name__}"
+    if kind in _NOUNS:
+        return f"{where}: expected {_NOUNS[kind]}, got {shown(value)}"
+    if kind == "value_error":
+        return f"{where}: {ctx.get('error')}"
+    return f"{where}: {error['msg']}"
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The error a user fixes first: an unknown field, then a missing one, then the rest in the
+    declaration's order."""
+    errors = exc.errors(include_url=False)
+    rank = {"extra_forbidden": 0, "missing": 1}
+    return _message(min(errors, key=lambda e: rank.get(e["type"], 2)))
+
 
 def load_case(path: str | Path, overrides: dict | None = None) -> Case:
     """Read and validate a case file; ``overrides`` (seed, budget, output, device, smoke) win."""
@@ -186,7 +445,7 @@ def case_from_dict(data: Any, source: str | None = None, overrides: dict | None 
     except CaseError as exc:
         message = str(exc)
         field = message.split(":", 1)[0]
-        key = field.split(".", 1)[0]
+        key = re.split(r"[.\[]", field, maxsplit=1)[0]
         raise CaseError(labels[key] + message[len(field):] if key in labels else message) from None
     case.labels = labels
     return case
@@ -200,51 +459,22 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         raise CaseError("scheduler: a case file cannot name a Dask scheduler (the client runs what a scheduler "
                         "sends back, so it is code you trust); give --scheduler ADDRESS on the command line or "
                         f"set {SCHEDULER_VARIABLE}")
-    own_method = data.get("method", "pinn-bo")
+    own_method = data.get("method") or "pinn-bo"
     for key, value in (overrides or {}).items():
         if value is not None:
             data[key] = value
-    smoke = bool(data.pop("smoke", False))
+    smoke = data.get("smoke") is True
     # Another method on the command line: the case's method_params were written for its own method
     # (as in pinnbo bench), and the run gets its own folder beside the case's.
-    other_method = data.get("method", "pinn-bo") != own_method
+    other_method = (data.get("method") or "pinn-bo") != own_method
     if other_method:
         data.pop("method_params", None)
-    for key in data:
-        if key not in FIELDS:
-            hint = difflib.get_close_matches(str(key), FIELDS, n=1)
-            raise CaseError(f"{key}: unknown field" + (f" (did you mean '{hint[0]}'?)" if hint else
-                                                       f"; expected one of {', '.join(FIELDS)}"))
-    for key in ("name", "problem"):
-        if key not in data:
-            raise CaseError(f"{key}: required field is missing")
-    case = Case(
-        name=_string(data, "name"),
-        problem=_string(data, "problem"),
-        params=_mapping(data, "params"),
-        method=_string(data, "method", "pinn-bo"),
-        method_params=_mapping(data, "method_params"),
-        budget=_integer(data, "budget", 100, minimum=1, maximum=MAX_BUDGET),
-        initial_points=_integer(data, "initial_points", 10, minimum=1, maximum=MAX_INITIAL_POINTS),
-        seed=_integer(data, "seed", 0, minimum=0, maximum=MAX_SEED),
-        output=_string(data, "output", None),
-        device=_string(data, "device", "cpu"),
-        noise=_number(data, "noise", 0.0, minimum=0.0),
-        timeout=_timeout(data),
-        oracle=_oracle(data),
-        constraints=_constraints(data),
-        constraint_noise=_constraint_noise(data),
-        warm_start=_warm_start(data, Path(source).resolve().parent if source else Path.cwd()),
-        target=None if data.get("target") is None else _number(data, "target", 0.0, minimum=-math.inf),
-        max_time=None if data.get("max_time") is None else _positive_seconds(data, "max_time"),
-        workers=_integer(data, "workers", 1, minimum=1, maximum=MAX_WORKERS),
-        scheduler=_scheduler(data),
-        batch=_flag(data, "batch"),
-        source=source,
-        smoke=smoke,
-    )
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", case.name) or set(case.name) == {"."}:
-        raise CaseError(f"name: expected letters, digits, '_', '-' or '.' (not only dots), got {shown(case.name)}")
+    base = Path(source).resolve().parent if source else Path.cwd()
+    try:
+        case = Case.model_validate(data, context={"base": base})
+    except ValidationError as exc:
+        raise CaseError(_first_error(exc)) from None
+    case.source = source
     if smoke:
         case.initial_points = min(case.initial_points, 4)
         case.budget = case.initial_points + 2
@@ -255,186 +485,7 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         given = overrides or {}
         hint = "; lower --initial-points" if given.get("budget") is not None and given.get("initial_points") is None else ""
         raise CaseError(f"budget: must exceed initial_points ({case.initial_points}), got {case.budget}{hint}")
-    if case.method not in METHODS:
-        hint = difflib.get_close_matches(case.method, METHODS, n=1)
-        raise CaseError(f"method: unknown method {shown(case.method)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                        + f"; expected one of {', '.join(sorted(METHODS))}")
-    try:
-        check_device(case.device)
-    except MethodError as exc:
-        raise CaseError(str(exc)) from None
     return case
-
-
-def _string(data: dict, key: str, default: Any = ...) -> Any:
-    if key not in data or data[key] is None:
-        if default is ...:
-            raise CaseError(f"{key}: required field is missing")
-        return default
-    value = data[key]
-    if not isinstance(value, str) or not value.strip():
-        raise CaseError(f"{key}: expected a non-empty string, got {shown(value)}")
-    return value
-
-
-def _scheduler(data: dict) -> str | None:
-    return scheduler_address(_string(data, "scheduler", None), "scheduler")
-
-
-def scheduler_address(address: str | None, name: str) -> str | None:
-    """``address`` checked as a Dask scheduler's; a mistake is a CaseError naming ``name``."""
-    if address is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+|[A-Za-z0-9.\-\[\]:]+:\d+", address):
-        raise CaseError(f"{name}: expected a Dask scheduler address such as tcp://host:8786, got {shown(address)}")
-    return address
-
-
-def _flag(data: dict, key: str) -> bool:
-    value = data.get(key, False)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise CaseError(f"{key}: expected true or false, got {shown(value)}")
-    return value
-
-
-def _timeout(data: dict) -> float | None:
-    return None if data.get("timeout") is None else _positive_seconds(data, "timeout")
-
-
-def _positive_seconds(data: dict, key: str) -> float:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise CaseError(f"{key}: expected a number of seconds > 0, got {shown(value)}")
-    return float(value)
-
-
-def _warm_start(data: dict, base: Path) -> dict | None:
-    """``warm_start: FILE`` or ``{file: FILE, counted: false}``: the file resolved against ``base``
-    (the case file's folder), with its digest."""
-    from pinnbo.runner.warm_start import FORMATS, digest
-
-    value = data.get("warm_start")
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = {"file": value}
-    if not isinstance(value, dict):
-        raise CaseError(f"warm_start: expected a file (.csv or .jsonl) or {{file: ..., counted: false}}, got "
-                        f"{shown(value)}")
-    for key in value:
-        if key not in ("file", "counted"):
-            raise CaseError(f"warm_start.{key}: unknown field; expected file, counted")
-    text, counted = value.get("file"), value.get("counted", False)
-    if not isinstance(text, str) or not text.strip():
-        raise CaseError(f"warm_start.file: expected the path of a .csv or .jsonl file, got {shown(text)}")
-    if not isinstance(counted, bool):
-        raise CaseError(f"warm_start.counted: expected true or false, got {shown(counted)}")
-    path = Path(text) if Path(text).is_absolute() else base / text
-    if path.suffix.lower() not in FORMATS:
-        raise CaseError(f"warm_start.file: {shown(text)}: expected a .csv or .jsonl file")
-    if not path.is_file():
-        where = "" if Path(text).is_absolute() else f" (relative to the case file's folder {base})"
-        what = "not a regular file" if path.exists() else "no such file"
-        raise CaseError(f"warm_start.file: {what} {shown(text)}{where}")
-    return {"file": str(path.resolve()), "counted": counted, "digest": digest(path)}
-
-
-def _oracle(data: dict) -> dict | None:
-    value = data.get("oracle")
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise CaseError(f"oracle: expected a mapping {{command: ..., parse: float|json}}, got {type(value).__name__}")
-    for key in value:
-        if key not in ORACLE_FIELDS:
-            raise CaseError(f"oracle.{key}: unknown field; expected one of {', '.join(ORACLE_FIELDS)}")
-    if "command" not in value:
-        raise CaseError("oracle.command: required field is missing")
-    if not isinstance(value["command"], str) or not value["command"].strip():
-        raise CaseError(f"oracle.command: expected a command line (string), got {shown(value['command'])}")
-    parse = value.get("parse", "float")
-    if parse not in ("float", "json"):
-        raise CaseError(f"oracle.parse: expected float or json, got {shown(parse)}")
-    return {"command": value["command"], "parse": parse}
-
-
-def _constraints(data: dict) -> list[dict]:
-    """``constraints:`` as [{"name": ..., "expr": text}]; the formulas are parsed against the
-    problem's variables when it is built (:func:`parse_constraint`)."""
-    value = data.get("constraints")
-    if value is None:
-        return []
-    example = "e.g. [\"x + y <= 1.5\", {name: edge, expr: \"0.1 - x\"}]"
-    if not isinstance(value, list):
-        raise CaseError(f"constraints: expected a list of inequalities, {example}; got {type(value).__name__}")
-    out: list[dict] = []
-    for i, item in enumerate(value):
-        field = f"constraints[{i}]"
-        if isinstance(item, dict):
-            for key in item:
-                if key not in ("name", "expr"):
-                    raise CaseError(f"{field}.{key}: unknown field; expected name, expr")
-            if "expr" not in item:
-                raise CaseError(f"{field}.expr: required field is missing (the inequality, e.g. \"x + y <= 1.5\")")
-            name, text = item.get("name", item["expr"]), item["expr"]
-            if not isinstance(name, str) or not name.strip():
-                raise CaseError(f"{field}.name: expected a non-empty string, got {shown(name)}")
-            where = f"{field}.expr"
-        else:
-            name, text, where = item, item, field
-        if not isinstance(text, str) or not text.strip():
-            raise CaseError(f"{where}: expected an inequality such as 'x + y <= 1.5' or an expression e meaning "
-                            f"e <= 0 (a string), got {shown(text)}")
-        name = " ".join(name.split())  # an unnamed constraint is named by its text, spaces normalised
-        if any(c["name"] == name for c in out):
-            raise CaseError(f"{field}: the name {shown(name)} is used twice; give each constraint its own name")
-        out.append({"name": name, "expr": text})
-    return out
-
-
-def _constraint_noise(data: dict) -> float | dict:
-    value = data.get("constraint_noise", 0.0)
-    if isinstance(value, dict):
-        out = {}
-        for name, fraction in value.items():
-            if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction) \
-                    or fraction < 0:
-                raise CaseError(f"constraint_noise.{name}: expected a finite number >= 0, got {shown(fraction)}")
-            out[str(name)] = float(fraction)
-        return out
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise CaseError(f"constraint_noise: expected a finite number >= 0 (a fraction of each black-box "
-                        f"constraint's std) or a mapping {{name: fraction}}, got {shown(value)}")
-    return float(value)
-
-
-def _mapping(data: dict, key: str) -> dict:
-    value = data.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise CaseError(f"{key}: expected a mapping, got {type(value).__name__}")
-    return dict(value)
-
-
-def _integer(data: dict, key: str, default: int, minimum: int, maximum: int | None = None) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CaseError(f"{key}: expected an integer, got {shown(value)}")
-    if value < minimum:
-        raise CaseError(f"{key}: expected an integer >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise CaseError(f"{key}: expected an integer <= {maximum}, got {shown(value)}")
-    return value
-
-
-def _number(data: dict, key: str, default: float, minimum: float) -> float:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CaseError(f"{key}: expected a finite number, got {shown(value)}")
-    if value < minimum:
-        raise CaseError(f"{key}: expected a number >= {minimum}, got {value}")
-    return float(value)
 
 
 def list_cases(folder: Path = CASES_DIR) -> list[tuple[Path, dict]]:

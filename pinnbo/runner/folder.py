@@ -1,5 +1,5 @@
 """A run's results folder: which files a run writes (:data:`RUN_FILES`), which case fields a
-resumed run may change (:data:`RESUMABLE_KEYS`), the checks that refuse a folder that would lose
+resumed run may change (:data:`~pinnbo.runner.case.RESUMABLE_KEYS`), the checks that refuse a folder that would lose
 results or that holds a link where the run will write, and the lock that keeps one pinnbo process
 per folder. The files themselves are written through :mod:`pinnbo.files`; the log they hold is
 :mod:`pinnbo.runner.history`'s."""
@@ -13,12 +13,9 @@ from typing import Iterator, Mapping, Sequence
 
 from pinnbo.errors import HistoryError, WriteFailure, shown
 from pinnbo.files import holds_anything, loads, refuse_link
+from pinnbo.runner.case import RESUMABLE_KEYS
 
 
-# Keys of the case that may change between a run and its resumption (a longer timeout included:
-# evaluations already recorded stay as they are).
-RESUMABLE_KEYS = {"budget", "output", "device", "smoke", "timeout", "target", "max_time", "workers", "scheduler",
-                  "batch"}
 # case.json's list of the design variables, in the order of the records' x. Not a case field: the
 # problem gives it, and _check_folder compares it on resume (a folder written before it existed has
 # none, and is not checked).
