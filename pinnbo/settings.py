@@ -11,8 +11,8 @@ to a user (the JSON Schema of ``pinnbo schema``, the documentation, the "expecte
 
 from __future__ import annotations
 
-import typing
 import dataclasses
+import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -31,7 +31,7 @@ class Settings:
     NON_NEGATIVE: ClassVar[tuple[str, ...]] = ()      # >= 0
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
     WIDTHS: ClassVar[tuple[str, ...]] = ()            # non-empty lists of positive layer widths
-    AUTO: ClassVar[tuple[str, ...]] = ()              # take "auto" (their default), else a number
+    AUTO: ClassVar[tuple[str, ...]] = ()              # take "auto" (their default), else a number > 0
     INTERNAL: ClassVar[tuple[str, ...]] = ()          # measured sizes, not part of the user's surface
 
     def automatic(self, name: str, value: Any) -> Any:
@@ -70,18 +70,19 @@ class Settings:
             widths = getattr(self, name)
             if not widths or any(w < 1 for w in widths):
                 raise MethodError(f"{prefix}.{name}: expected a non-empty list of positive widths")
-        for name in self.POSITIVE:
-            if getattr(self, name) == "auto":
+        for name in self.AUTO:
+            if getattr(self, name) == 0:   # it meant "chosen by the dimension" once: refused, never read another way
+                raise MethodError(f"{prefix}.{name}: expected auto or a number > 0, got 0 (0 no longer means "
+                                  "automatic: write auto)")
+        for name in self.POSITIVE + self.NON_NEGATIVE:
+            value = getattr(self, name)
+            if value == "auto":
                 continue
-            if not getattr(self, name) > 0:
-                noun = "integer" if hints[name] is int else "number"
-                raise MethodError(f"{prefix}.{name}: expected a positive {noun}")
-        for name in self.NON_NEGATIVE:
-            if getattr(self, name) == "auto":
-                continue
-            if not getattr(self, name) >= 0:
-                noun = "an integer" if hints[name] is int else "a number"
-                raise MethodError(f"{prefix}.{name}: expected {noun} >= 0")
+            noun = "integer" if hints[name] is int else "number"
+            if name in self.POSITIVE and not value > 0:
+                raise MethodError(f"{prefix}.{name}: expected a positive {noun}, got {shown(value)}")
+            if name in self.NON_NEGATIVE and not value >= 0:
+                raise MethodError(f"{prefix}.{name}: expected {'an' if noun == 'integer' else 'a'} {noun} >= 0")
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise MethodError(f"{prefix}.{name}: expected one of {', '.join(allowed)}, "
@@ -146,6 +147,8 @@ def settings_schema(cls: type[Settings]) -> dict:
         if f.name in cls.CHOICES:
             entry["enum"] = list(cls.CHOICES[f.name])
         if f.name in cls.AUTO:
+            entry.pop("minimum", None)
+            entry["exclusiveMinimum"] = 0
             entry = {"anyOf": [entry, {"const": "auto"}]}
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         entry["default"] = list(default) if isinstance(default, tuple) else default

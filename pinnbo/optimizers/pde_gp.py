@@ -79,8 +79,8 @@ class PDEGPSettings(MethodSettings):
     maxiter: int = 200                # L-BFGS-B iterations per start
     duplicate_tol: float = 1e-4       # sup-norm distance (unit box) that counts as a repeat
 
-    POSITIVE = ("num_restarts", "raw_samples", "maxiter", "collocation_points")
-    NON_NEGATIVE = ("duplicate_tol",)
+    POSITIVE = ("num_restarts", "raw_samples", "maxiter")
+    NON_NEGATIVE = ("collocation_points", "duplicate_tol")
     AUTO = ("collocation_points",)
     INTERNAL = ("duplicate_tol",)
 

@@ -91,9 +91,9 @@ class PINNBOSettings(PINNSettings, MethodSettings):
     duplicate_tol: float = 1e-4           # sup-norm distance (unit box) that counts as a repeat
     dtype: str = "float64"
 
-    POSITIVE = PINNSettings.POSITIVE + ("n_pool", "top_k", "thompson_draws")
-    NON_NEGATIVE = PINNSettings.NON_NEGATIVE + ("initial_max_steps", "exploration_scale", "refine_iterations",
-                                                "duplicate_tol")
+    POSITIVE = PINNSettings.POSITIVE + ("n_pool", "top_k")
+    NON_NEGATIVE = PINNSettings.NON_NEGATIVE + ("initial_max_steps", "exploration_scale", "thompson_draws",
+                                                "refine_iterations", "duplicate_tol")
     CHOICES = {"dtype": tuple(DTYPES)}
     AUTO = ("initial_max_steps", "exploration_scale", "thompson_draws")
     INTERNAL = PINNSettings.INTERNAL + ("residual_gp", "n_pool", "top_k", "refine_iterations", "duplicate_tol")

@@ -92,18 +92,21 @@ def scheduler_address(address: str | None, name: str) -> str | None:
     return address
 
 
+Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
 class Oracle(TypedDict):
     """``oracle:``: an external program replaces the problem's objective."""
 
     __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
-    command: Annotated[str, Field(min_length=1, pattern=r"\S", description=(
+    command: Annotated[Text, Field(description=(
         "the command line, with a placeholder {name} per design variable; run without a shell"))]
     parse: NotRequired[Annotated[Literal["float", "json"], Field(description=(
         "float: the last line of standard output is the value; json: a JSON object with y and each "
         "black-box constraint"))]]
 
 
-def _oracle(value: dict) -> dict:
+def _oracle(value: dict | None) -> dict | None:
     return None if value is None else {"command": value["command"], "parse": value.get("parse", "float")}
 
 
@@ -111,7 +114,7 @@ class WarmStart(TypedDict):
     """``warm_start:``: evaluations made elsewhere, recorded first."""
 
     __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
-    file: Annotated[str, Field(min_length=1, pattern=r"\S", description=(
+    file: Annotated[Text, Field(description=(
         "a .csv or .jsonl file, relative to the case file's folder"))]
     counted: NotRequired[Annotated[bool, Field(description="whether the imported evaluations count in the budget")]]
 
@@ -199,7 +202,6 @@ def _constraint_noise(value: Any) -> Any:
 _FRACTION = {"type": "number", "minimum": 0}
 _CONSTRAINT_NOISE_SCHEMA = {"anyOf": [_FRACTION, {"type": "object", "additionalProperties": _FRACTION}]}
 
-Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 SECONDS = Expected("a number of seconds > 0")
 Finite = Annotated[float, Field(allow_inf_nan=False)]
