@@ -174,7 +174,7 @@ def test_the_residual_gp_makes_the_sample_honour_the_data():
     whole Thompson sample with it, because the network's exploration term is scaled by ρ, which
     vanishes there."""
     misses = {}
-    for residual, scale in ((False, NO_NETWORK_SPREAD), (True, NO_NETWORK_SPREAD), (True, 0.0)):
+    for residual, scale in ((False, NO_NETWORK_SPREAD), (True, NO_NETWORK_SPREAD), (True, "auto")):
         opt, X = told_on_the_line(residual, exploration_scale=scale)
         _, y = opt.observed()
         sample = opt.acquisition_sample(X, y)
@@ -183,7 +183,7 @@ def test_the_residual_gp_makes_the_sample_honour_the_data():
         misses[residual, scale] = np.abs(values - standardised(y)).mean()
     assert misses[False, NO_NETWORK_SPREAD] > 0.3, misses
     assert misses[True, NO_NETWORK_SPREAD] < 0.1 * misses[False, NO_NETWORK_SPREAD], misses
-    assert misses[True, 0.0] < 0.1 * misses[False, NO_NETWORK_SPREAD], misses
+    assert misses[True, "auto"] < 0.1 * misses[False, NO_NETWORK_SPREAD], misses
 
 
 def test_the_residual_sample_is_a_fresh_draw_far_from_data_and_differentiable():
