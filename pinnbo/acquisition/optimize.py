@@ -15,7 +15,8 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
-from pinnbo.acquisition.search import best_allowed, face_axes, nudged, spread_over_faces, to_nearest_face
+from pinnbo.acquisition.search import (best_allowed, best_new, face_axes, farthest_from, nudged, spread_over_faces,
+                                      to_nearest_face)
 
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
@@ -75,3 +76,28 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     values = np.concatenate([values, pool_values])
     return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
                         duplicate_tol)
+
+
+def best_new_or_beside(acq, candidates: np.ndarray, values: np.ndarray, evaluated: np.ndarray, duplicate_tol: float,
+                       fallback_pool: Callable[[], np.ndarray], device: torch.device | str = "cpu") -> np.ndarray:
+    """The best of ``candidates`` (N, d; their acquisition ``values``) that repeats no evaluated
+    design; when every one does (each restart converged onto an evaluated design), the best new
+    point just beside them (:func:`~pinnbo.acquisition.search.nudged`), then of the pool
+    ``fallback_pool()`` draws (only then), scored by ``acq``; that pool's point farthest from the
+    evaluated designs as the last resort."""
+    def best_of(pool: np.ndarray) -> np.ndarray | None:
+        if len(pool) == 0:
+            return None
+        with torch.no_grad():
+            pool_values = acq(torch.as_tensor(pool, dtype=torch.float64, device=device).unsqueeze(1))
+        return best_new(pool, pool_values.detach().cpu().double().numpy(), evaluated, duplicate_tol)
+
+    choice = best_new(candidates, values, evaluated, duplicate_tol)
+    if choice is None:
+        choice = best_of(nudged(candidates, evaluated, duplicate_tol))
+    if choice is None:
+        pool = fallback_pool()
+        choice = best_of(pool)
+        if choice is None:
+            choice = pool[farthest_from(pool, evaluated)]
+    return choice

@@ -251,3 +251,35 @@ def bound_snaps(u: np.ndarray, step: float) -> np.ndarray:
     together = np.where(np.abs(u - nearer) <= step, nearer, u)[None, :]
     snaps = np.concatenate([single, together])
     return snaps[np.any(snaps != u, axis=1)]
+
+
+def tiered_order(tiers: list[tuple[np.ndarray, tuple[np.ndarray, ...]]]) -> np.ndarray:
+    """Candidate indices tier by tier, best tier first: each tier is (mask (N,), keys), its members
+    ranked by their keys with the last key the most significant (as ``np.lexsort``). A constrained
+    acquisition accepts a candidate of a worse tier (a known violation) only when every better
+    candidate is a repeat."""
+    return np.concatenate([np.flatnonzero(mask)[np.lexsort(tuple(key[mask] for key in keys))]
+                           for mask, keys in tiers])
+
+
+def perturbation_search(start: np.ndarray, start_score: float, score: Callable[[np.ndarray], np.ndarray],
+                        evaluated: np.ndarray, tol: float, rng: np.random.Generator, step: float,
+                        rounds: int, per_round: int) -> np.ndarray:
+    """A (1 + λ) search from ``start`` (d,, unit box) for a higher ``score(points) -> (N,)`` (−inf
+    where a point is not allowed): each round ``per_round`` Gaussian perturbations of the best so
+    far plus its :func:`bound_snaps`, the step halving each round; a candidate replaces the best
+    only if it scores higher and repeats no evaluated design."""
+    best, best_score = start, start_score
+    d = len(start)
+    for _ in range(rounds):
+        cand = np.clip(best + step * rng.standard_normal((per_round, d)), 0.0, 1.0)
+        cand = np.concatenate([cand, bound_snaps(best, step)])
+        values = score(cand)
+        for j in np.argsort(-values, kind="stable"):
+            if values[j] <= best_score:
+                break
+            if not is_duplicate(cand[j], evaluated, tol):
+                best, best_score = cand[j], float(values[j])
+                break
+        step *= 0.5
+    return best

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -201,6 +201,15 @@ class _Accumulator:
 def _square_pairs(n: int) -> list[tuple[float, int, int]]:
     """(c, i, k) with u_n = Σ c y_i y_k = −Σ_{i=0..n} y_i y_{n−i}: each pair i < n − i twice, the middle once."""
     return [(-2.0, i, n - i) for i in range((n + 1) // 2)] + ([(-1.0, n // 2, n // 2)] if n % 2 == 0 else [])
+
+
+def adam_steps(adam: torch.optim.Optimizer, loss: Callable[[], torch.Tensor], steps: int) -> None:
+    """``steps`` Adam steps on the full-batch ``loss()`` (the data fits of the neural methods; the
+    PINN's own loop samples collocation batches and watches its loss)."""
+    for _ in range(steps):
+        adam.zero_grad(set_to_none=True)
+        loss().backward()
+        adam.step()
 
 
 def network_state(model: nn.Module, adam: torch.optim.Optimizer, **extra: Any) -> dict:

@@ -43,7 +43,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from pinnbo.errors import shown
-from pinnbo.models.mlp import MLP, load_network_state, network_state
+from pinnbo.models.mlp import MLP, adam_steps, load_network_state, network_state
 
 INVERSE_MODES = ("auto", "exact", "diagonal")
 #: Network parameters up to which U⁻¹ is kept exactly (auto mode); above, only diag(U).
@@ -194,10 +194,7 @@ class NTKNetwork:
             prior = sum((p - p0).pow(2).sum() for p, p0 in zip(self.model.parameters(), theta0))
             return data + 0.5 * self.regularization * prior
 
-        for _ in range(steps):
-            self.adam.zero_grad(set_to_none=True)
-            loss().backward()
-            self.adam.step()
+        adam_steps(self.adam, loss, steps)
         if self.polish_iterations > 0:
             # Full-batch L-BFGS from Adam's noise floor converges on the same objective (a few
             # hundred parameters, n at most a few hundred).

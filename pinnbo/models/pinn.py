@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from pinnbo.errors import MethodError
+from pinnbo.models import last_layer
 from pinnbo.models.mlp import MLP, load_network_state, network_state
 from pinnbo.models.transforms import standardise
 from pinnbo.settings import Settings
@@ -140,6 +141,21 @@ class PINNSurrogate:
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         """Network inputs z = 2(x − lo)/(hi − lo) − 1 of physical designs (N, d)."""
         return network_inputs(x, self._lower, self._width)
+
+    def last_layer_precision(self, Z: torch.Tensor) -> torch.Tensor:
+        """U = λI + φᵀφ/σ_n² of the network's features at network inputs ``Z`` (n, d): the last
+        layer's posterior precision given those designs (observed, or being evaluated: U needs no value)."""
+        with torch.no_grad():
+            phi = self.model.features(Z)
+        return last_layer.precision(phi, self.noise_variance)
+
+    def mean_and_variance(self, X: torch.Tensor, X_given: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """h(z) and the last layer's σ²(z) = φᵀU⁻¹φ at physical designs ``X`` (N, d), standardised
+        units, given the designs ``X_given`` (n, d) (:meth:`last_layer_precision`)."""
+        with torch.no_grad():
+            z = self.normalise(X)
+            U = self.last_layer_precision(self.normalise(X_given))
+            return self.model(z), last_layer.variance(U, self.model.features(z))
 
     def physical_model(self, mean: float, std: float, network: MLP | None = None,
                        shifts: torch.Tensor | None = None) -> "PhysicalNetwork":

@@ -39,8 +39,9 @@ from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConf
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
 
+from pinnbo.acquisition.optimize import best_new_or_beside
 from pinnbo.acquisition.pending import pending_log_ei, pending_mean, pending_ucb
-from pinnbo.acquisition.search import best_new, farthest_from, is_duplicate, nudged
+from pinnbo.acquisition.search import is_duplicate
 from pinnbo.models.gp import KERNELS, fit_gp
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.optimizers.gp_settings import GPSettings
@@ -174,21 +175,8 @@ class GPBO(Optimizer):
                 )
             candidates = candidates.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
             values = values.reshape(-1).detach().cpu().double().numpy()
-            choice = best_new(candidates, values, evaluated, s.duplicate_tol)
-            if choice is not None:
-                return choice
-            # Every restart converged onto an evaluated design: look just beside the optima,
-            # then over a fresh pool.
-            for pool in (nudged(candidates, evaluated, s.duplicate_tol),
-                         sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")):
-                if len(pool) == 0:
-                    continue
-                with torch.no_grad():
-                    pool_values = acq(torch.as_tensor(pool, dtype=dtype, device=self.device).unsqueeze(1))
-                choice = best_new(pool, pool_values.detach().cpu().double().numpy(), evaluated, s.duplicate_tol)
-                if choice is not None:
-                    return choice
-        return pool[farthest_from(pool, evaluated)]
+            fallback = lambda: sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")  # noqa: E731
+            return best_new_or_beside(acq, candidates, values, evaluated, s.duplicate_tol, fallback, self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict:

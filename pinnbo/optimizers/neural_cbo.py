@@ -40,9 +40,9 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.analytic import log_expected_improvement, log_probability_of_feasibility
-from pinnbo.acquisition.search import bound_snaps, candidate_pool, farthest_from, is_duplicate
+from pinnbo.acquisition.search import (candidate_pool, farthest_from, is_duplicate, perturbation_search,
+                                      tiered_order)
 from pinnbo.errors import MethodError
-from pinnbo.models import last_layer
 from pinnbo.models.gp import GPPredictor
 from pinnbo.models.ntk import NTKNetwork, unit_to_z
 from pinnbo.models.pinn import PINNSettings, PINNSurrogate
@@ -227,15 +227,11 @@ class NeuralCBO(Optimizer):
             return self._corrected(*self.objective.mean_and_variance(unit_to_z(unit, 1.0, self.dtype, self.device),
                                                                      self._pending_z()),
                                    self._residual_moments(unit), 0)
-        pinn = self.objective
-        with torch.no_grad():
-            z = pinn.normalise(torch.as_tensor(self.domain.from_unit(unit), dtype=self.dtype, device=self.device))
-            # designs being evaluated join U too: the variance given observations there (exact, no value)
-            z_obs = pinn.normalise(torch.as_tensor(np.concatenate([X_obs, np.asarray(self.pending).reshape(-1, X_obs.shape[1])]),
-                                                   dtype=self.dtype, device=self.device))
-            mu = pinn.model(z)
-            U = last_layer.precision(pinn.model.features(z_obs), self.settings.pinn.noise_variance)
-            var = last_layer.variance(U, pinn.model.features(z))
+        # designs being evaluated join U too: the variance given observations there (exact, no value)
+        given = np.concatenate([X_obs, np.asarray(self.pending).reshape(-1, X_obs.shape[1])])
+        mu, var = self.objective.mean_and_variance(
+            torch.as_tensor(self.domain.from_unit(unit), dtype=self.dtype, device=self.device),
+            torch.as_tensor(given, dtype=self.dtype, device=self.device))
         return self._corrected(mu, var, self._residual_moments(unit), 0)
 
     def _pending_z(self) -> torch.Tensor | None:
@@ -306,9 +302,7 @@ class NeuralCBO(Optimizer):
             log_ei = log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best)
             lcb_ok = self._lcb_feasible(mu_c, sigma_c) & known_ok
             tiers = [(lcb_ok, (-log_ei,)), (known_ok & ~lcb_ok, feasibility), (~known_ok, last_resort)]
-        order = np.concatenate([np.flatnonzero(mask)[np.lexsort(tuple(key[mask] for key in keys))]
-                                for mask, keys in tiers])
-        for i in order:
+        for i in tiered_order(tiers):
             if not is_duplicate(pool[i], evaluated, s.duplicate_tol):
                 if not searching and lcb_ok[i]:
                     return self.domain.from_unit(self._refine(pool[i], float(log_ei[i]), scalings, X, f_best,
@@ -318,30 +312,19 @@ class NeuralCBO(Optimizer):
 
     def _refine(self, start: np.ndarray, start_log_ei: float, scalings: dict, X: np.ndarray, f_best: float,
                 evaluated: np.ndarray, violation_scale: np.ndarray) -> np.ndarray:
-        """The EI winner ``start`` (d,, unit box) refined under the same mask, a (1 + λ) search:
-        rounds of Gaussian perturbations and bound snaps, the step starting at half the pool's Sobol
-        spacing and halving each round; a candidate replaces the best only if it is LCB-feasible,
-        known-feasible, no repeat and higher in EI."""
+        """The EI winner ``start`` (d,, unit box) refined under the same mask
+        (:func:`~pinnbo.acquisition.search.perturbation_search`, the step starting at half the
+        pool's Sobol spacing): a candidate must be LCB-feasible and known-feasible."""
         s = self.settings
-        d = self.domain.dim
-        rng = self.rng("refine")
-        best, best_score = start, start_log_ei
-        scale = 0.5 * s.n_candidates ** (-1.0 / d)
-        for _ in range(REFINE_ROUNDS):
-            cand = np.clip(best + scale * rng.standard_normal((REFINE_CANDIDATES, d)), 0.0, 1.0)
-            cand = np.concatenate([cand, bound_snaps(best, scale)])
+
+        def score(cand: np.ndarray) -> np.ndarray:
             ok = self._lcb_feasible(*self._constraint_moments(cand, scalings["constraints"]))
             ok &= self._known_violation(cand, violation_scale) == 0.0
             mu_f, sigma_f = self._objective_moments(cand, X)
-            score = np.where(ok, log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best), -np.inf)
-            for j in np.argsort(-score, kind="stable"):
-                if score[j] <= best_score:
-                    break
-                if not is_duplicate(cand[j], evaluated, s.duplicate_tol):
-                    best, best_score = cand[j], float(score[j])
-                    break
-            scale *= 0.5
-        return best
+            return np.where(ok, log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best), -np.inf)
+
+        return perturbation_search(start, start_log_ei, score, evaluated, s.duplicate_tol, self.rng("refine"),
+                                   0.5 * s.n_candidates ** (-1.0 / self.domain.dim), REFINE_ROUNDS, REFINE_CANDIDATES)
 
     # -- checkpoints ------------------------------------------------------------------------------------------
     def _network_states(self) -> dict:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.search import minimize_surrogate
-from pinnbo.models.mlp import MLP, load_network_state, network_state
+from pinnbo.models.mlp import MLP, adam_steps, load_network_state, network_state
 from pinnbo.models.transforms import standardise
 from pinnbo.optimizers.base import DTYPES, MethodSettings, Optimizer
 from pinnbo.streams import derived_seed, torch_generator
@@ -73,11 +73,8 @@ class NeuralGreedy(Optimizer):
 
     def _fit(self, Z: torch.Tensor, targets: torch.Tensor) -> None:
         s = self.settings
-        steps = s.steps_per_iteration if self.fitted else s.initial_steps
-        for _ in range(steps):
-            self.adam.zero_grad(set_to_none=True)
-            (self.model(Z) - targets).pow(2).mean().backward()
-            self.adam.step()
+        adam_steps(self.adam, lambda: (self.model(Z) - targets).pow(2).mean(),
+                   s.steps_per_iteration if self.fitted else s.initial_steps)
         self.fitted = True
 
     def propose(self) -> np.ndarray:

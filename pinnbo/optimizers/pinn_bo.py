@@ -197,9 +197,7 @@ class PINNBO(Optimizer):
         if self.pending:
             Z = torch.cat([Z, self.surrogate.normalise(torch.as_tensor(np.stack(self.pending), dtype=self.dtype,
                                                                        device=self.device))])
-        with torch.no_grad():
-            phi = self.surrogate.model.features(Z)                                 # (n + pending, m)
-        U = last_layer.precision(phi, self.settings.noise_variance)
+        U = self.surrogate.last_layer_precision(Z)                                 # given n + pending designs
         if self.high_dimension:
             pde = self.surrogate.pde_precision(mean, std, self.generator("pde-variance"))
             if pde is not None:

@@ -177,3 +177,25 @@ def test_the_shifted_networks_pde_residual_is_the_one_autograd_takes():
     reference = surrogate.residual(lambda p: f(p), pts)      # a plain callable: autograd
     torch.testing.assert_close(taylor, reference, rtol=1e-10, atol=1e-10)
     assert float(reference.abs().max()) > 1e-2
+
+
+def test_the_last_layer_posterior_is_the_hand_written_bayesian_linear_model():
+    """mean_and_variance: h(z) of the network and σ² = φᵀ U⁻¹ φ with U = λI + ΦᵀΦ/σ_n² (Φ the
+    features at the given designs), computed here with an explicit inverse; a design's variance
+    falls once it is among the given ones."""
+    from pinnbo.models.last_layer import PRIOR_PRECISION
+
+    surrogate = pinn(None)
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(BOX.from_unit(rng.random((5, 2))), dtype=torch.float64)
+    given = torch.as_tensor(BOX.from_unit(rng.random((7, 2))), dtype=torch.float64)
+    mu, var = surrogate.mean_and_variance(X, given)
+    with torch.no_grad():
+        z, phi_given = surrogate.normalise(X), surrogate.model.features(surrogate.normalise(given))
+        phi = surrogate.model.features(z)
+        U = PRIOR_PRECISION * torch.eye(phi.shape[1], dtype=torch.float64) + phi_given.T @ phi_given / FAST.noise_variance
+        expected = ((phi @ torch.linalg.inv(U)) * phi).sum(dim=1)
+        torch.testing.assert_close(mu, surrogate.model(z))
+    torch.testing.assert_close(var, expected, rtol=1e-8, atol=1e-12)
+    _, after = surrogate.mean_and_variance(X, torch.cat([given, X]))
+    assert bool((after < var).all())
