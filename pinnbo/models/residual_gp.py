@@ -66,8 +66,8 @@ def fit_loo_screened(unit_X: np.ndarray, y: np.ndarray, *, max_outliers: int, th
     """:func:`fit_outputs` of ``y`` (n, 1) on ``unit_X`` (n, d) without the observations its own
     leave-one-out prediction misses: refit without the point of largest |z| (:func:`loo_z_scores`)
     while that exceeds ``threshold``, at most ``max_outliers`` left out, each refit warm-started from
-    the last. A cheap stand-in for relevance pursuit (:func:`fit_outlier_robust`: one Gaussian fit
-    per candidate support size, ≈ 8 s at n = 200 against ≈ 0.05 s here): the heat plate's cold
+    the last. A cheap stand-in for relevance pursuit (BoTorch's robust GP, one Gaussian fit per
+    candidate support size; docs/archive/benchmarks.md has the comparison): the heat plate's cold
     corner, 1e-4 from a neighbour 8 standardised units warmer, has |z| in the hundreds, and the
     neighbour, predicted from the corner and the rest, less, so the corner goes first and the
     neighbour then fits.
