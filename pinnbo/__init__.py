@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pinnbo.errors import CaseError, MethodError, PDEError, ProblemError, UserError, shown
-from pinnbo.problem import Box, Constraint, Problem, register_problem
+from pinnbo.problem import Box, Constraint, Problem, Variable, register_problem
 
 if TYPE_CHECKING:
     from pinnbo.pde import PDE
@@ -175,5 +175,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'pinnbo' has no attribute {name!r}")
 
 
-__all__ = ["PDE", "Box", "Constraint", "Problem", "register_problem", "initial_design", "load_problem",
+__all__ = ["PDE", "Box", "Constraint", "Problem", "Variable", "register_problem", "initial_design", "load_problem",
            "make_optimizer", "optimize", "UserError", "CaseError", "MethodError", "PDEError", "ProblemError"]

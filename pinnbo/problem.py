@@ -15,11 +15,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from pinnbo.errors import ProblemError, shown
+from pinnbo.space import MAX_DIMENSION, Box, Variable
 
-#: Most design variables a problem may have: the surrogates' cost grows with d, and beyond this
-#: a problem is better reduced before it is optimised.
-MAX_DIMENSION = 1000
-
+__all__ = ["MAX_DIMENSION", "Box", "Variable", "Constraint", "Problem", "ProblemError", "check_dimension",
+           "point_oracle", "read_outcome", "register_problem", "PROBLEM_FACTORIES"]
 
 def check_dimension(dim: object, minimum: int = 1, why: str = "") -> int:
     """A problem factory's ``dim`` parameter as an int in [minimum, MAX_DIMENSION], or a one-line
@@ -53,77 +52,19 @@ class Constraint:
         return self.function is not None
 
 
-@dataclass(frozen=True)
-class Box:
-    """An axis-aligned box of design variables.
+class ByValue:
+    """A problem's function called with designs by value instead of the encoded coordinates the
+    optimisers search (:mod:`pinnbo.space`): the objective gets :meth:`Box.design` of one design,
+    a known constraint (``batch``) :meth:`Box.physical` of an (n, d) array. Picklable, so a
+    parallel run's workers can call it."""
 
-    ``lower`` and ``upper`` have length d; ``names`` are the variables' names (the symbols the
-    PDE is written in, when there is one).
-    """
+    def __init__(self, domain: Box, function: Callable, batch: bool = False) -> None:
+        self.domain, self.function, self.batch = domain, function, batch
 
-    lower: tuple[float, ...]
-    upper: tuple[float, ...]
-    names: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        lower = tuple(float(v) for v in self.lower)
-        upper = tuple(float(v) for v in self.upper)
-        names = tuple(self.names) or tuple(f"x{i + 1}" for i in range(len(lower)))
-        object.__setattr__(self, "lower", lower)
-        object.__setattr__(self, "upper", upper)
-        object.__setattr__(self, "names", names)
-        if len(lower) == 0:
-            raise ProblemError("bounds: a domain needs at least one variable")
-        if len(lower) > MAX_DIMENSION:
-            raise ProblemError(f"bounds: at most {MAX_DIMENSION} design variables, got {len(lower)}")
-        if len(lower) != len(upper) or len(names) != len(lower):
-            raise ProblemError(
-                f"bounds: lower ({len(lower)}), upper ({len(upper)}) and names ({len(names)}) "
-                "must have the same length"
-            )
-        if len(set(names)) != len(names):
-            raise ProblemError(f"bounds: variable names must be unique, got {list(names)}")
-        for name, lo, hi in zip(names, lower, upper):
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                raise ProblemError(f"bounds.{name}: bounds must be finite, got [{lo}, {hi}]")
-            if not lo < hi:
-                raise ProblemError(f"bounds.{name}: lower bound {lo} must be below upper bound {hi}")
-
-    @classmethod
-    def cube(cls, low: float, high: float, dim: int, prefix: str = "x") -> "Box":
-        """[low, high]^dim with variables named x1..xd."""
-        return cls((low,) * dim, (high,) * dim, tuple(f"{prefix}{i + 1}" for i in range(dim)))
-
-    @property
-    def dim(self) -> int:
-        return len(self.lower)
-
-    @property
-    def lower_array(self) -> np.ndarray:
-        return np.asarray(self.lower, dtype=np.float64)
-
-    @property
-    def upper_array(self) -> np.ndarray:
-        return np.asarray(self.upper, dtype=np.float64)
-
-    @property
-    def widths(self) -> np.ndarray:
-        return self.upper_array - self.lower_array
-
-    def from_unit(self, u: np.ndarray) -> np.ndarray:
-        """Map points of [0, 1]^d, shape (..., d), to the box."""
-        return self.lower_array + np.asarray(u, dtype=np.float64) * self.widths
-
-    def to_unit(self, x: np.ndarray) -> np.ndarray:
-        """Map points of the box, shape (..., d), to [0, 1]^d."""
-        return (np.asarray(x, dtype=np.float64) - self.lower_array) / self.widths
-
-    def clip(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(np.asarray(x, dtype=np.float64), self.lower_array, self.upper_array)
-
-    def contains(self, x: np.ndarray, tol: float = 0.0) -> bool:
-        x = np.asarray(x, dtype=np.float64)
-        return bool(np.all(x >= self.lower_array - tol) and np.all(x <= self.upper_array + tol))
+    def __call__(self, x: np.ndarray):
+        if self.batch:
+            return self.function(self.domain.physical(x))
+        return self.function(self.domain.design(np.asarray(x, dtype=np.float64).reshape(-1)))
 
 
 @dataclass
@@ -135,7 +76,9 @@ class Problem:
     name: identifier shown to the user.
     domain: the box of design variables.
     objective: the expensive oracle, ``objective(x) -> float`` for one design ``x`` of shape (d,)
-        in physical coordinates; returns the true (noise-free) value in the problem's own sense.
+        in physical coordinates (a mapping name -> value when the domain has an integer or a
+        choice variable: :meth:`pinnbo.space.Box.design`); returns the true (noise-free) value in
+        the problem's own sense.
         None: the problem is measured outside pinnbo (``pinnbo ask`` / ``pinnbo tell``).
     sense: ``"maximize"`` or ``"minimize"``.
     pde: optional :class:`pinnbo.pde.PDE` the objective satisfies, written in the symbols named by
@@ -170,6 +113,13 @@ class Problem:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not self.domain.plain:   # the functions are written for designs by value (pinnbo.space)
+            if self.objective is not None and not isinstance(self.objective, ByValue):
+                self.objective = ByValue(self.domain, self.objective)
+            self.constraints = tuple(
+                c if c.function is None or isinstance(c.function, ByValue)
+                else Constraint(c.name, ByValue(self.domain, c.function, batch=True), c.noise_std)
+                for c in self.constraints)
         if self.pde is not None and hasattr(self.pde, "for_variables"):
             from pinnbo.pde import PDEError
 

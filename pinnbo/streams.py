@@ -43,5 +43,19 @@ def sobol_unit(n: int, dim: int, seed: int, *keys: Any) -> np.ndarray:
 
 
 def initial_design(domain: Box, n: int, seed: int) -> np.ndarray:
-    """The initial design shared by every method for a seed: scrambled Sobol, shape (n, d)."""
-    return domain.from_unit(sobol_unit(n, domain.dim, seed, "initial-design"))
+    """The initial design shared by every method for a seed: scrambled Sobol, shape (n, d).
+
+    A discrete variable's column is balanced instead: its k levels each taken ⌊n/k⌋ or ⌈n/k⌉
+    times (every level once before any twice; with n < k, n different levels drawn uniformly),
+    in an order shuffled by its own stream, so the choices are covered evenly and no level is
+    favoured by rounding."""
+    unit = sobol_unit(n, domain.dim, seed, "initial-design")
+    for i in domain.dims("integer", "choice"):
+        k = len(domain.variables[i].levels)
+        rng = numpy_rng(seed, "initial-design", "levels", domain.names[i])
+        if n <= k:
+            levels = rng.choice(k, size=n, replace=False)
+        else:
+            levels = rng.permutation(np.concatenate([rng.permutation(k) for _ in range(-(-n // k))])[:n])
+        unit[:, i] = (levels + 0.5) / k
+    return domain.from_unit(unit)

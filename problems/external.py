@@ -5,7 +5,8 @@ Python: the box, the sense and optionally the PDE; the values come from the case
 ```yaml
 problem: external
 params:
-  bounds: {x: [0, 1], y: [0, 2]}          # names become the command's placeholders and the PDE's inputs
+  variables: {x: [0, 1], y: [0, 2]}       # names become the command's placeholders and the PDE's inputs;
+                                          # also {log: [1e-4, 1e-1]}, {integer: [2, 12]}, {choices: [a, b]}
   sense: maximize
   pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
   constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
@@ -25,24 +26,89 @@ import sympy as sp
 from pinnbo.errors import shown
 from pinnbo.expressions import RESERVED, FormulaError, expression_of
 from pinnbo.pde import MAX_ORDER, PDE, PDEError
-from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
+from pinnbo.problem import Box, Constraint, Problem, ProblemError, Variable, register_problem
 
 UNKNOWN = "u"
 
 
 @register_problem
-def external(bounds: dict, sense: str = "minimize", pde: str | list | None = None,
-             constraints: list | None = None) -> Problem:
-    """A box declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
-    names, lower, upper = parse_bounds(bounds)
+def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | None = None,
+             constraints: list | None = None, variables: dict | None = None) -> Problem:
+    """Design variables declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
+    if bounds is None and variables is None:
+        raise ProblemError("params.variables: required parameter of problem 'external' (the design variables, "
+                           "e.g. {x: [0, 1], n: {integer: [2, 12]}}; bounds: is its older name)")
+    if bounds is not None and variables is not None:
+        raise ProblemError("params.bounds: the design variables are given twice; keep variables: (bounds: is its "
+                           "older name)")
+    if variables is not None:
+        domain = Box.of(parse_variables(variables))
+    else:
+        names, lower, upper = parse_bounds(bounds)
+        domain = Box(lower, upper, names)
+    names = domain.names
     if sense not in ("minimize", "maximize"):
         raise ProblemError(f"params.sense: expected minimize or maximize, got {shown(sense)}")
-    equation = None if pde is None else parse_pde(pde, names)
+    equation = None
+    if pde is not None:
+        others = [v for v in domain.variables if v.kind != "real"]
+        if others:
+            raise ProblemError(f"params.pde: the PDE's variables are real; {others[0].name} is "
+                               f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}")
+        equation = parse_pde(pde, names)
     outputs = _constraint_names(constraints, names)
 
     # No objective: measured outside pinnbo until the case gives an oracle (pinnbo ask / tell meanwhile).
-    return Problem("external", Box(lower, upper, names), None, sense, pde=equation,
+    return Problem("external", domain, None, sense, pde=equation,
                    constraints=tuple(Constraint(n) for n in outputs), description="declared in the case file")
+
+
+def parse_variables(variables: Any) -> tuple[Variable, ...]:
+    """The variables of a case's ``params.variables`` mapping: ``name: [lower, upper]`` (real),
+    ``{log: [lower, upper]}``, ``{integer: [lower, upper]}`` or ``{choices: [name, ...]}``."""
+    expected = "[lower, upper], {log: [lower, upper]}, {integer: [lower, upper]} or {choices: [name, ...]}"
+    if not isinstance(variables, dict) or not variables:
+        raise ProblemError(f"params.variables: expected a mapping of variable names to {expected}")
+    out = []
+    for name, spec in variables.items():
+        field = f"params.variables.{name}"
+        _check_name(name, field, "params.variables")
+        if isinstance(spec, list):
+            kind, value = "real", spec
+        elif isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in ("log", "integer", "choices"):
+            kind, value = next(iter(spec.items()))
+            field = f"{field}.{kind}"
+        else:
+            raise ProblemError(f"{field}: expected {expected}, got {shown(spec)}")
+        if kind == "choices":
+            if not isinstance(value, list) or len(value) < 2 or \
+                    not all(isinstance(c, str) and re.fullmatch(r"[A-Za-z0-9_.+-]+", c) for c in value):
+                raise ProblemError(f"{field}: expected a list of at least two names (letters, digits, _ . + -), "
+                                   f"got {shown(value)}")
+            out.append(Variable(name, "choice", choices=tuple(value)))
+            continue
+        numbers_only = isinstance(value, list) and len(value) == 2 and \
+            all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        if not numbers_only:
+            raise ProblemError(f"{field}: expected [lower, upper], got {shown(value)}")
+        if kind == "integer" and not all(float(v).is_integer() for v in value):
+            raise ProblemError(f"{field}: expected integer bounds [lower, upper], got {shown(value)}")
+        lo, hi = float(value[0]), float(value[1])
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
+        if not lo < hi:
+            raise ProblemError(f"{field}: lower bound {lo:g} must be below upper bound {hi:g}")
+        if kind == "log" and lo <= 0:
+            raise ProblemError(f"{field}: a log scale needs bounds > 0, got [{lo:g}, {hi:g}]")
+        out.append(Variable(name, {"log": "log", "integer": "integer"}.get(kind, "real"), lo, hi))
+    return tuple(out)
+
+
+def _check_name(name: Any, field: str, parent: str) -> None:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+        raise ProblemError(f"{parent}: variable name {shown(name)} must be letters, digits and '_'")
+    if name == UNKNOWN or name in RESERVED:
+        raise ProblemError(f"{field}: {shown(name)} is reserved (the PDE's unknown or a function); rename the variable")
 
 
 def _constraint_names(constraints: Any, variables: tuple[str, ...]) -> tuple[str, ...]:
@@ -73,10 +139,7 @@ def parse_bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]
     names, lower, upper = [], [], []
     for name, pair in bounds.items():
         field = f"params.bounds.{name}"
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-            raise ProblemError(f"params.bounds: variable name {shown(name)} must be letters, digits and '_'")
-        if name == UNKNOWN or name in RESERVED:
-            raise ProblemError(f"{field}: {shown(name)} is reserved (the PDE's unknown or a function); rename the variable")
+        _check_name(name, field, "params.bounds")
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
                 not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
             raise ProblemError(f"{field}: expected [lower, upper], got {shown(pair)}")

@@ -47,6 +47,12 @@ def external(**params: str) -> str:
     return case(problem="external", params="{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}")
 
 
+def variables(spec: str, pde: str | None = None, **fields: str) -> str:
+    """An external problem declared with ``params.variables`` (and a PDE), other case fields replaced."""
+    params = f"{{variables: {spec}" + (f", pde: {pde}" if pde else "") + "}"
+    return case(problem="external", params=params, **fields)
+
+
 def oracle(command: str, extra: str = "") -> str:
     return case(oracle="{command: '" + command + "'" + extra + "}")
 
@@ -145,7 +151,25 @@ TABLE = [
     Bad("bounds-inverted", external(bounds="{x: [1, 0]}"), "params.bounds.x: lower bound 1.0 must be below upper bound 0.0"),
     Bad("bounds-infinite", external(bounds="{x: [0, .inf]}"), "params.bounds.x: bounds must be finite"),
     Bad("bounds-not-a-pair", external(bounds="{x: [0, 1, 2]}"), "params.bounds.x: expected [lower, upper]"),
-    Bad("bounds-missing", case(problem="external", params=None), "params.bounds: required parameter of problem 'external'"),
+    Bad("bounds-missing", case(problem="external", params=None), "params.variables: required parameter of problem 'external'"),
+    Bad("variables-and-bounds", external(variables="{x: [0, 1]}"), "params.bounds: the design variables are given twice"),
+    Bad("choices-empty", variables("{m: {choices: []}}"), "params.variables.m.choices: expected a list of at least two names"),
+    Bad("choices-repeated", variables("{m: {choices: [a, a]}}"), "variables.m: the choices must be different"),
+    Bad("integer-bounds-not-integers", variables("{n: {integer: [1, 2.5]}}"),
+        "params.variables.n.integer: expected integer bounds [lower, upper], got [1, 2.5]"),
+    Bad("log-bounds-not-positive", variables("{r: {log: [0, 1]}}"), "params.variables.r.log: a log scale needs bounds > 0"),
+    Bad("variable-kind-unknown", variables("{r: {ordinal: [0, 1]}}"), "params.variables.r: expected [lower, upper], {log:"),
+    Bad("pde-names-a-choice", variables("{x: [0, 1], m: {choices: [a, b]}}", pde="'diff(u, x, 2) = 0'"),
+        "params.pde: the PDE's variables are real; m is a choice"),
+    Bad("method-refuses-integers", variables("{x: [0, 1], n: {integer: [1, 4]}}", method="neural-bo"),
+        "method: 'neural-bo' takes real and log variables and n is an integer; use one of"),
+    Bad("choice-placeholder-float-format", variables("{x: [0, 1], m: {choices: [a, b]}}",
+                                                     oracle="{command: 'echo {x} {m:.3f}'}"),
+        "oracle.command: bad format"),
+    Bad("tell-choice-not-in-list", variables("{x: [0, 1], m: {choices: [a, b]}}"), "tell: design [0.1, 'c']: m: expected "
+        "one of a, b, got 'c'", command=["tell", "--x", "0.1,c", "--y", "1"]),
+    Bad("tell-integer-not-integer", variables("{x: [0, 1], n: {integer: [1, 4]}}"), "tell: design [0.1, 2.5]: n: "
+        "expected an integer, got 2.5", command=["tell", "--x", "0.1,2.5", "--y", "1"]),
     Bad("sense-unknown", external(sense="sideways"), "params.sense: expected minimize or maximize"),
     Bad("yaml-pde-unknown-symbol", external(pde="'diff(u, x, 2) + k*u = 0'"), "params.pde: unknown symbol 'k'"),
     Bad("yaml-pde-does-not-parse", external(pde="'diff(u, x, 2 = 0'"), "params.pde: cannot parse"),

@@ -26,12 +26,13 @@ from one Cholesky factor, ~45× faster per call than ``model.posterior``.
 from __future__ import annotations
 
 import warnings
+from typing import Sequence
 
 import numpy as np
 import torch
 from botorch.exceptions.warnings import InputDataWarning, OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskGP
+from botorch.models import MixedSingleTaskGP, SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import MaternKernel, ScaleKernel
@@ -46,8 +47,14 @@ ISOTROPIC_GRID = np.logspace(-2.0, 1.5, 15)
 
 
 def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: float = 1e-5,
-           dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", kernel: str = "ard") -> SingleTaskGP:
+           dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", kernel: str = "ard",
+           categorical: Sequence[int] = ()) -> SingleTaskGP:
     """A GP of −y on ``unit_X`` (n, d) in [0, 1]^d, hyper-parameters fit by marginal likelihood.
+
+    ``categorical``: the columns holding a choice variable's level (:mod:`pinnbo.space`): BoTorch's
+    ``MixedSingleTaskGP``, the sum and the product of a Matérn kernel on the other columns and a
+    categorical kernel (exp of minus the lengthscale-weighted count of differing choices) on these,
+    so no order between the choices is assumed.
 
     ``kernel``: ``ard`` (Matérn-5/2, one lengthscale per input, BoTorch's dimension-scaled priors, a
     learned constant mean) or ``isotropic`` (Kim & Sanz-Alonso's: module docstring).
@@ -63,6 +70,19 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
     if noise_free:
         variance = float(np.var(y)) if len(y) > 1 and np.var(y) > 0 else 1.0
         train_Yvar = torch.full_like(train_Y, noise_floor * variance)
+    if categorical:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InputDataWarning)
+            model = MixedSingleTaskGP(train_X, train_Y, cat_dims=list(categorical), train_Yvar=train_Yvar,
+                                      cont_kernel_factory=_matern_factory, outcome_transform=Standardize(m=1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            # ftol as fit_outputs: the mixed kernel's dozen hyper-parameters took scipy's default
+            # tolerance hundreds of iterations for the same marginal likelihood.
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model),
+                             optimizer_kwargs={"options": {"ftol": 1e-6}})
+        model.eval()
+        return model
     if kernel == "isotropic":
         covar, mean = MaternKernel(nu=2.5), ZeroMean()
     else:
@@ -81,6 +101,13 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
     return model
 
 
+def _matern_factory(batch_shape: torch.Size, ard_num_dims: int, active_dims: list[int]):
+    """The continuous part of the mixed GP's kernel: Matérn-5/2 with BoTorch's dimension-scaled
+    length-scale prior, as :func:`fit_gp` uses on continuous boxes."""
+    return get_covar_module_with_dim_scaled_prior(ard_num_dims=ard_num_dims, batch_shape=batch_shape,
+                                                  active_dims=active_dims, use_rbf_kernel=False)
+
+
 def _best_on_grid(mll: ExactMarginalLogLikelihood, lengthscales: np.ndarray) -> float:
     """The lengthscale of ``lengthscales`` with the highest marginal likelihood of ``mll``'s model
     (one shared lengthscale, everything else fixed): the start of its L-BFGS fit."""
@@ -97,11 +124,12 @@ def _best_on_grid(mll: ExactMarginalLogLikelihood, lengthscales: np.ndarray) -> 
 
 def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_floor: float,
                 start: dict[str, torch.Tensor] | None, tolerance: float = 1e-6, dtype: torch.dtype = torch.float64,
-                device: torch.device | str = "cpu", outputscale: bool = False) -> SingleTaskGP:
+                device: torch.device | str = "cpu", outputscale: bool = False, categorical: Sequence[int] = ()
+                ) -> SingleTaskGP:
     """A batched GP of the columns of ``Y`` (n, M) on ``unit_X`` (n, d) (module docstring),
     hyper-parameters fitted by marginal likelihood from ``start`` (named parameters of an earlier
     fit with the same outputs; those whose shapes still match are copied) or from BoTorch's
-    defaults. ``tolerance``: L-BFGS-B's ftol (scipy's default, ≈ 2e-9, costs hundreds of iterations
+    defaults; ``categorical`` as in :func:`fit_gp`. ``tolerance``: L-BFGS-B's ftol (scipy's default, ≈ 2e-9, costs hundreds of iterations
     for no visible change in the fit). ``outputscale``: the prior variance is a hyper-parameter
     fitted with the others (a ``ScaleKernel``, no prior) instead of 1 after standardising."""
     train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
@@ -112,10 +140,14 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
         variance = np.var(np.asarray(Y).reshape(len(unit_X), -1), axis=0) if len(Y) > 1 else np.ones(m)
         variance = np.where(variance > 0, variance, 1.0)
         train_Yvar = (noise_floor * torch.as_tensor(variance, dtype=dtype, device=device)).expand_as(train_Y).clone()
-    covar = matern_kernel(train_X.shape[-1], torch.Size([m]) if m > 1 else None, outputscale)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
-        model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, outcome_transform=Standardize(m=m))
+        if categorical:   # choice variables: BoTorch's mixed kernel, as fit_gp
+            model = MixedSingleTaskGP(train_X, train_Y, cat_dims=list(categorical), train_Yvar=train_Yvar,
+                                      cont_kernel_factory=_matern_factory, outcome_transform=Standardize(m=m))
+        else:
+            covar = matern_kernel(train_X.shape[-1], torch.Size([m]) if m > 1 else None, outputscale)
+            model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, outcome_transform=Standardize(m=m))
     if start:
         warm_start(model, start)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)

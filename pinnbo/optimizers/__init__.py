@@ -46,6 +46,12 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
         able = sorted(name for name, c in METHODS.items() if c.handles_constraints)
         raise MethodError(f"method: {shown(method)} ignores constraints and this problem has "
                           f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
+    other = next((v for v in domain.variables if v.kind not in cls.variable_kinds), None)
+    if other is not None:
+        able = sorted(name for name, c in METHODS.items() if other.kind in c.variable_kinds)
+        raise MethodError(f"method: {shown(method)} takes {' and '.join(cls.variable_kinds)} variables and "
+                          f"{other.name} is {'an' if other.kind == 'integer' else 'a'} {other.kind}; use one of "
+                          f"{', '.join(able)}")
     if pde is not None:
         try:  # inputs matched to the design variables by name
             pde = pde.for_variables(domain.names)

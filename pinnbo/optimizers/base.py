@@ -81,6 +81,9 @@ class Optimizer(abc.ABC):
     # Whether the method uses constraint observations. make_optimizer refuses a constrained
     # problem for a method that would silently ignore its constraints.
     handles_constraints: ClassVar[bool] = False
+    # The kinds of design variables the method takes (pinnbo.space); make_optimizer refuses the
+    # others by name. A log variable is searched in its logarithm, so every method takes it.
+    variable_kinds: ClassVar[tuple[str, ...]] = ("real", "log")
     # Built for constrained problems (they run unconstrained ones too, as plain EI): left out of
     # pinnbo bench's default method list for an unconstrained case.
     constrained_method: ClassVar[bool] = False
@@ -200,7 +203,7 @@ class Optimizer(abc.ABC):
             x = np.asarray(self.propose(), dtype=np.float64).reshape(self.domain.dim)
         finally:
             self.pending, self.pending_phases = [], []
-        return self.domain.clip(x)
+        return self.domain.snap(x)
 
     @abc.abstractmethod
     def propose(self) -> np.ndarray:

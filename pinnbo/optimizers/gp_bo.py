@@ -39,10 +39,12 @@ from botorch.acquisition import LogExpectedImprovement, PosteriorMean, UpperConf
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 from botorch.optim import optimize_acqf
 
+from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
 from pinnbo.acquisition.optimize import best_new_or_beside
 from pinnbo.acquisition.pending import pending_log_ei, pending_mean, pending_ucb
 from pinnbo.acquisition.search import is_duplicate
 from pinnbo.models.gp import KERNELS, fit_gp
+from pinnbo.errors import MethodError
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.optimizers.gp_settings import GPSettings
 from pinnbo.streams import derived_seed, sobol_unit
@@ -93,12 +95,16 @@ class GPBO(Optimizer):
 
     name = "gp"
     Settings = GPBOSettings
+    variable_kinds = ("real", "log", "integer", "choice")
     acquisition = "ei"               # ei | ucb | mean
     random_exploration = False       # the "+" methods: alternate with uniform random points
     SMOKE_PARAMS = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device)
+        if self.domain.dims("choice") and self.settings.kernel == "isotropic":
+            raise MethodError("method_params.kernel: isotropic has one lengthscale for every input and no form for "
+                              f"choices ({self.domain.names[self.domain.dims('choice')[0]]}); use ard")
         self.asked_told = 0        # asked points told so far (initial-design tells excluded)
         self._pending = False      # an ask awaits its tell
         self.model = None          # the last fitted GP (rebuilt from the data at every ask)
@@ -130,11 +136,15 @@ class GPBO(Optimizer):
         evaluated = self.evaluated_unit()
         if self.phase == EXPLORATION or len(y) == 0:
             rng = self.rng("exploration")
-            u = rng.random(self.domain.dim)
+            u = self._valid(rng.random(self.domain.dim))
             while is_duplicate(u, evaluated, self.settings.duplicate_tol):
-                u = rng.random(self.domain.dim)
+                u = self._valid(rng.random(self.domain.dim))
             return self.domain.from_unit(u)
         return self.domain.from_unit(self._acquisition_argmax(X, y, evaluated))
+
+    def _valid(self, u: np.ndarray) -> np.ndarray:
+        """``u`` (unit) moved to a valid design: discrete variables at a level (:mod:`pinnbo.space`)."""
+        return snapped_unit(self.domain, u)
 
     def _acquisition_function(self, model, y: np.ndarray, seed: int):
         if self.pending and self.acquisition == "ei":
@@ -158,8 +168,13 @@ class GPBO(Optimizer):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free, noise_floor=s.noise_floor,
-                                dtype=dtype, device=self.device, kernel=s.kernel)
+                                dtype=dtype, device=self.device, kernel=s.kernel, categorical=self.domain.dims("choice"))
             acq = self._acquisition_function(self.model, y, seed)
+            fallback = lambda: sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")  # noqa: E731
+            if not self.domain.numeric:
+                return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
+                                      num_restarts=s.num_restarts, maxiter=s.maxiter, duplicate_tol=s.duplicate_tol,
+                                      fallback_pool=fallback, device=self.device)
             bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizationWarning)
@@ -175,7 +190,6 @@ class GPBO(Optimizer):
                 )
             candidates = candidates.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
             values = values.reshape(-1).detach().cpu().double().numpy()
-            fallback = lambda: sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")  # noqa: E731
             return best_new_or_beside(acq, candidates, values, evaluated, s.duplicate_tol, fallback, self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------

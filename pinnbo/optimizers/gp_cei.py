@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.analytic import FastLogCEI, FastLogEI, FastLogPoF
+from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import best_allowed
 from pinnbo.models.gp import conditioned_on_pending, earlier_fit, fit_outputs, remember_fit
@@ -48,6 +49,7 @@ class GPCEI(Optimizer):
     constrained_method = True
     Settings = GPSettings
     handles_constraints = True
+    variable_kinds = ("real", "log", "integer", "choice")
     SMOKE_PARAMS = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu",
@@ -79,7 +81,7 @@ class GPCEI(Optimizer):
         evaluated = self.evaluated_unit()
         if len(y) == 0:
             self.last_mode = "start"
-            pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start")
+            pool = snapped_unit(self.domain, sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start"))
             return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
                                                        evaluated, s.duplicate_tol))
         feasible = np.all(C <= 0.0, axis=1) if C.shape[1] else np.ones(len(y), dtype=bool)
@@ -91,7 +93,7 @@ class GPCEI(Optimizer):
             torch.manual_seed(seed)
             self.model = fit_outputs(self.domain.to_unit(X), Y, noise_free=s.noise_free, noise_floor=s.noise_floor,
                                      start=earlier_fit(self._fits, self.n_told), tolerance=FIT_TOLERANCE, dtype=dtype,
-                                     device=self.device)
+                                     device=self.device, categorical=self.domain.dims("choice"))
             self._fits = remember_fit(self._fits, self.n_told, self.model)
             # Designs being evaluated: the GPs' exact posterior variance given observations there.
             self.model = conditioned_on_pending(self.model, self.pending_unit())
@@ -113,6 +115,10 @@ class GPCEI(Optimizer):
         """argmax of ``acq`` over the box among known-feasible, new designs (module docstring)."""
         s = self.settings
         pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
+        if not self.domain.numeric:
+            return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
+                                  maxiter=s.maxiter, duplicate_tol=s.duplicate_tol, fallback_pool=lambda: pool,
+                                  violation=self._known_violation, device=self.device)
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=s.duplicate_tol, violation=self._known_violation,
                                     device=self.device)

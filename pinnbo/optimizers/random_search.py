@@ -24,6 +24,7 @@ class RandomSearch(Optimizer):
     name = "random"
     Settings = RandomSearchSettings
     handles_constraints = True   # it ignores them by design; runs report the best feasible design
+    variable_kinds = ("real", "log", "integer", "choice")   # exact: each level an equal share of [0, 1]
 
     def propose(self) -> np.ndarray:
         engine = torch.quasirandom.SobolEngine(

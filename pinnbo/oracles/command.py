@@ -19,6 +19,7 @@ import string
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,14 +38,16 @@ PARSERS = ("float", "json")
 
 
 class _Value:
-    """A design coordinate in a command template: ``{x}`` is repr(float) (round-trips exactly),
-    ``{x:.3f}`` any float format."""
+    """A design value in a command template: ``{x}`` is repr(float) (round-trips exactly), an
+    integer variable's int, a choice's name; ``{x:.3f}`` any format of the value's type."""
 
-    def __init__(self, value: float) -> None:
-        self.value = float(value)
+    def __init__(self, value: float | int | str) -> None:
+        self.value = value if isinstance(value, (int, str)) and not isinstance(value, bool) else float(value)
 
     def __format__(self, spec: str) -> str:
-        return repr(self.value) if not spec else format(self.value, spec)
+        if not spec:
+            return self.value if isinstance(self.value, str) else repr(self.value)
+        return format(self.value, spec)
 
 
 @dataclass
@@ -55,6 +58,8 @@ class CommandOracle:
         command: template such as ``./simulate {x} {y}``; split like a shell line (no shell runs:
             write ``sh -c '...'`` for pipes), each placeholder is a design variable's name.
         names: the design variables, in the order of ``x``'s (d,) coordinates.
+        sample: a design by value (``Box.values``) whose formatting checks the placeholders' formats
+            (a float format on a choice's name is refused before any run); zeros when left out.
         parse: ``float`` (the last non-empty line of stdout is the value) or ``json`` (stdout, or
             its last line, is a number, ``{"value": number}`` or ``{"objective": number}``).
         cwd: working directory of the command (the case file's folder).
@@ -72,6 +77,7 @@ class CommandOracle:
     cwd: Path | None = None
     constraints: tuple[str, ...] = ()
     outputs: int = 0
+    sample: tuple = ()
     runs_a_program = True    # pinnbo.oracles.isolation.call_oracle: it isolates itself
 
     def __post_init__(self) -> None:
@@ -116,7 +122,7 @@ class CommandOracle:
             raise OracleConfigError(f"oracle.command: placeholder {{{missing[0]}}} is missing; every design "
                                     f"variable ({', '.join(self.names)}) must reach the command")
         try:
-            self.argv(np.zeros(len(self.names)))
+            self.argv(self.sample or np.zeros(len(self.names)))
         except (ValueError, TypeError) as exc:
             raise OracleConfigError(f"oracle.command: bad format in {shown(self.command)} ({exc})") from None
         program = self._tokens[0]
@@ -130,12 +136,14 @@ class CommandOracle:
                 raise OracleConfigError(f"oracle.command: program {shown(program)} not found or not executable"
                                         + (f" (relative to {self.cwd})" if where is not None and self.cwd else ""))
 
-    def argv(self, x: Sequence[float]) -> list[str]:
-        """The command line for design ``x`` (d,)."""
+    def argv(self, x: Sequence[float] | Mapping[str, Any]) -> list[str]:
+        """The command line for design ``x``: (d,) numbers, or a mapping name -> value."""
+        if isinstance(x, Mapping):
+            x = [x[name] for name in self.names]
         values = {name: _Value(v) for name, v in zip(self.names, x)}
         return [token.format(**values) for token in self._tokens]
 
-    def __call__(self, x: Sequence[float], timeout: float | None = None) -> float | tuple[float, dict]:
+    def __call__(self, x: Sequence[float] | Mapping[str, Any], timeout: float | None = None) -> float | tuple[float, dict]:
         argv = self.argv(x)
         # A process group of its own that dies with the runner (module docstring): a timeout, Ctrl-C
         # or kill -9 of the runner stops the simulation's whole process tree.

@@ -10,9 +10,13 @@ from rich.segment import Segments
 from rich.table import Table
 
 
-def fmt(value: float | None, digits: int = 6) -> str:
+def fmt(value: float | int | str | None, digits: int = 6) -> str:
+    """A value for a person: ``digits`` significant digits; an int and a name (a design's integer
+    and choice variables) as they are."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
     return f"{value:.{digits}g}"
 
 

@@ -31,7 +31,7 @@ def _number(value: Any, digits: int = 6) -> str:
 def _design(x: Any, names: Any) -> str:
     if not isinstance(x, list) or not x:
         return "—"
-    values = [_number(v) for v in x]
+    values = [v[:40] if isinstance(v, str) else _number(v) for v in x]   # a choice is its name
     if isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) for n in names):
         return ", ".join(f"{n} = {v}" for n, v in zip(names, values))
     return "(" + ", ".join(values) + ")"

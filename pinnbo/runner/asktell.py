@@ -31,13 +31,14 @@ import numpy as np
 
 from pinnbo.errors import HistoryError, shown
 from pinnbo.files import loads, write_json
-from pinnbo.problem import Problem
+from pinnbo.problem import Box, Problem
 from pinnbo.runner.build import build_optimizer, build_problem, run_settings
 from pinnbo.runner.case import Case
 from pinnbo.runner.folder import ASKS, locked
 from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.evaluation import observation
-from pinnbo.runner.steps import checkpoint, commit, next_design, read_checkpoint, record_imported, restore
+from pinnbo.runner.steps import (checkpoint, commit, next_design, read_checkpoint, record_imported, recorded_design,
+                                 restore)
 from pinnbo.runner.state import CHECKPOINT, PENDING_STATE, load_state, run_identity
 from pinnbo.streams import initial_design
 
@@ -74,7 +75,7 @@ def ask(case: Case, n: int = 1) -> list[dict]:
         k = len(history)
         pending = read_pending(folder, problem)
         if pending is not None and pending["index"] == k:
-            return [pending]
+            return [{key: value for key, value in pending.items() if key != "design"}]
         if max(k, len(settings.imported)) >= settings.budget:
             raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
         saved = read_checkpoint(history, optimizer.device)   # before anything is written
@@ -112,7 +113,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels, budget=settings.budget)
-        pending, next_index = open_asks(history, len(settings.imported), problem.domain)
+        pending, next_index = open_asks(history, len(settings.imported), domain=problem.domain)
         room = settings.budget - max(len(history), len(settings.imported)) - len(pending)
         if len(pending) < n and room <= 0 and not pending:
             raise HistoryError(f"budget: all {settings.budget} evaluations are recorded; pass --budget to ask for more")
@@ -124,7 +125,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
             design = initial_design(problem.domain, case.initial_points, case.seed)
             while len(pending) < n and len(history) + len(pending) < settings.budget:
                 pending[next_index], _ = next_ask(next_index, settings, design, optimizer, pending)
-                record_ask(folder, pending[next_index])
+                record_ask(folder, pending[next_index], problem.domain)
                 next_index += 1
             if len(history) >= settings.first_proposal:
                 checkpoint(history, optimizer)   # the asks' training: the next ask starts from it
@@ -134,7 +135,7 @@ def ask_several(case: Case, n: int) -> list[dict]:
 def asked(problem: Problem, index: int, x: Sequence[float], phase: str) -> dict:
     """What ``ask`` hands out for evaluation ``index`` at ``x``: the design by variable name, its
     phase, and the constraints the measurement must report besides the objective."""
-    item = {"index": index, "x": {name: float(v) for name, v in zip(problem.domain.names, x)}, "phase": phase}
+    item = {"index": index, "x": dict(zip(problem.domain.names, problem.domain.values(x))), "phase": phase}
     if problem.oracle_constraints:
         item["constraints"] = [c.name for c in problem.oracle_constraints]
     return item
@@ -143,7 +144,7 @@ def asked(problem: Problem, index: int, x: Sequence[float], phase: str) -> dict:
 def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,
          constraints: dict | Sequence[str] | None = None, tolerance: float = X_TOLERANCE
          ) -> tuple[Evaluation, History, Problem]:
-    """Record the measurement of the pending design: ``x`` (d,), {name: value} or "1.2,3.4" must
+    """Record the measurement of the pending design: ``x`` (d values), {name: value} or "1.2,3.4" must
     match it within ``tolerance`` of each variable's range (the asked design is what is recorded);
     ``y`` the value in the problem's sense, or ``failed`` the reason there is none; ``constraints``
     the measured black-box constraint values, {name: value} or ["name=value", ...] (every one, with
@@ -154,8 +155,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
 
     problem = build_problem(case)
     folder = case.output_dir
-    names = problem.domain.names
-    told = _design(parse_x(x, names) if isinstance(x, str) else x, names)
+    told = _design(parse_x(x, problem.domain) if isinstance(x, str) else x, problem)
     if y is None and failed is None:
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed)")
     if y is not None and failed is not None:
@@ -164,7 +164,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         raise TellError(f"--y: expected a finite number, got {shown(y)}; a measurement without a value is --failed \"reason\"")
     measured = measured_constraints(constraints, problem, failed=failed is not None)
     if not (folder / "case.json").exists():
-        raise TellError(f"tell: design {_show(told)} was never asked: {folder} holds no run (pinnbo ask first)")
+        raise TellError(f"tell: design {_show(told, problem)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
         history = History.read(folder, case.to_dict(), problem.sense, problem.optimum, resume=True, overwrite=False,
                                constraints=problem.constraint_names, variables=problem.domain.names,
@@ -174,19 +174,21 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         k = len(history)
         pending = read_pending(folder, problem)
         pending_matches = pending is not None and pending["index"] == k and _same(
-            told, np.array([pending["x"][n] for n in names]), problem, tolerance)
-        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem, tolerance)), None)
+            told, pending["design"], problem, tolerance)
+        recorded = next((r for r in history.evaluations
+                         if _same(told, recorded_design(problem.domain, r), problem, tolerance)), None)
         if recorded is not None and not pending_matches:
-            raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}; "
+            raise TellError(f"tell: design {_show(told, problem)} is already recorded, as evaluation {recorded.index}; "
                             "pinnbo ask for the next design")
         if pending is None or pending["index"] > k:
-            raise TellError(f"tell: design {_show(told)} was never asked; nothing is pending (pinnbo ask first)")
+            raise TellError(f"tell: design {_show(told, problem)} was never asked; nothing is pending (pinnbo ask first)")
         if pending["index"] < k:
-            raise TellError(f"tell: design {_show(told)} was never asked; evaluation {pending['index']} is "
+            raise TellError(f"tell: design {_show(told, problem)} was never asked; evaluation {pending['index']} is "
                             "already recorded (pinnbo ask for the next design)")
-        asked = np.array([pending["x"][n] for n in names])
+        asked = pending["design"]
         if not _same(told, asked, problem, tolerance):
-            raise TellError(f"tell: design {_show(told)} was never asked; the pending design {k} is {_show(asked)}")
+            raise TellError(f"tell: design {_show(told, problem)} was never asked; the pending design {k} is "
+                            f"{_show(asked, problem)}")
         # The ask's saved state, checked before anything is written: a file that is not this run's
         # state is refused, one that is this run's but of another step is dropped after the record.
         state = folder / PENDING_STATE
@@ -198,7 +200,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         error = None if failed is None else (failed.strip() or "failed (no reason given)")
         # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
         record = observation(problem, asked, k, case.seed, pending["phase"], float("nan") if y is None else float(y),
-                             error, add_noise=False, constraints=measured)
+                             error, add_noise=False, constraints=measured, given=list(pending["x"].values()))
         asked_at = pending.get("asked_at")
         timing = {"ask_seconds": pending.get("ask_seconds")}
         if isinstance(asked_at, (int, float)):
@@ -220,11 +222,12 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
     pending, _ = open_asks(history, domain=problem.domain)
     ask = next((a for a in pending.values() if _same(told, np.asarray(a.x), problem, tolerance)), None)
     if ask is None:
-        recorded = next((r for r in history.evaluations if _same(told, np.asarray(r.x), problem, tolerance)), None)
+        recorded = next((r for r in history.evaluations
+                         if _same(told, recorded_design(problem.domain, r), problem, tolerance)), None)
         if recorded is not None:
-            raise TellError(f"tell: design {_show(told)} is already recorded, as evaluation {recorded.index}")
-        listed = "; ".join(f"{a.index}: {_show(a.x)}" for a in pending.values()) or "none"
-        raise TellError(f"tell: design {_show(told)} was never asked; the pending designs are {listed}")
+            raise TellError(f"tell: design {_show(told, problem)} is already recorded, as evaluation {recorded.index}")
+        listed = "; ".join(f"{a.index}: {_show(a.x, problem)}" for a in pending.values()) or "none"
+        raise TellError(f"tell: design {_show(told, problem)} was never asked; the pending designs are {listed}")
     history.begin(case.to_dict())
     error = None if failed is None else (failed.strip() or "failed (no reason given)")
     record = observation(problem, np.asarray(ask.x), ask.index, case.seed, ask.phase,
@@ -234,8 +237,14 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
 
 
 def _same(told: np.ndarray, design: np.ndarray, problem: Problem, tolerance: float = X_TOLERANCE) -> bool:
-    """Whether ``told`` is ``design`` (both (d,)) within ``tolerance`` of each range."""
-    return design.shape == told.shape and bool(np.all(np.abs(told - design) / problem.domain.widths <= tolerance))
+    """Whether ``told`` is ``design`` (both (d,), encoded) within ``tolerance`` of each range; an
+    integer or a choice must be the same."""
+    domain = problem.domain
+    if design.shape != told.shape:
+        return False
+    gap = np.abs(told - design) / domain.widths
+    discrete = list(domain.dims("integer", "choice"))
+    return bool(np.all(gap <= tolerance) and np.all(told[discrete] == design[discrete]))
 
 
 def read_pending(folder: Path, problem: Problem) -> dict | None:
@@ -247,9 +256,9 @@ def read_pending(folder: Path, problem: Problem) -> dict | None:
         data = loads(path.read_text(), str(path))
         index, x = data["index"], data["x"]
         if isinstance(index, bool) or not isinstance(index, int) or not isinstance(x, dict) \
-                or sorted(x) != sorted(problem.domain.names) or not isinstance(data.get("phase"), str) \
-                or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in x.values()):
+                or sorted(x) != sorted(problem.domain.names) or not isinstance(data.get("phase"), str):
             raise ValueError
+        data["design"] = problem.domain.encode([x[name] for name in problem.domain.names])
     except (OSError, ValueError, KeyError, TypeError):
         raise HistoryError(f"{path}: corrupted pending design; delete it and pinnbo ask again") from None
     # pending.json is written with sorted keys; an ask repeated from it must print the variables in
@@ -263,10 +272,14 @@ def discard_pending(folder: Path) -> None:
         (Path(folder) / name).unlink(missing_ok=True)
 
 
-def parse_x(text: str, names: Sequence[str]) -> list[float]:
-    """``--x 1.2,3.4`` (in the order of the variables) or ``--x y=3.4,x=1.2`` → [1.2, 3.4]."""
+def parse_x(text: str, domain: Box) -> list[float | str]:
+    """``--x 1.2,3.4`` (in the order of the variables) or ``--x y=3.4,x=1.2`` → [1.2, 3.4]; a choice
+    variable's value is its name."""
+    names = domain.names
     parts = [p.strip() for p in text.split(",")]
-    expected = f"{len(names)} comma-separated numbers ({', '.join(names)}) or name=value pairs"
+    expected = f"{len(names)} comma-separated values ({', '.join(names)}) or name=value pairs"
+    if domain.plain:
+        expected = f"{len(names)} comma-separated numbers ({', '.join(names)}) or name=value pairs"
     if all("=" in p for p in parts):
         pairs = dict(p.split("=", 1) for p in parts)
         pairs = {k.strip(): v for k, v in pairs.items()}
@@ -275,10 +288,16 @@ def parse_x(text: str, names: Sequence[str]) -> list[float]:
         parts = [pairs[n] for n in names]
     if len(parts) != len(names):
         raise TellError(f"--x: expected {expected}, got {shown(text)}")
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise TellError(f"--x: expected {expected}, got {shown(text)}") from None
+    values: list[float | str] = []
+    for part, variable in zip(parts, domain.variables):
+        if variable.kind == "choice":
+            values.append(part.strip())
+            continue
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise TellError(f"--x: expected {expected}, got {shown(text)}") from None
+    return values
 
 
 def parse_y(text: str) -> float:
@@ -357,7 +376,9 @@ def parse_json(text: str) -> dict:
     return data
 
 
-def _design(x: Any, names: Sequence[str]) -> np.ndarray:
+def _design(x: Any, problem: Problem) -> np.ndarray:
+    """The told design, encoded (:mod:`pinnbo.space`), or a TellError naming what was expected."""
+    names = problem.domain.names
     if x is None:
         raise TellError("tell: the measured design is missing; give --x (as printed by pinnbo ask) or --json")
     if isinstance(x, dict):
@@ -365,11 +386,13 @@ def _design(x: Any, names: Sequence[str]) -> np.ndarray:
         if unknown or len(x) != len(names):
             raise TellError(f"tell: design {shown(x)} must give every variable ({', '.join(names)}) and no other")
         x = [x[n] for n in names]
-    if not isinstance(x, (list, tuple, np.ndarray)) or len(x) != len(names) or \
-            not all(isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) and math.isfinite(v) for v in x):
-        raise TellError(f"tell: design {shown(x)} must be {len(names)} finite numbers ({', '.join(names)})")
-    return np.asarray(x, dtype=np.float64)
+    if not isinstance(x, (list, tuple, np.ndarray)) or len(x) != len(names):
+        raise TellError(f"tell: design {shown(x)} must be {len(names)} values ({', '.join(names)})")
+    try:
+        return problem.domain.encode(list(x))
+    except ValueError as exc:
+        raise TellError(f"tell: design {shown(x)}: {exc}") from None
 
 
-def _show(x: Sequence[float]) -> str:
-    return "(" + ", ".join(repr(float(v)) for v in x) + ")"
+def _show(x: Sequence[float], problem: Problem) -> str:
+    return "(" + ", ".join(repr(v) for v in problem.domain.values(np.asarray(x, dtype=np.float64))) + ")"

@@ -39,13 +39,14 @@ from pinnbo.runner.folder import ASKS
 from pinnbo.runner.history import History
 from pinnbo.runner.evaluation import outcome_record
 from pinnbo.runner.steps import (FailureStreak, RunInterrupted, RunObserver, RunSettings, commit, next_design,
-                                 record_imported, restore, stop)
+                                 record_imported, recorded_design, restore, stop)
 from pinnbo.streams import initial_design
 
 
 @dataclass
 class Ask:
-    """A design handed to the engine: its evaluation index, the design (physical) and its phase."""
+    """A design handed to the engine: its evaluation index, the design (encoded, :mod:`pinnbo.space`;
+    the ask log keeps it by value) and its phase."""
 
     index: int
     x: list[float]
@@ -54,7 +55,8 @@ class Ask:
 
 def read_asks(folder: Path | None, domain: Box | None = None) -> list[Ask]:
     """The asks recorded in ``folder`` (none without a folder or a file), each checked against
-    ``domain`` (its dimension and box) where given: an ask is dispatched to an oracle as it stands,
+    ``domain`` (its variables and box; None: a box of real variables, unchecked, as a test reads
+    one): an ask is dispatched to an oracle as it stands,
     so a folder changed by hand must not send it a design it never proposed. A last line cut off
     by a crash was never dispatched and is dropped."""
     if folder is None:
@@ -71,33 +73,46 @@ def read_asks(folder: Path | None, domain: Box | None = None) -> list[Ask]:
             continue
         try:
             data = json.loads(line)
-            ask = Ask(int(data["index"]), [float(v) for v in data["x"]], str(data["phase"]))
-            if not all(math.isfinite(v) for v in ask.x) or ask.index < 0:
+            index, values, phase = int(data["index"]), list(data["x"]), str(data["phase"])
+            if index < 0:
                 raise ValueError
         except (KeyError, TypeError, ValueError, RecursionError):   # ValueError: JSON syntax, a huge integer
             raise HistoryError(f"{path}:{number}: corrupted ask; expected {{\"index\", \"x\", \"phase\"}}") from None
-        if domain is not None:
-            _check_ask(ask, domain, f"{path}:{number}")
-        asks.append(ask)
+        where = f"{path}:{number}"
+        if domain is None:
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+                raise HistoryError(f"{where}: corrupted ask; expected {{\"index\", \"x\", \"phase\"}}")
+            asks.append(Ask(index, [float(v) for v in values], phase))
+        else:
+            asks.append(Ask(index, _checked_ask(values, domain, where), phase))
     return asks
 
 
-def _check_ask(ask: Ask, domain: Box, where: str) -> None:
-    if len(ask.x) != domain.dim:
-        raise HistoryError(f"{where}: corrupted ask: {len(ask.x)} values for the {domain.dim} design variables "
+def _checked_ask(values: list, domain: Box, where: str) -> list[float]:
+    """The encoded design of an ask's values, refused unless it is a design of ``domain``."""
+    if len(values) != domain.dim:
+        raise HistoryError(f"{where}: corrupted ask: {len(values)} values for the {domain.dim} design variables "
                            f"({', '.join(domain.names)})")
-    for name, value, lo, hi in zip(domain.names, ask.x, domain.lower, domain.upper):
-        if not lo <= value <= hi:
-            raise HistoryError(f"{where}: corrupted ask: {name} = {value!r} is outside the box [{lo:g}, {hi:g}]")
+    try:
+        x = domain.encode(values)
+    except ValueError as exc:
+        raise HistoryError(f"{where}: corrupted ask: {exc}") from None
+    for name, value, z, lo, hi in zip(domain.names, values, x, domain.lower, domain.upper):
+        if not lo <= z <= hi:
+            raise HistoryError(f"{where}: corrupted ask: {name} = {value!r} is outside the box "
+                               f"({domain.variable(name).describe()})")
+    return [float(z) for z in x]
 
 
-def record_ask(folder: Path | None, ask: Ask) -> None:
-    """Append ``ask`` to the ask log, fsynced: on disk before its design leaves the runner."""
+def record_ask(folder: Path | None, ask: Ask, domain: Box) -> None:
+    """Append ``ask`` (its design by value) to the ask log, fsynced: on disk before its design
+    leaves the runner."""
     if folder is not None:
-        append_line(Path(folder) / ASKS, json.dumps(asdict(ask), allow_nan=False))
+        line = {**asdict(ask), "x": domain.values(np.asarray(ask.x))}
+        append_line(Path(folder) / ASKS, json.dumps(line, allow_nan=False))
 
 
-def open_asks(history: History, imported: int = 0, domain: Box | None = None) -> tuple[dict[int, Ask], int]:
+def open_asks(history: History, imported: int = 0, *, domain: Box) -> tuple[dict[int, Ask], int]:
     """The asks of ``history``'s folder without a record (by index, in ask order) and the index
     of the next ask (after the ``imported`` evaluations), checked against ``domain``
     (:func:`read_asks`). An ask whose design is not the recorded one's is a foreign log: refused."""
@@ -105,7 +120,7 @@ def open_asks(history: History, imported: int = 0, domain: Box | None = None) ->
     told = {r.index: r for r in history.evaluations}
     for ask in asks:
         record = told.get(ask.index)
-        if record is not None and not np.allclose(record.x, ask.x, rtol=0, atol=1e-12):
+        if record is not None and not np.allclose(recorded_design(domain, record), ask.x, rtol=0, atol=1e-12):
             raise HistoryError(f"{history.folder / ASKS}: ask {ask.index} does not match evaluation {ask.index} of "
                                "evaluations.jsonl; the folder was changed by hand")
     pending = {a.index: a for a in asks if a.index not in told}
@@ -136,7 +151,7 @@ def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettin
     try:
         restore(history, optimizer, first, saved, asynchronous=True)
         record_imported(history, optimizer, problem, settings)
-        pending, next_index = open_asks(history, len(settings.imported), problem.domain)
+        pending, next_index = open_asks(history, len(settings.imported), domain=problem.domain)
         for ask in pending.values():    # dispatched before the interruption: again, unchanged
             engine.submit(ask.index, np.asarray(ask.x))
             stats["resubmitted"] += 1
@@ -152,7 +167,7 @@ def run_asynchronous(problem: Problem, optimizer: Optimizer, settings: RunSettin
                 k = next_index
                 ask, seconds = next_ask(k, settings, design, optimizer, pending)
                 asked[k] = {"ask_seconds": round(seconds, 6), "pending_at_ask": len(pending)}
-                record_ask(history.folder, ask)
+                record_ask(history.folder, ask, problem.domain)
                 pending[k] = ask
                 engine.submit(k, np.asarray(ask.x))
                 next_index += 1

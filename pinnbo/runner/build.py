@@ -132,7 +132,8 @@ def _with_command_oracle(self: Case, problem: Problem) -> Problem:
     posterior = calibration_of(problem)
     oracle = CommandOracle(self.oracle["command"], problem.domain.names, self.oracle.get("parse", "float"),
                            cwd=self.base_dir, constraints=tuple(c.name for c in problem.oracle_constraints),
-                           outputs=0 if posterior is None else posterior.data.size)
+                           outputs=0 if posterior is None else posterior.data.size,
+                           sample=tuple(problem.domain.values(problem.domain.from_unit(np.zeros(problem.domain.dim)))))
     if posterior is not None:   # the program is the forward model G; the objective stays V(G(x))
         posterior = posterior.with_forward(oracle)
         return replace(problem, objective=posterior, metadata={**problem.metadata, "calibration": posterior})

@@ -58,8 +58,8 @@ def outcome_record(problem: Problem, x: np.ndarray, index: int, seed: int, phase
 
 
 def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
-                error: str | None, add_noise: bool = True, constraints: dict[str, float] | None = None
-                ) -> Evaluation:
+                error: str | None, add_noise: bool = True, constraints: dict[str, float] | None = None,
+                given: list | None = None) -> Evaluation:
     """The record of evaluation ``index`` at ``x`` (d,): ``value`` the oracle's true value (problem's
     sense) and ``constraints`` its black-box constraint values {name: c}, or ``error`` the reason it
     failed. The known constraints are computed here, exactly.
@@ -68,9 +68,13 @@ def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: s
     each black-box constraint c_i its own ε_i ~ N(0, noise_std_i²) from (seed, "noise", name_i, k),
     so the same evaluation index always gets the same draws, whichever method proposed it, and
     adding a constraint shifts neither the objective's noise nor another constraint's.
-    A non-finite objective or constraint value fails the evaluation.
+    A non-finite objective or constraint value fails the evaluation. ``given``: the design by value
+    as it was told or imported (default: ``x`` decoded).
     """
-    x_list = [float(v) for v in x]
+    # By value (pinnbo.space); a design told or imported is recorded as it was given, not as its
+    # encoding decodes (exp(log(0.01)) is not 0.01).
+    x_list = problem.domain.values(x) if given is None else \
+        [float(v) if var.kind in ("real", "log") else v for v, var in zip(given, problem.domain.variables)]
     true_c: dict[str, float] = {}
     if error is None and not math.isfinite(value):
         error = f"oracle returned {value}"

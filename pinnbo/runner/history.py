@@ -47,7 +47,7 @@ class Evaluation:
     """
 
     index: int
-    x: list[float]
+    x: list            # the design by value (floats; an int, a name for discrete variables: pinnbo.space)
     y: float | None
     true: float | None
     status: str = "ok"          # "ok" or "failed"
@@ -91,8 +91,8 @@ class Evaluation:
 
         if not number(record.index) or not isinstance(record.index, int):
             raise HistoryError(f"{where}: corrupted record: 'index' must be an integer")
-        if not isinstance(record.x, list) or not all(number(v) for v in record.x):
-            raise HistoryError(f"{where}: corrupted record: 'x' must be a list of finite numbers")
+        if not isinstance(record.x, list) or not all(number(v) or isinstance(v, str) for v in record.x):
+            raise HistoryError(f"{where}: corrupted record: 'x' must be a list of finite numbers and names")
         for key in ("y", "true"):
             if getattr(record, key) is not None and not number(getattr(record, key)):
                 raise HistoryError(f"{where}: corrupted record: '{key}' must be a finite number or null")

@@ -21,7 +21,7 @@ import torch
 from pinnbo.errors import HistoryError, RunStopped
 from pinnbo.interrupts import held_interrupts
 from pinnbo.optimizers.base import NOT_PROPOSED, Optimizer
-from pinnbo.problem import Problem
+from pinnbo.problem import Box, Problem
 from pinnbo.runner.evaluation import observation
 from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.state import CHECKPOINT, load_state, run_identity, save_state
@@ -147,29 +147,37 @@ def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | N
             raise HistoryError(f"{history.folder / CHECKPOINT}: does not fit this optimiser ({type(exc).__name__}); "
                                "delete it and the run is rebuilt from evaluations.jsonl") from None
         start = saved["n_told"]
-    dim = optimizer.domain.dim
     for record in history.evaluations:
-        if len(record.x) != dim:
-            raise HistoryError(f"evaluations.jsonl: corrupted record {record.index}: 'x' has {len(record.x)} "
-                               f"values, the problem has {dim} variables")
+        x = recorded_design(optimizer.domain, record)
         if not asynchronous and record.index >= max(start, n_init):
             replayed = optimizer.ask()
-            if not np.allclose(replayed, record.x, rtol=1e-9, atol=1e-12):
+            if not np.allclose(replayed, x, rtol=1e-9, atol=1e-12):
                 log.warning("evaluation %d does not replay exactly (different machine or version?); "
                             "continuing from the logged design", record.index)
         y = None if record.y is None else history_sign(history) * record.y
         _tell(optimizer, history, record, y, asynchronous)
 
 
+def recorded_design(domain: Box, record: Evaluation) -> np.ndarray:
+    """The encoded design (d,) of a logged record (designs are logged by value, :mod:`pinnbo.space`);
+    a one-line HistoryError when it does not fit the problem's variables."""
+    try:
+        return domain.encode(record.x)
+    except ValueError as exc:
+        raise HistoryError(f"evaluations.jsonl: corrupted record {record.index}: 'x': {exc}") from None
+
+
 def _tell(optimizer: Optimizer, history: History, record: Evaluation, y: float | None,
           asynchronous: bool = False) -> None:
+    # The design as logged, so a resumed run tells exactly what the uninterrupted one told.
     c = constraint_vector(history, record)
+    x = recorded_design(optimizer.domain, record)
     if asynchronous:
-        optimizer.tell(np.array(record.x), y, c, proposed=record.phase not in NOT_PROPOSED)
+        optimizer.tell(x, y, c, proposed=record.phase not in NOT_PROPOSED)
     elif c is None:  # the unconstrained call, exactly as before constraints existed
-        optimizer.tell(np.array(record.x), y)
+        optimizer.tell(x, y)
     else:
-        optimizer.tell(np.array(record.x), y, c)
+        optimizer.tell(x, y, c)
 
 
 def history_sign(history: History) -> float:
@@ -196,7 +204,7 @@ def record_imported(history: History, optimizer: Optimizer | None, problem: Prob
         item = settings.imported[k]
         record = observation(problem, item.x, k, settings.seed, IMPORTED,
                              math.nan if item.value is None else item.value, item.error, add_noise=False,
-                             constraints=item.constraints)
+                             constraints=item.constraints, given=item.values)
         commit(history, optimizer, record, {}, settings.first_proposal)
 
 

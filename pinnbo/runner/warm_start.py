@@ -50,10 +50,11 @@ OBJECTIVE_KEYS = ("y", "value", "objective")
 
 @dataclass(frozen=True)
 class Imported:
-    """One evaluation made elsewhere: the design (d,), the objective in the problem's sense (None
+    """One evaluation made elsewhere: the design (d,, encoded: :mod:`pinnbo.space`), the objective in the problem's sense (None
     when it failed), the black-box constraint values {name: c}, and why it failed."""
 
     x: np.ndarray
+    values: list              # the design by value, as the file gives it
     value: float | None
     constraints: dict
     error: str | None
@@ -149,6 +150,15 @@ def _number(value: Any, where: str, what: str) -> float:
     return number
 
 
+def _whole(value: Any) -> bool:
+    """Whether an integer variable's cell or JSON value is a whole number (7, "7", 7.0)."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and number.is_integer()
+
+
 def _checked(row: dict, problem: Problem, where: str) -> Imported:
     names = problem.domain.names
     given = row["x"]
@@ -162,15 +172,28 @@ def _checked(row: dict, problem: Problem, where: str) -> Imported:
         given = [given[n] for n in names]
     if not isinstance(given, list) or len(given) != len(names):
         raise CaseError(f"{where}: \"x\" must give the {len(names)} design variables ({', '.join(names)})")
-    x = np.array([_number(v, where, f"x ({n})") for v, n in zip(given, names)])
-    for v, n, lo, hi in zip(x, names, problem.domain.lower, problem.domain.upper):
+    domain = problem.domain
+    if domain.plain:
+        values = [_number(v, where, f"x ({n})") for v, n in zip(given, names)]
+        x = np.array(values)
+    else:   # by value (pinnbo.space): a choice is its name, a number in a CSV cell is read as one
+        values = [v.strip() if isinstance(v, str) and var.kind == "choice" else
+                  int(_number(v, where, f"x ({var.name})")) if var.kind == "integer" and _whole(v) else
+                  _number(v, where, f"x ({var.name})") for v, var in zip(given, domain.variables)]
+        try:
+            x = domain.encode(values)
+        except ValueError as exc:
+            raise CaseError(f"{where}: {exc}") from None
+    for v, n, lo, hi, var in zip(x, names, domain.lower, domain.upper, domain.variables):
         if not lo <= v <= hi:
-            raise CaseError(f"{where}: {n} = {float(v)!r} is outside the box [{lo:g}, {hi:g}]")
+            shown_value = given[names.index(n)] if var.kind != "real" else float(v)
+            raise CaseError(f"{where}: {n} = {shown_value!r} is outside the box "
+                            f"{f'[{lo:g}, {hi:g}]' if var.kind == 'real' else '(' + var.describe() + ')'}")
     value = row.get("y")
     failed = value is None or (isinstance(value, str) and not value.strip()) or row.get("status") == "failed"
     if failed:
         reason = row.get("error") or row.get("failed") or "failed before it was imported (no value)"
-        return Imported(x, None, {}, str(reason)[:500])
+        return Imported(x, values, None, {}, str(reason)[:500])
     value = _number(value, where, "y")
     constraints = {}
     reported = row.get("constraints") or {}
@@ -178,4 +201,4 @@ def _checked(row: dict, problem: Problem, where: str) -> Imported:
         if not isinstance(reported, dict) or c.name not in reported:
             raise CaseError(f"{where}: no value for the constraint {c.name}")
         constraints[c.name] = _number(reported[c.name], where, f"constraint {c.name}")
-    return Imported(x, value, constraints, None)
+    return Imported(x, values, value, constraints, None)
