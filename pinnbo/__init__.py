@@ -42,8 +42,10 @@ def load_problem(name: str, **params) -> Problem:
 
 
 def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params: dict | None = None, pde=None,
-                   collocation_filter=None, device: str = "cpu", constraints=()):
+                   collocation_filter=None, device: str = "cpu", constraints=(), observation_noise=None):
     """An ask/tell optimiser by name (``pinn-bo``, ``random``, ...) for ``problem``.
+    ``observation_noise``: None, ``"learned"`` or a known sd, as a case's ``observation_noise``
+    (``tell(x, y, sd=...)`` gives a measurement's own).
 
     Given a :class:`Problem`, it takes the problem's box, PDE, collocation filter and constraints,
     and ``tell(x, y)`` takes ``y`` in the problem's own sense (a heat plate's temperature as it is).
@@ -58,11 +60,11 @@ def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params
         # The optimiser minimises sign × f: it learns from the PDE that value obeys.
         return _make(method, problem.domain, seed, params=params, pde=problem.minimised_pde,
                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints,
-                     sense=problem.sense)
+                     sense=problem.sense, observation_noise=observation_noise)
     if not isinstance(problem, Box):
         raise MethodError(f"make_optimizer: expected a Problem or a Box, got {type(problem).__name__}")
     return _make(method, problem, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device,
-                 constraints=constraints)
+                 constraints=constraints, observation_noise=observation_noise)
 
 
 #: What a command-line flag in a message is called in :func:`optimize` (the runner's messages name

@@ -423,6 +423,8 @@ def tell(
     json_text: Optional[str] = typer.Option(None, "--json", help='Instead: {"x": [...], "y": value, '
                                             '"constraints": {name: value}}.'),
     failed: Optional[str] = typer.Option(None, "--failed", help="The measurement failed: the reason."),
+    sd: Optional[str] = typer.Option(None, "--sd", help="The measurement's noise standard deviation, where known "
+                                     "(the objective's units)."),
     seed: Optional[int] = SEED_OPTION,
     budget: Optional[int] = BUDGET_OPTION,
     output: Optional[Path] = OUTPUT_OPTION,
@@ -435,7 +437,7 @@ def tell(
     """Record the measurement of the pending design (from pinnbo ask)."""
     from pinnbo.report.format import fmt
     from pinnbo.report.summary import write_report
-    from pinnbo.runner.asktell import TellError, parse_json, parse_y
+    from pinnbo.runner.asktell import TellError, parse_json, parse_sd, parse_y
     from pinnbo.runner.asktell import tell as tell_value
 
     try:
@@ -446,12 +448,13 @@ def tell(
                                 "not both")
             data = parse_json(json_text)
             design, value, failed = data["x"], data.get("y"), data.get("failed", failed)
-            measured = data.get("constraints")
+            measured, noise = data.get("constraints"), data.get("sd")
         else:
             if x is None:
                 raise TellError("--x: the measured design is missing (as printed by pinnbo ask)")
             design, value, measured = x, None if y is None else parse_y(y), constraint
-        record, history, problem = tell_value(loaded, design, value, failed, measured, tolerance)
+            noise = None if sd is None else parse_sd(sd)
+        record, history, problem = tell_value(loaded, design, value, failed, measured, tolerance, sd=noise)
         summary = write_report(history, problem, loaded.to_dict()) if len(history) >= loaded.budget else None
     except RunStopped as exc:
         fail(f"{exc}; tell again once the results folder can be written (a measurement already recorded "

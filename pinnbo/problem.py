@@ -93,6 +93,8 @@ class Problem:
         c_i(x) <= 0. With black-box constraints the oracle returns ``(f, c)`` instead of ``f``:
         ``c`` a sequence in the order of the black-box constraints, or a mapping name -> value
         (:meth:`split_outcome`). ``optimum`` is then the best *feasible* value.
+    measured: the objective returns measurements (a program's output), not a known noise-free
+        value: evaluations record them as observed, with no true value.
     field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
         an n×n grid, ``values[j, i] = f(xs[i], ys[j])`` (rows are the second variable), for the
         report's map (cheap for cached fields).
@@ -109,6 +111,7 @@ class Problem:
     collocation_filter: Callable[[np.ndarray], np.ndarray] | None = None
     field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
     constraints: tuple[Constraint, ...] = ()
+    measured: bool = False
     description: str = ""
     metadata: dict = field(default_factory=dict)
 
@@ -120,6 +123,10 @@ class Problem:
                 c if c.function is None or isinstance(c.function, ByValue)
                 else Constraint(c.name, ByValue(self.domain, c.function, batch=True), c.noise_std)
                 for c in self.constraints)
+        other = next((v for v in self.domain.variables if v.kind != "real"), None)
+        if self.pde is not None and other is not None:
+            kind = "on a log scale" if other.kind == "log" else f"{'an' if other.kind == 'integer' else 'a'} {other.kind}"
+            raise ProblemError(f"pde: the PDE's variables are real; {other.name} is {kind}")
         if self.pde is not None and hasattr(self.pde, "for_variables"):
             from pinnbo.pde import PDEError
 

@@ -12,6 +12,7 @@ from pinnbo.bench.plan import CasePlan, RunJob, run_is_complete
 from pinnbo.bench.statistics import (REGRET_TARGETS, censored_summary, compare_proposals, compare_to_reference,
                                      mean_log10_regret, mean_se, mean_se_curve, normalised_regret,
                                      penalise_infeasible, proposals_to, target_key)
+from pinnbo.report.show import read_json
 from pinnbo.report.summary import versions
 from pinnbo.runner.history import History
 
@@ -45,6 +46,7 @@ def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
         numbers["mean_log10_regret"] = mean_log10_regret(r, initial)
         for target in REGRET_TARGETS:
             numbers[target_key(target)] = proposals_to(r, initial, target)
+    numbers.update(_recommended(job, history, optimum))
     for phase in history.own_phases():
         # A method's own phase (GP-UCB+'s random points): the best without those evaluations too.
         without = history.best_so_far(without_phase=phase)
@@ -60,6 +62,23 @@ def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
                        first_feasible_evaluation=first)
         extra.update(n_feasible=history.feasible_so_far(), cumulative_violation=history.cumulative_violation_curve())
     return curve, numbers, extra
+
+
+def _recommended(job: RunJob, history: History, optimum: float | None) -> dict:
+    """Under noise, the true value (and regret) of the run's recommended design (its summary's, the
+    best posterior mean) and of its best *observed* design: what a user without the true values
+    would pick. Empty when the run's summary has no noisy recommendation or the truth is unknown."""
+    summary = read_json(job.folder / "summary.json")
+    recommended = summary.get("recommended") if isinstance(summary, dict) else None
+    observed = history.best(key="y")
+    if not isinstance(recommended, dict) or recommended.get("predicted_sd") == 0 or observed is None \
+            or recommended.get("true") is None or observed.true is None:
+        return {}
+    out = {"recommended_true": float(recommended["true"]), "observed_best_true": float(observed.true)}
+    if optimum is not None:
+        out["recommended_regret"] = abs(optimum - out["recommended_true"])
+        out["observed_best_regret"] = abs(optimum - out["observed_best_true"])
+    return out
 
 
 def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None = None,
@@ -130,6 +149,10 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
                 if optimum is not None:
                     regrets = [r[f"simple_regret_without_{phase}"] for r in runs]
                     results[method][f"simple_regret_without_{phase}"] = {**mean_se(regrets), "values": regrets}
+        for key in ("recommended_true", "observed_best_true", "recommended_regret", "observed_best_regret"):
+            if runs and all(key in r for r in runs):
+                values = [r[key] for r in runs]
+                results[method][key] = {**mean_se(values), "values": values}
         if constrained:
             results[method].update(constraint_results(runs, case_plan.constraints))
     tests = None

@@ -80,6 +80,10 @@ def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]
         columns += [(f"to {100 * t:g}%", lambda s, m, key=target_key(t): _proposals_cell(r(m).get(key)))
                     for t in REGRET_TARGETS]
         columns.append(("log₁₀ r", lambda s, m: _pm(r(m).get("mean_log10_regret"), 3)))
+    if all("recommended_regret" in r(m) for m in summary["methods"]):
+        # Under noise: the true regret of the design each run recommends, and of its best observed one.
+        columns += [("regret (recommended)", lambda s, m: _pm(r(m)["recommended_regret"])),
+                    ("regret (best observed)", lambda s, m: _pm(r(m)["observed_best_regret"]))]
     for phase in own_phases(summary):
         key = f"final_best_without_{phase}"
         columns.append((f"best w/o {phase}", lambda s, m, key=key: _pm(r(m).get(key))))
@@ -135,6 +139,10 @@ def table_notes(summary: dict) -> list[str]:
                      f"runs]; a run that never did counts as more than the {horizon} proposals of the budget, and "
                      "the median is — when fewer than half got there. log₁₀ r: the mean of log₁₀ r_n over the "
                      "proposals (lower is better; it rewards getting there early), mean ± standard error.")
+    if all("recommended_regret" in summary["results"][m] for m in summary["methods"]):
+        notes.append("regret (recommended), regret (best observed): under noise, the true regret of the design each "
+                     "run recommends (the evaluated design with the best posterior mean) and of the design with the "
+                     "best observed (noisy) value: what a user who sees only measurements would pick.")
     for phase in own_phases(summary):
         notes.append(f"best w/o {phase}: the same, leaving out the evaluations of phase {phase} (GP-UCB+'s and "
                      "EXPLOIT+'s uniformly random points are exploration); the budget still counts them. The tests "

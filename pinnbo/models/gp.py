@@ -48,13 +48,16 @@ ISOTROPIC_GRID = np.logspace(-2.0, 1.5, 15)
 
 def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: float = 1e-5,
            dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", kernel: str = "ard",
-           categorical: Sequence[int] = ()) -> SingleTaskGP:
+           categorical: Sequence[int] = (), noise_sd: np.ndarray | None = None) -> SingleTaskGP:
     """A GP of −y on ``unit_X`` (n, d) in [0, 1]^d, hyper-parameters fit by marginal likelihood.
 
     ``categorical``: the columns holding a choice variable's level (:mod:`pinnbo.space`): BoTorch's
     ``MixedSingleTaskGP``, the sum and the product of a Matérn kernel on the other columns and a
     categorical kernel (exp of minus the lengthscale-weighted count of differing choices) on these,
     so no order between the choices is assumed.
+
+    ``noise_sd``: each observation's known noise standard deviation (n,), in y's units: the
+    likelihood's noise is fixed at sd² (``Standardize`` rescales it with y) instead of fitted.
 
     ``kernel``: ``ard`` (Matérn-5/2, one lengthscale per input, BoTorch's dimension-scaled priors, a
     learned constant mean) or ``isotropic`` (Kim & Sanz-Alonso's: module docstring).
@@ -67,7 +70,9 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
     train_X = torch.as_tensor(unit_X, dtype=dtype, device=device)
     train_Y = -torch.as_tensor(y, dtype=dtype, device=device).reshape(-1, 1)
     train_Yvar = None
-    if noise_free:
+    if noise_sd is not None:
+        train_Yvar = torch.as_tensor(np.square(noise_sd), dtype=dtype, device=device).reshape(-1, 1)
+    elif noise_free:
         variance = float(np.var(y)) if len(y) > 1 and np.var(y) > 0 else 1.0
         train_Yvar = torch.full_like(train_Y, noise_floor * variance)
     if categorical:

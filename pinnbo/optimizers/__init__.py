@@ -34,11 +34,12 @@ METHODS: dict[str, type[Optimizer]] = {
 
 
 def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
-                   collocation_filter=None, device: str = "cpu", constraints=(), sense: str = "minimize"
-                   ) -> Optimizer:
+                   collocation_filter=None, device: str = "cpu", constraints=(), sense: str = "minimize",
+                   observation_noise: str | float | None = None) -> Optimizer:
     """Build a method by name with validated ``params`` (its documented defaults overridden).
     ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order; ``sense``:
-    that of the values ``tell`` will take."""
+    that of the values ``tell`` will take; ``observation_noise``: None, "learned" or a known sd
+    (:attr:`Optimizer.observation_noise`)."""
     if method not in METHODS:
         raise MethodError(f"method: unknown method {shown(method)}; expected one of {', '.join(sorted(METHODS))}")
     cls = METHODS[method]
@@ -65,6 +66,7 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     optimizer = cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
                     **kwargs)
     optimizer.sense = sense
+    optimizer.observation_noise = observation_noise
     return optimizer
 
 

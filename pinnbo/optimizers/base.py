@@ -101,6 +101,11 @@ class Optimizer(abc.ABC):
         self.X: list[np.ndarray] = []      # every told design, failed ones included
         self.y: list[float | None] = []    # minimisation values; None for a failed evaluation
         self.C: list[np.ndarray | None] = []  # observed constraint values (K,), c <= 0 feasible; None if failed
+        self.S: list[float | None] = []    # each measurement's own noise sd, where it was given
+        # The case's observation noise: None (each method's own noise model), "learned" or a known
+        # sd (make_optimizer sets it); declared noise lets a design be measured again (a replicate)
+        # and the GPs use it.
+        self.observation_noise: str | float | None = None
         # Designs asked and still being evaluated, with their phases, during an ask (module docstring).
         self.pending: list[np.ndarray] = []
         self.pending_phases: list[str] = []
@@ -121,13 +126,14 @@ class Optimizer(abc.ABC):
         return sum(p not in NOT_PROPOSED for p in self.pending_phases)
 
     def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None, *,
-             proposed: bool | None = None) -> None:
+             proposed: bool | None = None, sd: float | None = None) -> None:
         """Record one evaluation: ``x`` shape (d,), ``y`` the value in the optimiser's :attr:`sense`
         (minimisation unless it was built for a maximised problem) or None if failed, ``c`` the
         observed constraint values, shape (K,) in the order of ``self.constraints`` (required when
         the optimiser has constraints and the evaluation succeeded). ``proposed``: whether this
         optimiser proposed ``x``; asynchronous runs say so, since their asks and tells do not
-        alternate (None: the design of the last ask if one awaits its tell)."""
+        alternate (None: the design of the last ask if one awaits its tell). ``sd``: the
+        measurement's own noise standard deviation, where it is known."""
         del proposed
         x = self._checked_design(x)
         if y is not None and not np.isfinite(y):
@@ -142,6 +148,7 @@ class Optimizer(abc.ABC):
         self.X.append(x)
         self.y.append(None if y is None else float(y))
         self.C.append(None if (y is None or not k) else c)
+        self.S.append(None if sd is None else float(sd))
 
     def _checked_design(self, x: Any) -> np.ndarray:
         """``x`` as shape (d,), or a MethodError: the surrogates work in unit coordinates, where a
@@ -169,6 +176,21 @@ class Optimizer(abc.ABC):
         if not pairs:
             return np.zeros((0, self.domain.dim)), np.zeros(0)
         return np.stack([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    @property
+    def duplicate_tol(self) -> float:
+        """The duplicate rule's distance (docs/algorithms.md); 0 under declared observation noise,
+        where measuring a design again (a replicate) is information."""
+        return 0.0 if self.observation_noise is not None else float(getattr(self.settings, "duplicate_tol", 1e-4))
+
+    def known_noise(self) -> np.ndarray | None:
+        """The noise sd of each successful evaluation, in the order of :meth:`observed`: its own sd,
+        else the case's known sd; None unless every one is known."""
+        default = self.observation_noise if isinstance(self.observation_noise, float) else None
+        sds = [default if s is None else s for s, y in zip(self.S, self.y) if y is not None]
+        if not sds or any(s is None for s in sds):
+            return None
+        return np.asarray(sds, dtype=np.float64)
 
     def observed_constrained(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The successful evaluations with their constraint values: X (n, d), y (n,), C (n, K)."""

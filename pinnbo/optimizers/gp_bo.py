@@ -122,8 +122,8 @@ class GPBO(Optimizer):
         return x
 
     def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None, *,
-             proposed: bool | None = None) -> None:
-        super().tell(x, y, c)
+             proposed: bool | None = None, sd: float | None = None) -> None:
+        super().tell(x, y, c, sd=sd)
         if self._pending if proposed is None else proposed:
             self.asked_told += 1
         if proposed is None:
@@ -137,7 +137,7 @@ class GPBO(Optimizer):
         if self.phase == EXPLORATION or len(y) == 0:
             rng = self.rng("exploration")
             u = self._valid(rng.random(self.domain.dim))
-            while is_duplicate(u, evaluated, self.settings.duplicate_tol):
+            while is_duplicate(u, evaluated, self.duplicate_tol):
                 u = self._valid(rng.random(self.domain.dim))
             return self.domain.from_unit(u)
         return self.domain.from_unit(self._acquisition_argmax(X, y, evaluated))
@@ -167,13 +167,16 @@ class GPBO(Optimizer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free, noise_floor=s.noise_floor,
-                                dtype=dtype, device=self.device, kernel=s.kernel, categorical=self.domain.dims("choice"))
+            # Declared observation noise overrides a noise-free setting: a known sd fixes the
+            # likelihood's noise, "learned" fits it.
+            self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free and self.observation_noise is None,
+                                noise_floor=s.noise_floor, dtype=dtype, device=self.device, kernel=s.kernel,
+                                categorical=self.domain.dims("choice"), noise_sd=self.known_noise())
             acq = self._acquisition_function(self.model, y, seed)
             fallback = lambda: sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")  # noqa: E731
             if not self.domain.numeric:
                 return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
-                                      num_restarts=s.num_restarts, maxiter=s.maxiter, duplicate_tol=s.duplicate_tol,
+                                      num_restarts=s.num_restarts, maxiter=s.maxiter, duplicate_tol=self.duplicate_tol,
                                       fallback_pool=fallback, device=self.device)
             bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(self.device)
             with warnings.catch_warnings():
@@ -190,7 +193,7 @@ class GPBO(Optimizer):
                 )
             candidates = candidates.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
             values = values.reshape(-1).detach().cpu().double().numpy()
-            return best_new_or_beside(acq, candidates, values, evaluated, s.duplicate_tol, fallback, self.device)
+            return best_new_or_beside(acq, candidates, values, evaluated, self.duplicate_tol, fallback, self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -83,7 +83,7 @@ class GPCEI(Optimizer):
             self.last_mode = "start"
             pool = snapped_unit(self.domain, sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start"))
             return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
-                                                       evaluated, s.duplicate_tol))
+                                                       evaluated, self.duplicate_tol))
         feasible = np.all(C <= 0.0, axis=1) if C.shape[1] else np.ones(len(y), dtype=bool)
         Y = np.column_stack([y] + [C[:, i] for i in self.blackbox])
         seed = derived_seed(self.seed, self.name, self.ask_index, "botorch")
@@ -91,7 +91,8 @@ class GPCEI(Optimizer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            self.model = fit_outputs(self.domain.to_unit(X), Y, noise_free=s.noise_free, noise_floor=s.noise_floor,
+            self.model = fit_outputs(self.domain.to_unit(X), Y, noise_free=s.noise_free and self.observation_noise is None,
+                                     noise_floor=s.noise_floor,
                                      start=earlier_fit(self._fits, self.n_told), tolerance=FIT_TOLERANCE, dtype=dtype,
                                      device=self.device, categorical=self.domain.dims("choice"))
             self._fits = remember_fit(self._fits, self.n_told, self.model)
@@ -117,10 +118,10 @@ class GPCEI(Optimizer):
         pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
         if not self.domain.numeric:
             return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
-                                  maxiter=s.maxiter, duplicate_tol=s.duplicate_tol, fallback_pool=lambda: pool,
+                                  maxiter=s.maxiter, duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
                                   violation=self._known_violation, device=self.device)
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                    duplicate_tol=s.duplicate_tol, violation=self._known_violation,
+                                    duplicate_tol=self.duplicate_tol, violation=self._known_violation,
                                     device=self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------------

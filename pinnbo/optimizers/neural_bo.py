@@ -102,7 +102,7 @@ class NeuralBO(Optimizer):
         sample = (mu.double() + s.exploration_scale * var.double().sqrt() * eps.to(self.device)).cpu().numpy()
         evaluated = self.evaluated_unit()
         for i in np.argsort(sample, kind="stable"):
-            if not is_duplicate(pool[i], evaluated, s.duplicate_tol):
+            if not is_duplicate(pool[i], evaluated, self.duplicate_tol):
                 return self.domain.from_unit(pool[i])
         return self.domain.from_unit(pool[farthest_from(pool, evaluated)])
 

@@ -263,7 +263,7 @@ class NeuralCBO(Optimizer):
             pool = sobol_unit(max(s.n_candidates, 1), d, self.seed, self.name, self.ask_index, "start")
             violation = np.maximum(self._known_values(pool), 0.0).sum(axis=1)
             first = next((i for i in np.argsort(violation, kind="stable")
-                          if not is_duplicate(pool[i], evaluated, s.duplicate_tol)), 0)
+                          if not is_duplicate(pool[i], evaluated, self.duplicate_tol)), 0)
             return self.domain.from_unit(pool[first])
         # ask() twice without a tell: train from the same state as the first time.
         if self._before is not None and self._before[0] == self.n_told:
@@ -303,7 +303,7 @@ class NeuralCBO(Optimizer):
             lcb_ok = self._lcb_feasible(mu_c, sigma_c) & known_ok
             tiers = [(lcb_ok, (-log_ei,)), (known_ok & ~lcb_ok, feasibility), (~known_ok, last_resort)]
         for i in tiered_order(tiers):
-            if not is_duplicate(pool[i], evaluated, s.duplicate_tol):
+            if not is_duplicate(pool[i], evaluated, self.duplicate_tol):
                 if not searching and lcb_ok[i]:
                     return self.domain.from_unit(self._refine(pool[i], float(log_ei[i]), scalings, X, f_best,
                                                               evaluated, violation_scale))
@@ -323,7 +323,7 @@ class NeuralCBO(Optimizer):
             mu_f, sigma_f = self._objective_moments(cand, X)
             return np.where(ok, log_expected_improvement(mu_f, s.exploration_scale * sigma_f, f_best), -np.inf)
 
-        return perturbation_search(start, start_log_ei, score, evaluated, s.duplicate_tol, self.rng("refine"),
+        return perturbation_search(start, start_log_ei, score, evaluated, self.duplicate_tol, self.rng("refine"),
                                    0.5 * s.n_candidates ** (-1.0 / self.domain.dim), REFINE_ROUNDS, REFINE_CANDIDATES)
 
     # -- checkpoints ------------------------------------------------------------------------------------------

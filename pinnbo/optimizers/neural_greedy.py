@@ -99,7 +99,7 @@ class NeuralGreedy(Optimizer):
         proposal = minimize_surrogate(
             surrogate, self.domain.dim, seed=derived_seed(self.seed, self.name, self.ask_index, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
-            refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
+            refine_iterations=s.refine_iterations, duplicate_tol=self.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
         )
         return self.domain.from_unit(proposal.unit_x)

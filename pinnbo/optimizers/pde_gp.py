@@ -151,7 +151,7 @@ class PDEGPOptimizer(Optimizer):
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                        duplicate_tol=s.duplicate_tol, device=self.device,
+                                        duplicate_tol=self.duplicate_tol, device=self.device,
                                         on_boundary=self.boundary_minimum and faces_only(unit_X, y))
         return self.domain.from_unit(unit)
 

@@ -151,7 +151,7 @@ class PINNBO(Optimizer):
         proposal = minimize_surrogate(
             sample, self.domain.dim, seed=derived_seed(self.seed, self.name, self.ask_index, "pool"),
             evaluated_unit=self.evaluated_unit(), n_pool=s.n_pool, top_k=s.top_k,
-            refine_iterations=s.refine_iterations, duplicate_tol=s.duplicate_tol,
+            refine_iterations=s.refine_iterations, duplicate_tol=self.duplicate_tol,
             local_starts=local.reshape(-1, self.domain.dim), dtype=self.dtype, device=self.device,
             lower=lower, upper=upper, on_boundary=on_faces,
         )

@@ -60,6 +60,14 @@ def summary_rows(summary: dict) -> list[tuple[str, str]]:
         ("best feasible value" if constrained else "best value", _number(summary.get("best_value"))),
         ("best design", _design(best.get("x"), names)),
     ]
+    recommended = summary.get("recommended") if isinstance(summary.get("recommended"), dict) else {}
+    if recommended and recommended.get("predicted_sd") != 0:   # noisy: the posterior mean's choice
+        rows.append(("recommended design", f"{_design(recommended.get('x'), names)} (predicted "
+                                           f"{_number(recommended.get('predicted'))} ± "
+                                           f"{_number(recommended.get('predicted_sd'), 3)}, observed "
+                                           f"{_number(recommended.get('observed'))})"))
+        if recommended.get("true") is not None:
+            rows.append(("recommended true value", _number(recommended.get("true"))))
     if summary.get("optimum") is not None:
         rows.append(("optimum f*", _number(summary.get("optimum"))))
         rows.append(("simple regret", _number(summary.get("simple_regret"))))

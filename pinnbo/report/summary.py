@@ -15,6 +15,7 @@ import numpy as np
 from pinnbo.files import write_json
 from pinnbo.problem import Problem
 from pinnbo.report.figures import plot_convergence, plot_field
+from pinnbo.report.recommend import recommend
 from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.warm_start import IMPORTED
 
@@ -76,6 +77,7 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
         "best": best_entry,
         "best_value": best_value,
+        "recommended": recommend(history, problem, int((case or {}).get("seed") or 0), _noise(case)),
         "optimum": problem.optimum,
         "optimum_location": None if problem.optimum_location is None else [float(v) for v in problem.optimum_location],
         "simple_regret": problem.simple_regret(best_value) if best_value is not None else None,
@@ -96,6 +98,12 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
     if history.constrained:
         summary.update(constraint_summary(history, problem))
     return summary
+
+
+def _noise(case: dict | None) -> str | float | None:
+    """The case's observation_noise as :func:`~pinnbo.report.recommend.recommend` takes it."""
+    noise = (case or {}).get("observation_noise")
+    return noise["sd"] if isinstance(noise, dict) else noise
 
 
 def _best_entry(best: Evaluation | None) -> tuple[dict | None, float | None]:

@@ -15,8 +15,9 @@ known constraints of the problem or the case are computed by pinnbo at the asked
   the record and promotes pending.pt to checkpoint.pt.
 
 ``ask`` rebuilds the optimiser with :func:`pinnbo.runner.steps.restore`, exactly as a resumed run does, and
-asks the initial design first, so driving a case by ask/tell with the oracle's values gives the same
-evaluations.jsonl as ``pinnbo run`` with the same seed.
+asks the initial design first, so driving a case by ask/tell with the oracle's values gives the
+evaluations.jsonl of ``pinnbo run`` with the same seed, each told value recorded as what it is, a
+measurement (observed, with no true value).
 """
 
 from __future__ import annotations
@@ -142,11 +143,12 @@ def asked(problem: Problem, index: int, x: Sequence[float], phase: str) -> dict:
 
 
 def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = None, failed: str | None = None,
-         constraints: dict | Sequence[str] | None = None, tolerance: float = X_TOLERANCE
+         constraints: dict | Sequence[str] | None = None, tolerance: float = X_TOLERANCE, sd: float | None = None
          ) -> tuple[Evaluation, History, Problem]:
     """Record the measurement of the pending design: ``x`` (d values), {name: value} or "1.2,3.4" must
     match it within ``tolerance`` of each variable's range (the asked design is what is recorded);
-    ``y`` the value in the problem's sense, or ``failed`` the reason there is none; ``constraints``
+    ``y`` the value in the problem's sense, or ``failed`` the reason there is none; ``sd`` the
+    measurement's noise standard deviation where it is known; ``constraints``
     the measured black-box constraint values, {name: value} or ["name=value", ...] (every one, with
     ``y``; none with ``failed``)."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 < tolerance <= MAX_TOLERANCE:
@@ -163,6 +165,10 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
     if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
         raise TellError(f"--y: expected a finite number, got {shown(y)}; a measurement without a value is --failed \"reason\"")
     measured = measured_constraints(constraints, problem, failed=failed is not None)
+    if sd is not None and (isinstance(sd, bool) or not isinstance(sd, (int, float)) or not math.isfinite(sd) or sd <= 0):
+        raise TellError(f"--sd: expected a standard deviation > 0 (the objective's units), got {shown(sd)}")
+    if sd is not None and failed is not None:
+        raise TellError("--sd: a failed measurement has no value to give a noise to; give --y with --sd")
     if not (folder / "case.json").exists():
         raise TellError(f"tell: design {_show(told, problem)} was never asked: {folder} holds no run (pinnbo ask first)")
     with locked(folder):
@@ -170,7 +176,8 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
                                constraints=problem.constraint_names, variables=problem.domain.names,
                                labels=case.labels)
         if (folder / ASKS).exists():
-            return _tell_one_of_several(case, problem, history, told, y, failed, measured, tolerance), history, problem
+            return (_tell_one_of_several(case, problem, history, told, y, failed, measured, tolerance, sd), history,
+                    problem)
         k = len(history)
         pending = read_pending(folder, problem)
         pending_matches = pending is not None and pending["index"] == k and _same(
@@ -200,7 +207,8 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         error = None if failed is None else (failed.strip() or "failed (no reason given)")
         # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
         record = observation(problem, asked, k, case.seed, pending["phase"], float("nan") if y is None else float(y),
-                             error, add_noise=False, constraints=measured, given=list(pending["x"].values()))
+                             error, measured=True, constraints=measured, given=list(pending["x"].values()),
+                             sd=None if sd is None else float(sd))
         asked_at = pending.get("asked_at")
         timing = {"ask_seconds": pending.get("ask_seconds")}
         if isinstance(asked_at, (int, float)):
@@ -215,7 +223,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
 
 
 def _tell_one_of_several(case: Case, problem: Problem, history: History, told: np.ndarray, y: float | None,
-                         failed: str | None, measured: dict, tolerance: float) -> Evaluation:
+                         failed: str | None, measured: dict, tolerance: float, sd: float | None = None) -> Evaluation:
     """Record the measurement of one of several pending designs (:func:`ask_several`), in any order."""
     from pinnbo.runner.asynchronous import open_asks
 
@@ -231,7 +239,8 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
     history.begin(case.to_dict())
     error = None if failed is None else (failed.strip() or "failed (no reason given)")
     record = observation(problem, np.asarray(ask.x), ask.index, case.seed, ask.phase,
-                         float("nan") if y is None else float(y), error, add_noise=False, constraints=measured)
+                         float("nan") if y is None else float(y), error, measured=True, constraints=measured,
+                         sd=None if sd is None else float(sd))
     commit(history, None, record, {}, case.initial_points)
     return record
 
@@ -300,6 +309,16 @@ def parse_x(text: str, domain: Box) -> list[float | str]:
     return values
 
 
+def parse_sd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TellError(f"--sd: expected a standard deviation > 0, got {shown(text)}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise TellError(f"--sd: expected a standard deviation > 0 (the objective's units), got {shown(text)}")
+    return value
+
+
 def parse_y(text: str) -> float:
     try:
         value = float(text)
@@ -363,8 +382,8 @@ def parse_json(text: str) -> dict:
     if not isinstance(data, dict):
         raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
     for key in data:
-        if key not in ("x", "y", "failed", "constraints"):
-            raise TellError(f"--json: unknown key {shown(key)}; expected x, y, constraints, failed")
+        if key not in ("x", "y", "failed", "constraints", "sd"):
+            raise TellError(f"--json: unknown key {shown(key)}; expected x, y, constraints, sd, failed")
     if data.get("constraints") is not None and not isinstance(data["constraints"], dict):
         raise TellError(f"--json: \"constraints\" must be an object {{name: value}}, got {shown(data['constraints'])}")
     if "x" not in data:

@@ -136,8 +136,9 @@ def _with_command_oracle(self: Case, problem: Problem) -> Problem:
                            sample=tuple(problem.domain.values(problem.domain.from_unit(np.zeros(problem.domain.dim)))))
     if posterior is not None:   # the program is the forward model G; the objective stays V(G(x))
         posterior = posterior.with_forward(oracle)
-        return replace(problem, objective=posterior, metadata={**problem.metadata, "calibration": posterior})
-    return replace(problem, objective=oracle, optimum=None, optimum_location=None, field_plot=None)
+        return replace(problem, objective=posterior, measured=True,
+                       metadata={**problem.metadata, "calibration": posterior})
+    return replace(problem, objective=oracle, optimum=None, optimum_location=None, field_plot=None, measured=True)
 
 def build_optimizer(self: Case, problem: Problem) -> Optimizer:
     """The method of case ``self`` for ``problem``, its defaults overridden by ``method_params``
@@ -147,7 +148,13 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
         params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
     return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.minimised_pde,
                           collocation_filter=problem.collocation_filter, device=self.device,
-                          constraints=problem.constraints)
+                          constraints=problem.constraints, observation_noise=observation_noise(self))
+
+
+def observation_noise(self: Case) -> str | float | None:
+    """The case's ``observation_noise`` as the optimisers take it: None, "learned" or the known sd."""
+    noise = self.observation_noise
+    return noise["sd"] if isinstance(noise, dict) else noise
 
 
 def output_std(problem: Problem, n: int = 512) -> tuple[float, dict[str, float]]:

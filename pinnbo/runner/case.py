@@ -19,10 +19,11 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
-from pinnbo.errors import CaseError, UserError, shown
+from pinnbo.errors import CaseError, shown
 from pinnbo.optimizers import METHODS
 from pinnbo.optimizers.base import check_device
 from pinnbo.runner import SCHEDULER_VARIABLE
+from pinnbo.runner.case_errors import Expected, first_error
 from pinnbo.runner.warm_start import FORMATS, digest
 from pinnbo.runner.yaml12 import CaseLoader, DuplicateKey
 
@@ -48,13 +49,6 @@ class OmittedAtDefault:
 
 class NullIsDefault:
     """Field marker: ``null`` in a case file means the default."""
-
-
-class Expected:
-    """Field marker: what the field expects, for every error about the field's own value."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
 
 
 def _marked(field: str, marker: type) -> bool:
@@ -199,6 +193,22 @@ def _constraint_noise(value: Any) -> Any:
                      "std) or a mapping {name: fraction}")
 
 
+def _observation_noise(value: Any) -> Any:
+    """``observation_noise``: None, "learned" or {"sd": σ > 0} (the objective's units)."""
+    if value is None or value == "learned":
+        return value
+    if isinstance(value, dict) and set(value) == {"sd"}:
+        sd = value["sd"]
+        if not isinstance(sd, bool) and isinstance(sd, (int, float)) and math.isfinite(sd) and sd > 0:
+            return {"sd": float(sd)}
+        raise CaseError(f"observation_noise.sd: expected a standard deviation > 0 (the objective's units), "
+                        f"got {shown(sd)}")
+    raise CaseError(f"observation_noise: expected learned or {{sd: σ}} (a known standard deviation), got {shown(value)}")
+
+
+_OBSERVATION_NOISE_SCHEMA = {"anyOf": [{"type": "string", "enum": ["learned"]}, {
+    "type": "object", "properties": {"sd": {"type": "number", "exclusiveMinimum": 0}}, "required": ["sd"],
+    "additionalProperties": False}]}
 _FRACTION = {"type": "number", "minimum": 0}
 _CONSTRAINT_NOISE_SCHEMA = {"anyOf": [_FRACTION, {"type": "object", "additionalProperties": _FRACTION}]}
 
@@ -237,6 +247,11 @@ class Case(BaseModel):
         "where the surrogates compute: cpu, cuda or cuda:N"))] = "cpu"
     noise: Annotated[float, Field(ge=0, allow_inf_nan=False), Field(description=(
         "synthetic observation noise σ, a fraction of the objective's std over the domain"))] = 0.0
+    observation_noise: Annotated[Any, BeforeValidator(_observation_noise), WithJsonSchema(_OBSERVATION_NOISE_SCHEMA),
+                                 OmittedAtDefault(), Field(description=(
+                                     "how noisy the measurements are: {sd: σ} known (the objective's units; a "
+                                     "measurement's own sd wins), learned (fitted by the GP); replicates are then "
+                                     "allowed and the summary recommends by posterior mean"))] = None
     timeout: Annotated[Seconds | None, SECONDS, Resumable(), Field(description=(
         "seconds per oracle call; a slower call is a failed evaluation"))] = None
     oracle: Annotated[Oracle | None, AfterValidator(_oracle), Expected(
@@ -325,62 +340,6 @@ class Case(BaseModel):
 RESUMABLE_KEYS = frozenset(key for key in Case.model_fields if _marked(key, Resumable))
 #: The fields a case file may hold.
 FIELDS = tuple(key for key, info in Case.model_fields.items() if key not in ("scheduler", "smoke"))
-
-
-_NOUNS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
-          "float_type": "a finite number", "float_parsing": "a finite number", "finite_number": "a finite number",
-          "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "a non-empty string",
-          "string_too_short": "a non-empty string", "string_pattern_mismatch": "a non-empty string"}
-
-
-def _where(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _message(error: dict) -> str:
-    """One pydantic error as pinnbo's one line ``field.path: what was expected, got what``."""
-    loc, kind, value, ctx = tuple(error["loc"]), error["type"], error.get("input"), error.get("ctx") or {}
-    where = _where(loc)
-    if isinstance(ctx.get("error"), UserError):       # a validator's own message names its field
-        return str(ctx["error"])
-    if kind == "missing":
-        return f"{where}: required field is missing"
-    if kind == "extra_forbidden":
-        if len(loc) == 1:
-            hint = difflib.get_close_matches(str(loc[0]), FIELDS, n=1)
-            return f"{where}: unknown field" + (f" (did you mean '{hint[0]}'?)" if hint else
-                                                f"; expected one of {', '.join(FIELDS)}")
-        inner = {"oracle": Oracle, "warm_start": WarmStart}.get(str(loc[0]))
-        return f"{where}: unknown field" + (f"; expected one of {', '.join(inner.__annotations__)}" if inner else "")
-    if len(loc) == 1 and str(loc[0]) in Case.model_fields:
-        expected = next((m.text for m in Case.model_fields[str(loc[0])].metadata if isinstance(m, Expected)), None)
-        if expected is not None:
-            return f"{where}: expected {expected}, got {shown(value)}"
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than"):
-        bound = next(iter(ctx.values()))
-        sign = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">"}[kind]
-        noun = "an integer" if isinstance(bound, int) else "a number"
-        return f"{where}: expected {noun} {sign} {bound}, got {shown(value)}"
-    if kind == "literal_error":
-        return f"{where}: expected {ctx.get('expected', '').replace(chr(39), '')}, got {shown(value)}"
-    if kind in ("dict_type", "typed_dict_type", "model_type"):
-        return f"{where}: expected a mapping, got {type(value).__name__}"
-    if kind in _NOUNS:
-        return f"{where}: expected {_NOUNS[kind]}, got {shown(value)}"
-    if kind == "value_error":
-        return f"{where}: {ctx.get('error')}"
-    return f"{where}: {error['msg']}"
-
-
-def _first_error(exc: ValidationError) -> str:
-    """The error a user fixes first: an unknown field, then a missing one, then the rest in the
-    declaration's order."""
-    errors = exc.errors(include_url=False)
-    rank = {"extra_forbidden": 0, "missing": 1}
-    return _message(min(errors, key=lambda e: rank.get(e["type"], 2)))
 
 
 def load_case(path: str | Path, overrides: dict | None = None) -> Case:
@@ -475,7 +434,8 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
     try:
         case = Case.model_validate(data, context={"base": base})
     except ValidationError as exc:
-        raise CaseError(_first_error(exc)) from None
+        raise CaseError(first_error(exc, Case.model_fields, FIELDS, {"oracle": Oracle, "warm_start": WarmStart})
+                        ) from None
     case.source = source
     if smoke:
         case.initial_points = min(case.initial_points, 4)

@@ -58,13 +58,17 @@ def outcome_record(problem: Problem, x: np.ndarray, index: int, seed: int, phase
 
 
 def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
-                error: str | None, add_noise: bool = True, constraints: dict[str, float] | None = None,
-                given: list | None = None) -> Evaluation:
+                error: str | None, measured: bool = False, constraints: dict[str, float] | None = None,
+                given: list | None = None, sd: float | None = None) -> Evaluation:
     """The record of evaluation ``index`` at ``x`` (d,): ``value`` the oracle's true value (problem's
     sense) and ``constraints`` its black-box constraint values {name: c}, or ``error`` the reason it
     failed. The known constraints are computed here, exactly.
 
-    Noise (``add_noise``): the objective gets ε ~ N(0, noise_std²) from the stream (seed, "noise", k),
+    ``measured``: the value was measured outside pinnbo (told, imported): recorded as observed, with
+    no true value and no noise added; so is a problem's whose oracle measures (``problem.measured``,
+    a program). ``sd``: the measurement's own noise standard deviation, where it was given.
+
+    Synthetic noise (not measured): the objective gets ε ~ N(0, noise_std²) from the stream (seed, "noise", k),
     each black-box constraint c_i its own ε_i ~ N(0, noise_std_i²) from (seed, "noise", name_i, k),
     so the same evaluation index always gets the same draws, whichever method proposed it, and
     adding a constraint shifts neither the objective's noise nor another constraint's.
@@ -83,6 +87,8 @@ def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: s
     if error is not None:
         return Evaluation(index, x_list, None, None, "failed", error[:500], phase)
     observed = value
+    add_noise = not measured
+    known = not (measured or problem.measured)
     if add_noise and problem.noise_std > 0:
         observed = value + problem.noise_std * float(numpy_rng(seed, "noise", index).standard_normal())
     observed_c = dict(true_c)
@@ -90,7 +96,8 @@ def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: s
         if add_noise and not c.known and c.noise_std > 0:
             observed_c[c.name] += c.noise_std * float(numpy_rng(seed, "noise", c.name, index).standard_normal())
     feasible = all(v <= 0 for v in true_c.values()) if problem.constraints else None
-    return Evaluation(index, x_list, observed, value, "ok", None, phase, observed_c, true_c, feasible)
+    return Evaluation(index, x_list, observed, value if known else None, "ok", None, phase, observed_c, true_c,
+                      feasible, sd)
 
 
 def constraint_values(problem: Problem, x: np.ndarray, blackbox: dict[str, float]

@@ -41,7 +41,9 @@ class Evaluation:
     Constrained problems (c_i(x) <= 0 feasible) add, for a successful evaluation, ``constraints``
     the observed (noisy) values {name: c_i} in the order of the problem's constraints,
     ``constraints_true`` the noise-free ones, and ``feasible``, judged on the true values (the
-    observed ones are what the optimiser sees; what a design *is* is its true value). A failed
+    observed ones are what the optimiser sees; what a design *is* is its true value). ``true`` is
+    None where the problem does not know it (a program's output, a told or imported measurement:
+    observations only). A failed
     evaluation has neither values nor a verdict (``feasible`` None). The three keys are left out of
     the JSON line when empty, so an unconstrained run's log is what it always was.
     """
@@ -56,6 +58,7 @@ class Evaluation:
     constraints: dict[str, float] = field(default_factory=dict)
     constraints_true: dict[str, float] = field(default_factory=dict)
     feasible: bool | None = None
+    sd: float | None = None     # the measurement's own noise sd, where it was given (tell --sd, a warm start)
 
     @property
     def ok(self) -> bool:
@@ -73,8 +76,9 @@ class Evaluation:
         for key in ("constraints", "constraints_true"):
             if not data[key]:
                 del data[key]
-        if data["feasible"] is None:
-            del data["feasible"]
+        for key in ("feasible", "sd"):
+            if data[key] is None:
+                del data[key]
         return json.dumps(data, allow_nan=False)
 
     @classmethod
@@ -96,6 +100,8 @@ class Evaluation:
         for key in ("y", "true"):
             if getattr(record, key) is not None and not number(getattr(record, key)):
                 raise HistoryError(f"{where}: corrupted record: '{key}' must be a finite number or null")
+        if record.sd is not None and not (number(record.sd) and record.sd > 0):
+            raise HistoryError(f"{where}: corrupted record: 'sd' must be a number > 0 or absent")
         if record.status not in ("ok", "failed"):
             raise HistoryError(f"{where}: corrupted record: 'status' must be 'ok' or 'failed'")
         if record.ok and record.y is None:

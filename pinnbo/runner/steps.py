@@ -172,12 +172,13 @@ def _tell(optimizer: Optimizer, history: History, record: Evaluation, y: float |
     # The design as logged, so a resumed run tells exactly what the uninterrupted one told.
     c = constraint_vector(history, record)
     x = recorded_design(optimizer.domain, record)
+    noise = {} if record.sd is None else {"sd": record.sd}
     if asynchronous:
-        optimizer.tell(x, y, c, proposed=record.phase not in NOT_PROPOSED)
+        optimizer.tell(x, y, c, proposed=record.phase not in NOT_PROPOSED, **noise)
     elif c is None:  # the unconstrained call, exactly as before constraints existed
-        optimizer.tell(x, y)
+        optimizer.tell(x, y, **noise)
     else:
-        optimizer.tell(x, y, c)
+        optimizer.tell(x, y, c, **noise)
 
 
 def history_sign(history: History) -> float:
@@ -203,8 +204,8 @@ def record_imported(history: History, optimizer: Optimizer | None, problem: Prob
     for k in range(len(history), len(settings.imported)):
         item = settings.imported[k]
         record = observation(problem, item.x, k, settings.seed, IMPORTED,
-                             math.nan if item.value is None else item.value, item.error, add_noise=False,
-                             constraints=item.constraints, given=item.values)
+                             math.nan if item.value is None else item.value, item.error, measured=True,
+                             constraints=item.constraints, given=item.values, sd=item.sd)
         commit(history, optimizer, record, {}, settings.first_proposal)
 
 

@@ -13,10 +13,11 @@ Formats, by extension:
   constraint; other columns are ignored. The objective column is the one of ``y``, ``value`` and
   ``objective`` that is not a design variable's name (the heat plate's variables are ``x`` and
   ``y``, so its objective is ``value`` or ``objective``); the value is in the problem's own sense,
-  empty for a measurement that failed. A header that names a column twice, leaves the objective
+  empty for a measurement that failed; an optional ``sd`` column gives a measurement's noise
+  standard deviation. A header that names a column twice, leaves the objective
   out or offers two objective columns is refused: which column is the objective is never guessed.
 - ``.jsonl`` / ``.json``: one object per line, ``{"x": [...] or {name: value}, "y": value or
-  null, "constraints": {name: value}}``: what ``pinnbo tell --json`` takes, and what a pinnbo
+  null, "constraints": {name: value}, "sd": σ}`` (``sd`` optional): what ``pinnbo tell --json`` takes, and what a pinnbo
   ``evaluations.jsonl`` holds. ``"y"`` is required (null, or ``"status": "failed"``, for a failed
   measurement); a key given twice, or a name in ``"x"`` that is not a design variable, is refused.
 
@@ -58,6 +59,7 @@ class Imported:
     value: float | None
     constraints: dict
     error: str | None
+    sd: float | None = None   # the measurement's noise sd, where the file gives it
 
 
 def digest(path: Path) -> str:
@@ -117,8 +119,11 @@ def _csv_rows(text: str, path: Path, field: str, variables: Sequence[str]) -> li
         if len(cells) > len(header):
             raise CaseError(f"{field}: {path.name}:{number}: {len(cells)} cells for {len(header)} columns")
         row = dict(zip(header, cells))
-        out.append((number, {"x": {k: v for k, v in row.items() if k in variables}, "y": row.get(objective),
-                             "constraints": row, "csv": True}))
+        entry = {"x": {k: v for k, v in row.items() if k in variables}, "y": row.get(objective),
+                 "constraints": row, "csv": True}
+        if "sd" in row and "sd" not in variables and row["sd"].strip():
+            entry["sd"] = row["sd"]
+        out.append((number, entry))
     return out
 
 
@@ -195,10 +200,15 @@ def _checked(row: dict, problem: Problem, where: str) -> Imported:
         reason = row.get("error") or row.get("failed") or "failed before it was imported (no value)"
         return Imported(x, values, None, {}, str(reason)[:500])
     value = _number(value, where, "y")
+    sd = row.get("sd")
+    if sd is not None:
+        sd = _number(sd, where, "sd")
+        if sd <= 0:
+            raise CaseError(f"{where}: sd must be a standard deviation > 0, got {shown(row.get('sd'))}")
     constraints = {}
     reported = row.get("constraints") or {}
     for c in problem.oracle_constraints:
         if not isinstance(reported, dict) or c.name not in reported:
             raise CaseError(f"{where}: no value for the constraint {c.name}")
         constraints[c.name] = _number(reported[c.name], where, f"constraint {c.name}")
-    return Imported(x, values, value, constraints, None)
+    return Imported(x, values, value, constraints, None, sd)
