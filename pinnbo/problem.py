@@ -123,7 +123,8 @@ class Problem:
                 c if c.function is None or isinstance(c.function, ByValue)
                 else Constraint(c.name, ByValue(self.domain, c.function, batch=True), c.noise_std)
                 for c in self.constraints)
-        other = next((v for v in self.domain.variables if v.kind != "real"), None)
+        own = getattr(self.pde, "own_inputs", self.domain.names)   # the PDE's own variables; others are parameters
+        other = next((v for v in self.domain.variables if v.kind != "real" and v.name in own), None)
         if self.pde is not None and other is not None:
             kind = "on a log scale" if other.kind == "log" else f"{'an' if other.kind == 'integer' else 'a'} {other.kind}"
             raise ProblemError(f"pde: the PDE's variables are real; {other.name} is {kind}")

@@ -9,6 +9,7 @@ params:
                                           # also {log: [1e-4, 1e-1]}, {integer: [2, 12]}, {choices: [a, b]}
   sense: maximize
   pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
+  pde_variables: [x, y]                   # optional: the PDE's own variables; the others are parameters
   constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
 oracle: {command: "./simulate {x} {y}", parse: float}   # with constraints: parse: json, printing
                                           # {"objective": f, "constraints": {"stress": ..., "mass": ...}}
@@ -33,7 +34,8 @@ UNKNOWN = "u"
 
 @register_problem
 def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | None = None,
-             constraints: list | None = None, variables: dict | None = None) -> Problem:
+             constraints: list | None = None, variables: dict | None = None,
+             pde_variables: list | None = None) -> Problem:
     """Design variables declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
     if bounds is None and variables is None:
         raise ProblemError("params.variables: required parameter of problem 'external' (the design variables, "
@@ -50,17 +52,37 @@ def external(bounds: dict | None = None, sense: str = "minimize", pde: str | lis
     if sense not in ("minimize", "maximize"):
         raise ProblemError(f"params.sense: expected minimize or maximize, got {shown(sense)}")
     equation = None
+    own = _pde_variables(pde_variables, pde, names)
     if pde is not None:
-        others = [v for v in domain.variables if v.kind != "real"]
+        others = [v for v in domain.variables if v.kind != "real" and v.name in own]
         if others:
+            hint = "" if pde_variables is not None else " (name the PDE's own variables with pde_variables: [x, y])"
             raise ProblemError(f"params.pde: the PDE's variables are real; {others[0].name} is "
-                               f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}")
-        equation = parse_pde(pde, names)
+                               f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}{hint}")
+        equation = parse_pde(pde, own)
     outputs = _constraint_names(constraints, names)
 
     # No objective: measured outside pinnbo until the case gives an oracle (pinnbo ask / tell meanwhile).
     return Problem("external", domain, None, sense, pde=equation,
                    constraints=tuple(Constraint(n) for n in outputs), description="declared in the case file")
+
+
+def _pde_variables(given: Any, pde: Any, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The variables the PDE holds in (``params.pde_variables``; default every design variable): the
+    others are its parameters, and the PDE holds in these for each of their values."""
+    if given is None:
+        return names
+    if pde is None:
+        raise ProblemError("params.pde_variables: names the PDE's own variables, and the case has no pde")
+    if not isinstance(given, list) or not given or not all(isinstance(n, str) for n in given):
+        raise ProblemError(f"params.pde_variables: expected a list of design variables, e.g. [x, y], got {shown(given)}")
+    for i, name in enumerate(given):
+        if name not in names:
+            raise ProblemError(f"params.pde_variables[{i}]: {shown(name)} is not a design variable "
+                               f"({', '.join(names)})")
+        if given.index(name) != i:
+            raise ProblemError(f"params.pde_variables[{i}]: {shown(name)} is named twice")
+    return tuple(given)
 
 
 def parse_variables(variables: Any) -> tuple[Variable, ...]:

@@ -261,7 +261,7 @@ def test_the_unknowns_arguments_are_matched_to_the_design_variables_by_name():
         assert torch.allclose(residual, torch.zeros_like(residual), atol=1e-12)
 
 
-@pytest.mark.parametrize("arguments", ["t", "x", "x, y, z"])
+@pytest.mark.parametrize("arguments", ["t", "x, y, z"])   # u(x) is fine: y is then a parameter (test_pde_parameters)
 def test_a_pde_whose_inputs_are_not_the_design_variables_is_refused_before_any_evaluation(arguments, tmp_path):
     from typer.testing import CliRunner
 

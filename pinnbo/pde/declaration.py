@@ -46,6 +46,8 @@ class PDE:
 
     Attributes:
         inputs: tuple of input names, the order of ``points``' columns.
+        own_inputs: the inputs the equations hold in: all of them, unless :meth:`for_variables`
+            added parameters (design variables the PDE does not differentiate in).
         unknown: the unknown function's name.
         dim: number of inputs ``d``.
         n_equations: number of equations, i.e. residual columns.
@@ -92,6 +94,8 @@ class PDE:
         self._call = call
         self._symbols: tuple[sp.Symbol, ...] = tuple(call.args)
         self.inputs: tuple[str, ...] = tuple(s.name for s in self._symbols)
+        # The inputs the equations hold in; the others are parameters (for_variables).
+        self.own_inputs: tuple[str, ...] = self.inputs
         self.unknown: str = call.func.__name__
         self.dim: int = len(self._symbols)
         self.n_equations: int = len(lhs_items)
@@ -268,24 +272,34 @@ class PDE:
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it
         as v = −f, which obeys N[−v] = g (for a linear N, −N[v] = g: the source changes sign)."""
         flipped = {self._call: -self._call}
-        return PDE([e.xreplace(flipped).doit() for e in self.lhs], [e.xreplace(flipped).doit() for e in self.rhs])
+        negated = PDE([e.xreplace(flipped).doit() for e in self.lhs], [e.xreplace(flipped).doit() for e in self.rhs])
+        negated.own_inputs = self.own_inputs
+        return negated
 
     def for_variables(self, names: Sequence[str]) -> "PDE":
         """This PDE with its inputs matched to design variables ``names`` by name: itself when they
         come in that order, the same equations with the unknown's arguments reordered when they come
-        in another, a PDEError naming both lists when they are not the same names. (Matching by
-        position would train on the transposed physics when ``u(y, x)`` meets a box ``(x, y)``.)"""
+        in another. (Matching by position would train on the transposed physics when ``u(y, x)``
+        meets a box ``(x, y)``.) A design variable that is not one of the unknown's arguments is a
+        parameter: the unknown becomes a function of it too, and the equations, which never
+        differentiate in it, hold in the PDE's own inputs for each value of the parameters
+        (docs/algorithms.md, "Physics in some inputs"); :attr:`own_inputs` keeps those. An input
+        that is not a design variable is a PDEError naming both lists."""
         names = tuple(str(n) for n in names)
         if self.inputs == names:
             return self
-        if sorted(self.inputs) != sorted(names):
+        missing = [n for n in self.inputs if n not in names]
+        if missing or len(set(names)) != len(names):
             raise PDEError(f"the unknown {self._call} has inputs ({', '.join(self.inputs)}) but the design "
-                           f"variables are ({', '.join(names)}); name the unknown's arguments after the design "
-                           "variables, one for each")
+                           f"variables are ({', '.join(names)}); name the unknown's arguments after design "
+                           "variables")
+        # A declaration's only free symbols are its inputs, so a parameter's new symbol meets no other.
         by_name = {s.name: s for s in self._symbols}
-        call = self._call.func(*(by_name[n] for n in names))
+        call = self._call.func(*(by_name.get(n) or sp.Symbol(n, real=True) for n in names))
         swap = {self._call: call}
-        return PDE([e.xreplace(swap) for e in self.lhs], [e.xreplace(swap) for e in self.rhs])
+        pde = PDE([e.xreplace(swap) for e in self.lhs], [e.xreplace(swap) for e in self.rhs])
+        pde.own_inputs = self.own_inputs
+        return pde
 
     def __repr__(self) -> str:
         eqs = "; ".join(f"{l} = {r}" for l, r in zip(self.lhs, self.rhs))
