@@ -447,7 +447,7 @@ def tell(
                 raise TellError("--json: give the design and values either with --json or with --x/--y/--constraint, "
                                 "not both")
             data = parse_json(json_text)
-            design, value, failed = data["x"], data.get("y"), data.get("failed", failed)
+            design, value, failed = data["x"], data.get("objectives", data.get("y")), data.get("failed", failed)
             measured, noise = data.get("constraints"), data.get("sd")
         else:
             if x is None:
@@ -461,7 +461,8 @@ def tell(
              "is reported as such)", code=1)
     except UserError as exc:
         fail(str(exc))
-    state = fmt(record.y) if record.ok else f"failed ({record.error})"
+    value = ", ".join(f"{n} {fmt(v)}" for n, v in record.objectives.items()) if record.objectives else fmt(record.y)
+    state = value if record.ok else f"failed ({record.error})"
     if record.feasible is not None:
         violated = [f"{name} = {fmt(v, 4)} > 0" for name, v in record.constraints_true.items() if v > 0]
         state += ", feasible" if record.feasible else f", infeasible ({', '.join(violated)})"
@@ -469,8 +470,9 @@ def tell(
                   highlight=False, markup=False)
     if summary is not None:
         best = "best feasible" if history.constrained else "best"
-        console.print(f"budget complete: {best} {fmt(summary['best_value'])}; results in {loaded.output_dir}/",
-                      highlight=False, markup=False)
+        reached = f"hypervolume {fmt(summary.get('hypervolume'))}" if summary.get("objectives") else \
+            f"{best} {fmt(summary['best_value'])}"
+        console.print(f"budget complete: {reached}; results in {loaded.output_dir}/", highlight=False, markup=False)
 
 
 def main() -> None:

@@ -93,6 +93,12 @@ class Problem:
         c_i(x) <= 0. With black-box constraints the oracle returns ``(f, c)`` instead of ``f``:
         ``c`` a sequence in the order of the black-box constraints, or a mapping name -> value
         (:meth:`split_outcome`). ``optimum`` is then the best *feasible* value.
+    objectives: several objectives, name -> sense (``"minimize"`` or ``"maximize"``), in the
+        order the optimisers see them; the oracle then returns a mapping name -> value (with
+        black-box constraints: ``(values, c)``), ``sense`` is unused and ``optimum`` is the largest
+        hypervolume the problem can dominate (its Pareto front's) where known.
+    reference: the hypervolume's reference point, name -> value in each objective's own sense
+        (None: inferred from the observed values, :func:`pinnbo.pareto.inferred_reference`).
     measured: the objective returns measurements (a program's output), not a known noise-free
         value: evaluations record them as observed, with no true value.
     field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
@@ -112,6 +118,8 @@ class Problem:
     field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
     constraints: tuple[Constraint, ...] = ()
     measured: bool = False
+    objectives: dict[str, str] = field(default_factory=dict)
+    reference: dict[str, float] | None = None
     description: str = ""
     metadata: dict = field(default_factory=dict)
 
@@ -140,6 +148,7 @@ class Problem:
         if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
             raise ProblemError(f"noise: expected a finite standard deviation >= 0, got {self.noise_std}")
         self.constraints = tuple(self.constraints)
+        self._check_objectives()
         names = [c.name for c in self.constraints]
         if len(set(names)) != len(names):
             raise ProblemError(f"constraints: names must be unique, got {names}")
@@ -147,6 +156,50 @@ class Problem:
             if not (math.isfinite(c.noise_std) and c.noise_std >= 0):
                 raise ProblemError(f"constraints.{c.name}.noise: expected a finite standard deviation >= 0, "
                                    f"got {c.noise_std}")
+
+    def _check_objectives(self) -> None:
+        if not self.objectives:
+            if self.reference is not None:
+                raise ProblemError("reference: a hypervolume reference point is for several objectives")
+            return
+        self.objectives = dict(self.objectives)
+        if len(self.objectives) < 2:
+            raise ProblemError(f"objectives: expected two or more, got {list(self.objectives)}; one objective is "
+                               "sense: minimize or maximize")
+        for name, sense in self.objectives.items():
+            if sense not in ("minimize", "maximize"):
+                raise ProblemError(f"objectives.{name}: expected minimize or maximize, got {shown(sense)}")
+            if name in self.domain.names or name in self.constraint_names:
+                raise ProblemError(f"objectives.{name}: {shown(name)} is a design variable or a constraint's name")
+        if self.noise_std:
+            raise ProblemError("noise: synthetic noise is for one objective")
+        if self.pde is not None:
+            raise ProblemError("pde: a PDE is the law of one objective; this problem has several")
+        if self.reference is not None:
+            reference = dict(self.reference)
+            if sorted(reference) != sorted(self.objectives):
+                raise ProblemError(f"reference: expected a value for each objective ({', '.join(self.objectives)}), "
+                                   f"got {shown(sorted(reference))}")
+            for name, value in reference.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ProblemError(f"reference.{name}: expected a finite number, got {shown(value)}")
+            self.reference = {name: float(reference[name]) for name in self.objectives}
+
+    @property
+    def n_objectives(self) -> int:
+        return max(len(self.objectives), 1)
+
+    @property
+    def signs(self) -> np.ndarray:
+        """Multipliers turning each objective's values into minimised ones, shape (m,)."""
+        return np.array([-1.0 if s == "maximize" else 1.0 for s in self.objectives.values()])
+
+    @property
+    def minimised_reference(self) -> np.ndarray | None:
+        """The reference point in minimised values, (m,), or None (inferred from the data)."""
+        if self.reference is None:
+            return None
+        return self.signs * np.array([self.reference[n] for n in self.objectives], dtype=np.float64)
 
     @property
     def constraint_names(self) -> tuple[str, ...]:
@@ -157,10 +210,20 @@ class Problem:
         """The black-box constraints, in the order the oracle returns them."""
         return tuple(c for c in self.constraints if not c.known)
 
-    def split_outcome(self, raw: Any) -> tuple[float, dict[str, float]]:
-        """The objective value and the black-box constraint values (name -> value) of one oracle
-        result. Raises ValueError (a failed evaluation) when the result does not have that shape."""
+    def split_outcome(self, raw: Any) -> tuple[float | dict[str, float], dict[str, float]]:
+        """The objective value (several objectives: {name: value}) and the black-box constraint values
+        (name -> value) of one oracle result. Raises ValueError (a failed evaluation) when the result
+        does not have that shape."""
         blackbox = self.oracle_constraints
+        if self.objectives:
+            given = raw
+            if blackbox:
+                if not (isinstance(raw, (tuple, list)) and len(raw) == 2):
+                    raise ValueError(f"oracle returned {type(raw).__name__}, expected ({{objective: value}}, "
+                                     f"constraints) for constraints {', '.join(c.name for c in blackbox)}")
+                given = raw[0]
+            values = self._objective_values(given)
+            return values, (self._constraint_values(raw[1], blackbox) if blackbox else {})
         if not blackbox:
             if isinstance(raw, (tuple, list, dict, np.ndarray)):
                 raise ValueError(f"oracle returned {type(raw).__name__}, expected one number (the problem has "
@@ -170,6 +233,22 @@ class Problem:
             raise ValueError(f"oracle returned {type(raw).__name__}, expected (objective, constraints) for "
                              f"constraints {', '.join(c.name for c in blackbox)}")
         value, given = raw
+        return float(value), self._constraint_values(given, blackbox)
+
+    def _objective_values(self, given: Any) -> dict[str, float]:
+        """The objectives' values of an oracle result that is a mapping name -> value."""
+        names = list(self.objectives)
+        if not isinstance(given, dict):
+            raise ValueError(f"oracle returned {type(given).__name__}, expected a mapping of the objectives "
+                             f"{', '.join(names)} to their values")
+        missing = [n for n in names if n not in given]
+        extra = [str(k) for k in given if k not in names]
+        if missing or extra:
+            raise ValueError(f"oracle objectives: missing {missing}, unexpected {extra}; expected {names}")
+        return {n: float(given[n]) for n in names}
+
+    @staticmethod
+    def _constraint_values(given: Any, blackbox: Sequence[Constraint]) -> dict[str, float]:
         names = [c.name for c in blackbox]
         if isinstance(given, dict):
             missing = [n for n in names if n not in given]
@@ -182,7 +261,7 @@ class Problem:
             if len(given) != len(names):
                 raise ValueError(f"oracle returned {len(given)} constraint values, expected {len(names)} ({names})")
             values = dict(zip(names, (float(v) for v in given)))
-        return float(value), values
+        return values
 
     @property
     def sign(self) -> float:

@@ -65,3 +65,33 @@ def beam_section(length: float = 3.0, load: float = 2000.0, limit: float = 250.0
 
     return Problem("beam_section", box, objective, sense="minimize", constraints=(Constraint("deflection"),),
                    description="a cantilever's material, section and taper under a deflection limit")
+
+
+@register_problem
+def beam_pareto(length: float = 3.0, load: float = 2000.0, mass_reference: float = 100.0,
+                deflection_reference: float = 0.1) -> Problem:
+    """The cantilever of :func:`beam_section` with two objectives: its mass and its tip deflection,
+    both minimised, from the same finite-difference solve; the Pareto front trades kilograms for
+    millimetres across materials, sections and tapers.
+
+    Args:
+        length: the cantilever's length L (m).
+        load: the uniform load q (N/m).
+        mass_reference: the hypervolume's reference mass (kg).
+        deflection_reference: the hypervolume's reference tip deflection (m).
+    """
+    for name, value in (("length", length), ("load", load), ("mass_reference", mass_reference),
+                        ("deflection_reference", deflection_reference)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ProblemError(f"params.{name}: expected a number > 0, got {value!r}")
+    box = Box.of([Variable("material", "choice", choices=tuple(MATERIALS)),
+                  Variable("section", "choice", choices=tuple(SECTIONS)), Variable("taper", "real", 0.0, 0.7)])
+
+    def objective(design: dict) -> dict:
+        return {"mass": mass(design["material"], design["section"], design["taper"], float(length)),
+                "deflection": tip_deflection(design["material"], design["section"], design["taper"], float(length),
+                                             float(load))}
+
+    return Problem("beam_pareto", box, objective, objectives={"mass": "minimize", "deflection": "minimize"},
+                   reference={"mass": float(mass_reference), "deflection": float(deflection_reference)},
+                   description="a cantilever's mass against its tip deflection")

@@ -11,6 +11,8 @@ params:
   pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
   pde_variables: [x, y]                   # optional: the PDE's own variables; the others are parameters
   constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
+  objectives: {cost: minimize, life: maximize}   # optional, instead of sense: several outputs, parse: json
+  reference: {cost: 100, life: 1}         # optional: the hypervolume's reference point (else inferred)
 oracle: {command: "./simulate {x} {y}", parse: float}   # with constraints: parse: json, printing
                                           # {"objective": f, "constraints": {"stress": ..., "mass": ...}}
 ```
@@ -35,7 +37,8 @@ UNKNOWN = "u"
 @register_problem
 def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | None = None,
              constraints: list | None = None, variables: dict | None = None,
-             pde_variables: list | None = None) -> Problem:
+             pde_variables: list | None = None, objectives: dict | None = None,
+             reference: dict | None = None) -> Problem:
     """Design variables declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
     if bounds is None and variables is None:
         raise ProblemError("params.variables: required parameter of problem 'external' (the design variables, "
@@ -61,10 +64,49 @@ def external(bounds: dict | None = None, sense: str = "minimize", pde: str | lis
                                f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}{hint}")
         equation = parse_pde(pde, own)
     outputs = _constraint_names(constraints, names)
+    several = _objectives(objectives, names, outputs, sense)
+    if reference is not None and not several:
+        raise ProblemError("params.reference: a hypervolume reference point is for several objectives (params.objectives)")
+    if several and equation is not None:
+        raise ProblemError("params.pde: a PDE is the law of one objective; this case has several (params.objectives)")
 
     # No objective: measured outside pinnbo until the case gives an oracle (pinnbo ask / tell meanwhile).
     return Problem("external", domain, None, sense, pde=equation,
-                   constraints=tuple(Constraint(n) for n in outputs), description="declared in the case file")
+                   constraints=tuple(Constraint(n) for n in outputs), description="declared in the case file",
+                   objectives=several, reference=_reference(reference, several))
+
+
+def _objectives(objectives: Any, variables: tuple[str, ...], constraints: tuple[str, ...], sense: str) -> dict:
+    """``params.objectives``, {name: minimize | maximize}: two or more outputs of the program."""
+    if objectives is None:
+        return {}
+    if sense != "minimize":
+        raise ProblemError("params.sense: with several objectives each has its own sense in params.objectives")
+    if not isinstance(objectives, dict) or len(objectives) < 2:
+        raise ProblemError(f"params.objectives: expected two or more outputs {{name: minimize or maximize}}, e.g. "
+                           f"{{mass: minimize, deflection: minimize}}, got {shown(objectives)}")
+    for name, direction in objectives.items():
+        field = f"params.objectives.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise ProblemError(f"params.objectives: objective name {shown(name)} must be letters, digits and '_'")
+        if name in variables or name in constraints:
+            raise ProblemError(f"{field}: {shown(name)} is a design variable or a constraint; name the objective otherwise")
+        if direction not in ("minimize", "maximize"):
+            raise ProblemError(f"{field}: expected minimize or maximize, got {shown(direction)}")
+    return dict(objectives)
+
+
+def _reference(reference: Any, objectives: dict) -> dict | None:
+    """``params.reference``, {objective: value}: the hypervolume's reference point."""
+    if reference is None:
+        return None
+    if not isinstance(reference, dict) or sorted(reference) != sorted(objectives):
+        raise ProblemError(f"params.reference: expected a value for each objective ({', '.join(objectives)}), "
+                           f"got {shown(reference)}")
+    for name, value in reference.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ProblemError(f"params.reference.{name}: expected a finite number, got {shown(value)}")
+    return {name: float(reference[name]) for name in objectives}
 
 
 def _pde_variables(given: Any, pde: Any, names: tuple[str, ...]) -> tuple[str, ...]:

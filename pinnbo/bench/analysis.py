@@ -9,24 +9,59 @@ from typing import Sequence
 import numpy as np
 
 from pinnbo.bench.plan import CasePlan, RunJob, run_is_complete
-from pinnbo.bench.statistics import (REGRET_TARGETS, censored_summary, compare_proposals, compare_to_reference,
-                                     mean_log10_regret, mean_se, mean_se_curve, normalised_regret,
-                                     penalise_infeasible, proposals_to, target_key)
+from pinnbo.bench.statistics import (
+    REGRET_TARGETS,
+    censored_summary,
+    compare_proposals,
+    compare_to_reference,
+    mean_log10_regret,
+    mean_se,
+    mean_se_curve,
+    normalised_regret,
+    penalise_infeasible,
+    proposals_to,
+    target_key,
+)
+from pinnbo.pareto import hypervolume_curve
 from pinnbo.report.show import read_json
 from pinnbo.report.summary import versions
 from pinnbo.runner.history import History
 
 
-def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
-    """Best-so-far curve over the first ``budget`` evaluations (best feasible with constraints),
-    the run's numbers, and its further curves: the normalised regret where f* is known and the
-    constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
-    optimum = case_plan.optimum
+def _history(job: RunJob, case_plan: CasePlan, optimum: float | None) -> History:
     history = History(case_plan.sense, job.folder, optimum, case_plan.constraints)
     history.load()
     history.evaluations = history.evaluations[: job.budget]
     history.timings = history.timings[: job.budget]
-    curve = history.best_so_far()
+    return history
+
+
+def hypervolume_so_far(history: History, case_plan: CasePlan) -> np.ndarray:
+    """Several objectives: the hypervolume of the evaluations so far (true values where known;
+    feasible ones with constraints) against the case's reference point, shape (n,)."""
+    names = list(case_plan.objectives)
+    signs = np.array([-1.0 if case_plan.objectives[n] == "maximize" else 1.0 for n in names])
+    Y = np.array([[(r.objectives_true or r.objectives).get(n, np.nan) for n in names] if r.ok else [np.nan] * len(names)
+                  for r in history.evaluations], dtype=np.float64).reshape(-1, len(names)) * signs
+    ok = np.array([history.counts(r) for r in history.evaluations], dtype=bool)
+    return hypervolume_curve(Y, ok, case_plan.hypervolume_reference)
+
+
+def best_known_hypervolume(case_plan: CasePlan) -> float | None:
+    """The largest hypervolume any complete run of the case reached: the optimum of a problem whose
+    Pareto front is unknown, so that proposals to a fraction of it can be counted."""
+    finals = [hypervolume_so_far(_history(job, case_plan, None), case_plan)[-1] for job in case_plan.jobs
+              if run_is_complete(job.folder, job.budget)]
+    return max(finals) if finals else None
+
+
+def _curves(job: RunJob, case_plan: CasePlan, optimum: float | None = None) -> tuple[np.ndarray, dict, dict]:
+    """Best-so-far curve over the first ``budget`` evaluations (best feasible with constraints; the
+    hypervolume with several objectives), the run's numbers, and its further curves: the normalised
+    regret where f* is known and the constraint curves {"n_feasible", "cumulative_violation"} (each (n,))."""
+    optimum = case_plan.optimum if optimum is None else optimum
+    history = _history(job, case_plan, optimum)
+    curve = hypervolume_so_far(history, case_plan) if case_plan.objectives else history.best_so_far()
     asks = [t.get("ask_seconds") for t, r in zip(history.timings, history.evaluations)
             if r.phase == "optimizer" and t.get("ask_seconds") is not None]
     final = float(curve[-1]) if len(curve) and math.isfinite(curve[-1]) else None
@@ -41,7 +76,10 @@ def _curves(job: RunJob, case_plan: CasePlan) -> tuple[np.ndarray, dict, dict]:
     extra = {}
     if optimum is not None:
         initial = job.case.initial_points
-        r = normalised_regret(curve, optimum, [e.true if e.ok else None for e in history.evaluations[:initial]])
+        # several objectives: the initial design's hypervolume stands for its median value
+        start = [float(curve[initial - 1])] if case_plan.objectives and len(curve) >= initial else \
+            [e.true if e.ok else None for e in history.evaluations[:initial]]
+        r = normalised_regret(curve, optimum, start)
         extra["normalised_regret"] = r
         numbers["mean_log10_regret"] = mean_log10_regret(r, initial)
         for target in REGRET_TARGETS:
@@ -90,6 +128,8 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
     results: dict[str, dict] = {}
     finals: dict[str, list[float]] = {}
     optimum = case_plan.optimum
+    if case_plan.objectives and optimum is None:
+        optimum = best_known_hypervolume(case_plan)
     constrained = case_plan.constrained
     for method in methods:
         jobs = [j for j in case_plan.jobs if j.method == method]
@@ -101,7 +141,7 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
                 continue
             if not run_is_complete(job.folder, job.budget):
                 continue
-            curve, numbers, extra = _curves(job, case_plan)
+            curve, numbers, extra = _curves(job, case_plan, optimum)
             numbers.pop("initial_x")
             curves.append(curve)
             runs.append(numbers)
@@ -182,6 +222,9 @@ def analyse(case_plan: CasePlan, outcomes: dict, methods: Sequence[str] | None =
         "initial_points": case_plan.initial_points,
         "seeds": sorted({j.seed for j in case_plan.jobs}),
         "methods": list(methods),
+        **({"objectives": case_plan.objectives, "hypervolume_reference": list(case_plan.hypervolume_reference),
+            "optimum_is": "known" if case_plan.optimum is not None else "the best hypervolume of any run"}
+           if case_plan.objectives else {}),
         "smoke": case_plan.case.smoke,
         "device": case_plan.case.device,
         "results": results,

@@ -19,6 +19,7 @@ REFERENCE = "pinn-bo"       # the method tested against every other one
 MAX_SEEDS = 10_000          # seeds in one bench
 MAX_JOBS = 256              # parallel runs
 CONSTRAINED_REFERENCE = "neural-cbo"   # ... on a constrained case
+MULTI_OBJECTIVE_REFERENCE = "gp-ehvi"  # ... with several objectives
 
 
 class BenchError(CaseError):
@@ -123,12 +124,16 @@ def default_reference(constrained: bool) -> str:
     return CONSTRAINED_REFERENCE if constrained else REFERENCE
 
 
-def default_methods(constrained: bool, reference: str | None = None) -> list[str]:
+def default_methods(constrained: bool, reference: str | None = None, *, several: bool = False,
+                    kinds: Sequence[str] = ("real",)) -> list[str]:
     """Every registered method for its kind of case (those that handle constraints for a constrained
-    case; the unconstrained ones otherwise), the reference first."""
+    case; the unconstrained ones otherwise; those that take several objectives, or one, and the
+    case's kinds of variables), the reference first."""
     reference = reference or default_reference(constrained)
     names = sorted(m for m, cls in METHODS.items()
-                   if (cls.handles_constraints if constrained else not cls.constrained_method))
+                   if (cls.handles_constraints if constrained else not cls.constrained_method)
+                   and (cls.multi_objective if several else not cls.several_objectives_only)
+                   and set(kinds) <= set(cls.variable_kinds))
     return ([reference] if reference in names else []) + [m for m in names if m != reference]
 
 

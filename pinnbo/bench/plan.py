@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pinnbo.bench.options import REFERENCE, BenchError, BenchSettings, default_methods, default_reference
+from pinnbo.bench.options import (MULTI_OBJECTIVE_REFERENCE, REFERENCE, BenchError, BenchSettings, default_methods,
+                                  default_reference)
 from pinnbo.errors import HistoryError, UserError, shown
 from pinnbo.files import refuse_links_below
 from pinnbo.optimizers import METHODS
@@ -54,6 +55,10 @@ class CasePlan:
     methods: list[str] = field(default_factory=list)
     reference: str = REFERENCE
     constraints: tuple[str, ...] = ()     # the problem's constraint names (empty: unconstrained)
+    # Several objectives: name -> sense, and the hypervolume's reference point in minimised values;
+    # the curves are then the hypervolume (sense maximize, optimum the problem's largest, if known).
+    objectives: dict = field(default_factory=dict)
+    hypervolume_reference: tuple[float, ...] | None = None
 
     @property
     def constrained(self) -> bool:
@@ -115,8 +120,16 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
             raise BenchError(f"cases: two cases are named {shown(base.name)}; each case needs its own folder")
         folder = settings.output / base.name
         constrained = bool(problem.constraints)
-        reference = settings.reference or default_reference(constrained)
-        methods = settings.methods if settings.methods is not None else default_methods(constrained, reference)
+        several = bool(problem.objectives)
+        if several and problem.reference is None:
+            raise BenchError(f"{source}: a bench of several objectives compares hypervolumes, which needs one "
+                             "reference point for every run: give the problem's reference (params.reference)")
+        reference = settings.reference or (MULTI_OBJECTIVE_REFERENCE if several else default_reference(constrained))
+        kinds = tuple(dict.fromkeys(v.kind for v in problem.domain.variables))
+        methods = settings.methods if settings.methods is not None else \
+            default_methods(constrained, reference, several=several, kinds=kinds)
+        if settings.reference is None and reference not in methods and methods:
+            reference = methods[0]     # the kind's usual reference cannot take this case's variables
         if constrained:
             blind = [m for m in methods if not METHODS[m].handles_constraints]
             if blind:
@@ -145,6 +158,8 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
                 job.done_before = recorded_evaluations(job.folder)
                 job.complete = run_is_complete(job.folder, job.budget)
                 jobs.append(job)
-        plans.append(CasePlan(Path(source), base, folder, problem.name, problem.sense, problem.optimum, jobs,
-                              methods, reference, problem.constraint_names))
+        reference_point = None if problem.minimised_reference is None else tuple(problem.minimised_reference)
+        plans.append(CasePlan(Path(source), base, folder, problem.name, "maximize" if several else problem.sense,
+                              problem.optimum, jobs, methods, reference, problem.constraint_names,
+                              dict(problem.objectives), reference_point))
     return plans

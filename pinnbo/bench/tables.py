@@ -71,7 +71,8 @@ def table_columns(summary: dict) -> list[tuple[str, Callable[[dict, str], str]]]
     columns = [
         ("method", lambda s, m: m),
         ("runs", lambda s, m: _runs_cell(r(m))),
-        ("best feasible" if constrained else "best", lambda s, m: _pm(r(m)["final_best"])),
+        ("hypervolume" if "objectives" in summary else "best feasible" if constrained else "best",
+         lambda s, m: _pm(r(m)["final_best"])),
     ]
     if constrained:
         columns.append(("no feasible", lambda s, m: f"{len(r(m)['no_feasible_seeds'])}/{r(m)['completed']}"))
@@ -128,6 +129,13 @@ def table_notes(summary: dict) -> list[str]:
     else:
         notes = [f"best: mean ± standard error over seeds of the best true (noise-free) value after the last "
                  f"evaluation ({summary['sense']})."]
+    if "objectives" in summary:
+        reference = ", ".join(f"{n} {fmt(v)}" for n, v in zip(summary["objectives"], summary["hypervolume_reference"]))
+        notes.append(f"hypervolume: several objectives ({', '.join(f'{n} ({s})' for n, s in summary['objectives'].items())}): "
+                     f"the hypervolume dominated by the evaluations (true values; feasible ones with constraints) "
+                     f"against the reference point ({reference}, minimised values), mean ± standard error over "
+                     f"seeds; f* below is {summary.get('optimum_is', 'known')}, and m0 the hypervolume of the "
+                     "seed's initial design.")
     if summary["optimum"] is not None:
         notes.append(f"regret: simple regret |f* − best| with f* = {fmt(summary['optimum'])}"
                      + (" (seeds with a feasible point)." if constrained else "."))

@@ -6,10 +6,13 @@ Each method composes models (:mod:`pinnbo.models`) and acquisition machinery
 
 from __future__ import annotations
 
+import numpy as np
+
 from pinnbo.errors import MethodError, PDEError, shown
 from pinnbo.optimizers.base import MethodSettings, Optimizer, check_device
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
 from pinnbo.optimizers.gp_cei import GPCEI
+from pinnbo.optimizers.gp_ehvi import GPEHVI
 from pinnbo.optimizers.neural_bo import NeuralBO
 from pinnbo.optimizers.neural_cbo import NeuralCBO
 from pinnbo.optimizers.neural_greedy import NeuralGreedy
@@ -30,16 +33,19 @@ METHODS: dict[str, type[Optimizer]] = {
     Exploit.name: Exploit,
     NeuralCBO.name: NeuralCBO,
     GPCEI.name: GPCEI,
+    GPEHVI.name: GPEHVI,
 }
 
 
 def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
                    collocation_filter=None, device: str = "cpu", constraints=(), sense: str = "minimize",
-                   observation_noise: str | float | None = None) -> Optimizer:
+                   observation_noise: str | float | None = None, objectives: dict | None = None,
+                   reference=None) -> Optimizer:
     """Build a method by name with validated ``params`` (its documented defaults overridden).
     ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order; ``sense``:
     that of the values ``tell`` will take; ``observation_noise``: None, "learned" or a known sd
-    (:attr:`Optimizer.observation_noise`)."""
+    (:attr:`Optimizer.observation_noise`); ``objectives``: several objectives, name -> sense, with
+    the hypervolume's ``reference`` in minimised values (None: inferred)."""
     if method not in METHODS:
         raise MethodError(f"method: unknown method {shown(method)}; expected one of {', '.join(sorted(METHODS))}")
     cls = METHODS[method]
@@ -47,6 +53,13 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
         able = sorted(name for name, c in METHODS.items() if c.handles_constraints)
         raise MethodError(f"method: {shown(method)} ignores constraints and this problem has "
                           f"{', '.join(c.name for c in constraints)}; use one of {', '.join(able)}")
+    objectives = dict(objectives or {})
+    if len(objectives) > 1 and not cls.multi_objective:
+        able = sorted(name for name, c in METHODS.items() if c.multi_objective)
+        raise MethodError(f"method: {shown(method)} takes one objective and this problem has {len(objectives)} "
+                          f"({', '.join(objectives)}); use one of {', '.join(able)}")
+    if len(objectives) < 2 and cls.several_objectives_only:
+        raise MethodError(f"method: {shown(method)} is for several objectives and this problem has one; use gp-ei")
     other = next((v for v in domain.variables if v.kind not in cls.variable_kinds), None)
     if other is not None:
         able = sorted(name for name, c in METHODS.items() if other.kind in c.variable_kinds)
@@ -67,6 +80,9 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
                     **kwargs)
     optimizer.sense = sense
     optimizer.observation_noise = observation_noise
+    if len(objectives) > 1:
+        optimizer.objectives = objectives
+        optimizer.reference = None if reference is None else np.asarray(reference, dtype=np.float64)
     return optimizer
 
 

@@ -84,6 +84,9 @@ class Optimizer(abc.ABC):
     # The kinds of design variables the method takes (pinnbo.space); make_optimizer refuses the
     # others by name. A log variable is searched in its logarithm, so every method takes it.
     variable_kinds: ClassVar[tuple[str, ...]] = ("real", "log")
+    # Whether the method takes several objectives (make_optimizer refuses the others by name).
+    multi_objective: ClassVar[bool] = False
+    several_objectives_only: ClassVar[bool] = False
     # Built for constrained problems (they run unconstrained ones too, as plain EI): left out of
     # pinnbo bench's default method list for an unconstrained case.
     constrained_method: ClassVar[bool] = False
@@ -106,6 +109,11 @@ class Optimizer(abc.ABC):
         # sd (make_optimizer sets it); declared noise lets a design be measured again (a replicate)
         # and the GPs use it.
         self.observation_noise: str | float | None = None
+        # Several objectives (make_optimizer sets them): name -> sense, in order; y is then a vector
+        # (m,) of minimised values, and ``reference`` the hypervolume's reference point in them
+        # (None: inferred from the data).
+        self.objectives: dict[str, str] = {}
+        self.reference: np.ndarray | None = None
         # Designs asked and still being evaluated, with their phases, during an ask (module docstring).
         self.pending: list[np.ndarray] = []
         self.pending_phases: list[str] = []
@@ -136,9 +144,11 @@ class Optimizer(abc.ABC):
         measurement's own noise standard deviation, where it is known."""
         del proposed
         x = self._checked_design(x)
-        if y is not None and not np.isfinite(y):
+        if self.objectives:
+            y = self._minimised_objectives(y)
+        elif y is not None and not np.isfinite(y):
             y = None
-        if y is not None and self.sense == "maximize":
+        if y is not None and self.sense == "maximize" and not self.objectives:
             y = -float(y)
         k = len(self.constraints)
         if y is not None and k:
@@ -146,9 +156,25 @@ class Optimizer(abc.ABC):
             if c is None or c.shape != (k,) or not np.all(np.isfinite(c)):
                 y, c = None, None   # an evaluation without every constraint value cannot be used
         self.X.append(x)
-        self.y.append(None if y is None else float(y))
+        self.y.append(None if y is None else (y if self.objectives else float(y)))
         self.C.append(None if (y is None or not k) else c)
         self.S.append(None if sd is None else float(sd))
+
+    def _minimised_objectives(self, y: Any) -> np.ndarray | None:
+        """Several objectives: ``y`` a mapping name -> value in each objective's own sense, or an array
+        (m,) of minimised values; returned minimised, None when one is missing or not finite."""
+        if y is None:
+            return None
+        if isinstance(y, dict):
+            if sorted(y) != sorted(self.objectives):
+                raise MethodError(f"tell: y: expected a value for each objective ({', '.join(self.objectives)}), "
+                                  f"got {shown(sorted(y))}")
+            signs = [-1.0 if sense == "maximize" else 1.0 for sense in self.objectives.values()]
+            y = [sign * float(y[name]) for sign, name in zip(signs, self.objectives)]
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape != (len(self.objectives),):
+            raise MethodError(f"tell: y: expected {len(self.objectives)} objective values, got {y.size}")
+        return y if np.all(np.isfinite(y)) else None
 
     def _checked_design(self, x: Any) -> np.ndarray:
         """``x`` as shape (d,), or a MethodError: the surrogates work in unit coordinates, where a
@@ -171,7 +197,7 @@ class Optimizer(abc.ABC):
         return x
 
     def observed(self) -> tuple[np.ndarray, np.ndarray]:
-        """The successful evaluations: X shape (n, d), y shape (n,)."""
+        """The successful evaluations: X shape (n, d), y shape (n,) (several objectives: (n, m))."""
         pairs = [(x, y) for x, y in zip(self.X, self.y) if y is not None]
         if not pairs:
             return np.zeros((0, self.domain.dim)), np.zeros(0)

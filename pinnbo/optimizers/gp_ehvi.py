@@ -47,6 +47,7 @@ class GPEHVI(Optimizer):
     Settings = GPSettings
     handles_constraints = True
     multi_objective = True
+    several_objectives_only = True
     variable_kinds = ("real", "log", "integer", "choice")
     SMOKE_PARAMS = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20}
 

@@ -25,6 +25,7 @@ class RandomSearch(Optimizer):
     Settings = RandomSearchSettings
     handles_constraints = True   # it ignores them by design; runs report the best feasible design
     variable_kinds = ("real", "log", "integer", "choice")   # exact: each level an equal share of [0, 1]
+    multi_objective = True       # it ignores the values
 
     def propose(self) -> np.ndarray:
         engine = torch.quasirandom.SobolEngine(

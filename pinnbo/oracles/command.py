@@ -58,6 +58,9 @@ class CommandOracle:
         command: template such as ``./simulate {x} {y}``; split like a shell line (no shell runs:
             write ``sh -c '...'`` for pipes), each placeholder is a design variable's name.
         names: the design variables, in the order of ``x``'s (d,) coordinates.
+        objectives: several objectives' names (``parse: json``): stdout is
+            ``{"objectives": {name: value}, "constraints": {...}}`` or ``{name: value, ...}``; the call
+            returns the mapping (with constraints, ``(mapping, {name: c})``).
         sample: a design by value (``Box.values``) whose formatting checks the placeholders' formats
             (a float format on a choice's name is refused before any run); zeros when left out.
         parse: ``float`` (the last non-empty line of stdout is the value) or ``json`` (stdout, or
@@ -78,6 +81,7 @@ class CommandOracle:
     constraints: tuple[str, ...] = ()
     outputs: int = 0
     sample: tuple = ()
+    objectives: tuple[str, ...] = ()
     runs_a_program = True    # pinnbo.oracles.isolation.call_oracle: it isolates itself
 
     def __post_init__(self) -> None:
@@ -85,6 +89,10 @@ class CommandOracle:
         self.constraints = tuple(self.constraints)
         if self.parse not in PARSERS:
             raise OracleConfigError(f"oracle.parse: expected one of {', '.join(PARSERS)}, got {shown(self.parse)}")
+        self.objectives = tuple(self.objectives)
+        if self.objectives and self.parse != "json":
+            raise OracleConfigError(f"oracle.parse: the problem has several objectives ({', '.join(self.objectives)}) "
+                                    "that the command must report; use parse: json with {\"objectives\": {name: value}}")
         if self.constraints and self.parse != "json":
             raise OracleConfigError(
                 f"oracle.parse: the problem has black-box constraints ({', '.join(self.constraints)}) that the "
@@ -184,6 +192,8 @@ class CommandOracle:
             raise OracleFailure("command printed nothing on stdout; expected the value")
         if self.outputs:
             return self._parse_outputs(stdout, lines[-1])
+        if self.objectives:
+            return self._parse_objectives(stdout, lines[-1])
         if self.parse == "float":
             try:
                 return float(lines[-1])
@@ -215,6 +225,27 @@ class CommandOracle:
         if not self.constraints:
             return float(data)
         return float(data), self._constraint_values(reported)
+
+    def _parse_objectives(self, stdout: str, last: str) -> dict | tuple[dict, dict]:
+        """Several objectives: ``{"objectives": {name: value}, "constraints": {...}}`` or ``{name: value}``.
+        A missing or unknown objective is left to :meth:`pinnbo.problem.Problem.split_outcome`,
+        which names it in the failed evaluation's reason."""
+        shape = ", ".join(f'"{n}": ...' for n in self.objectives)
+        try:
+            data = _load_json(stdout, last)
+        except ValueError:
+            raise OracleFailure(f"unparsable output: expected JSON {{\"objectives\": {{{shape}}}}}, got "
+                                f"{shown(_clip(last))}") from None
+        if not isinstance(data, dict):
+            raise OracleFailure(f"unparsable output: expected JSON {{\"objectives\": {{{shape}}}}}, got "
+                                f"{shown(_clip(json.dumps(data)))}")
+        values = data.get("objectives", {k: v for k, v in data.items() if k != "constraints"})
+        if not isinstance(values, dict) or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                               for v in values.values()):
+            raise OracleFailure(f"unparsable output: the objectives must be numbers, got {shown(_clip(json.dumps(values)))}")
+        if not self.constraints:
+            return values
+        return values, self._constraint_values(data.get("constraints"))
 
     def _parse_outputs(self, stdout: str, last: str) -> np.ndarray:
         """The M outputs of a forward model (``outputs``)."""

@@ -1,5 +1,5 @@
-"""The figures of a run: best value against evaluations, and for 2-D problems with a field (the
-heat plate) the field with the queried points."""
+"""The figures of a run: best value against evaluations (several objectives: the Pareto front), and
+for 2-D problems with a field (the heat plate) the field with the queried points."""
 
 from __future__ import annotations
 
@@ -43,6 +43,28 @@ def plot_convergence(history: History, problem: Problem, path: Path) -> None:
     ax.set_xlabel("evaluations")
     ax.set_ylabel(f"value ({problem.sense})")
     ax.set_title(problem.name)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def plot_pareto(summary: dict, problem: Problem, path: Path) -> None:
+    """Several objectives: the first two objectives of every evaluation on the front, joined as the
+    staircase they dominate, with the reference point (the report's summary gives them)."""
+    plt = pyplot()
+    names = list(problem.objectives)[:2]
+    front = sorted(((e["values"][names[0]], e["values"][names[1]]) for e in summary.get("pareto_front") or []))
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    if front:
+        xs, ys = zip(*front)
+        ax.step(xs, ys, where="post", color="tab:blue", lw=1.5)
+        ax.scatter(xs, ys, color="tab:blue", s=24, zorder=3, label=f"Pareto front ({len(front)} designs)")
+    reference = summary.get("reference")
+    if reference:
+        ax.scatter([reference[names[0]]], [reference[names[1]]], marker="x", color="k", s=50, label="reference point")
+    ax.set_xlabel(f"{names[0]} ({problem.objectives[names[0]]})")
+    ax.set_ylabel(f"{names[1]} ({problem.objectives[names[1]]})")
+    ax.set_title(f"{problem.name}: Pareto front")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)

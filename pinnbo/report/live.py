@@ -77,9 +77,16 @@ class LiveProgress:
             fmt(record.y) if record.ok else f"[red]failed[/red] ({escape(record.error or '')})")
         if record is not None and record.feasible is False:
             last += " [yellow](infeasible)[/yellow]"
-        table.add_row("best feasible" if history.constrained else "best so far",
-                      fmt(None if best is None else (best.true if best.true is not None else best.y)),
-                      "at", "—" if best is None else "(" + ", ".join(fmt(v, 5) for v in best.x) + ")")
+        if record is not None and record.objectives:   # several objectives: the last values, by name
+            last = ", ".join(f"{n} {fmt(v, 4)}" for n, v in record.objectives.items())
+        front = sum(1 for r in history.evaluations if history.counts(r) and r.objectives)
+        if front:
+            table.add_row("evaluated", f"{front} successful", "objectives", ", ".join(history.evaluations[-1].objectives
+                                                                                       or ()))
+        else:
+            table.add_row("best feasible" if history.constrained else "best so far",
+                          fmt(None if best is None else (best.true if best.true is not None else best.y)),
+                          "at", "—" if best is None else "(" + ", ".join(fmt(v, 5) for v in best.x) + ")")
         table.add_row("last value", last, "s/iteration", fmt(per_iteration, 3))
         if history.constrained:
             table.add_row("feasible", f"{history.n_feasible}/{history.n_ok}", "violation",

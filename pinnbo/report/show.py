@@ -57,9 +57,10 @@ def summary_rows(summary: dict) -> list[tuple[str, str]]:
         ("sense", str(summary.get("sense", "—"))),
         ("evaluations", _number(summary.get("evaluations"))),
         ("failed evaluations", _number(summary.get("failed"))),
-        ("best feasible value" if constrained else "best value", _number(summary.get("best_value"))),
-        ("best design", _design(best.get("x"), names)),
     ]
+    if not isinstance(summary.get("objectives"), dict):   # one objective: its best
+        rows += [("best feasible value" if constrained else "best value", _number(summary.get("best_value"))),
+                 ("best design", _design(best.get("x"), names))]
     recommended = summary.get("recommended") if isinstance(summary.get("recommended"), dict) else {}
     if recommended and recommended.get("predicted_sd") != 0:   # noisy: the posterior mean's choice
         rows.append(("recommended design", f"{_design(recommended.get('x'), names)} (predicted "
@@ -68,6 +69,19 @@ def summary_rows(summary: dict) -> list[tuple[str, str]]:
                                            f"{_number(recommended.get('observed'))})"))
         if recommended.get("true") is not None:
             rows.append(("recommended true value", _number(recommended.get("true"))))
+    objectives = summary.get("objectives") if isinstance(summary.get("objectives"), dict) else {}
+    if objectives:
+        front = summary.get("pareto_front") if isinstance(summary.get("pareto_front"), list) else []
+        reference = summary.get("reference") if isinstance(summary.get("reference"), dict) else {}
+        rows.append(("objectives", ", ".join(f"{n} ({s})" for n, s in objectives.items())))
+        rows.append(("hypervolume", f"{_number(summary.get('hypervolume'))} (reference "
+                                    + ", ".join(f"{n} = {_number(v)}" for n, v in reference.items())
+                                    + (", inferred" if summary.get("reference_inferred") else "") + ")"))
+        rows.append(("Pareto front", f"{len(front)} designs"))
+        for entry in front[:10]:
+            if isinstance(entry, dict) and isinstance(entry.get("values"), dict):
+                values = ", ".join(f"{n} = {_number(v)}" for n, v in entry["values"].items())
+                rows.append((f"  evaluation {_number(entry.get('index'))}", f"{values} at {_design(entry.get('x'), names)}"))
     if summary.get("optimum") is not None:
         rows.append(("optimum f*", _number(summary.get("optimum"))))
         rows.append(("simple regret", _number(summary.get("simple_regret"))))
@@ -116,7 +130,13 @@ def run_outcome(summary: dict, name: str, output: Path, budget: int, recorded: i
     if recorded >= budget:
         lines.append(Text(f"nothing to run: {recorded} evaluations already recorded in {output}/ (budget {budget}; "
                           "a larger --budget extends the run)"))
-    if summary["best"]:
+    if summary.get("objectives"):
+        front = summary.get("pareto_front") or []
+        regret = "" if summary["optimum"] is None or summary.get("hypervolume") is None else \
+            f" (largest {fmt(summary['optimum'])})"
+        lines.append(Text.assemble((name, "bold"), f": hypervolume {fmt(summary.get('hypervolume'))}{regret}, "
+                                   f"{len(front)} designs on the Pareto front"))
+    elif summary["best"]:
         lines.append(Text.assemble((name, "bold"), f": best{' feasible' if constrained else ''} "
                                    f"{fmt(summary['best_value'])} at {_design(summary['best']['x'], None)}"))
     elif constrained and summary["least_violation"] is not None:

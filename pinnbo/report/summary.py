@@ -14,7 +14,8 @@ import numpy as np
 
 from pinnbo.files import write_json
 from pinnbo.problem import Problem
-from pinnbo.report.figures import plot_convergence, plot_field
+from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto
+from pinnbo.pareto import hypervolume, inferred_reference, pareto_mask
 from pinnbo.report.recommend import recommend
 from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.warm_start import IMPORTED
@@ -97,7 +98,33 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         summary.update(phase_summary(history, problem, phase))
     if history.constrained:
         summary.update(constraint_summary(history, problem))
+    if problem.objectives:
+        summary.update(pareto_summary(history, problem))
     return summary
+
+
+def pareto_summary(history: History, problem: Problem) -> dict:
+    """The keys a run of several objectives adds: its Pareto front (the successful, feasible
+    evaluations no other one dominates; true values where known, in each objective's own sense),
+    the reference point (the problem's, or inferred from the front as Ax does) and the hypervolume."""
+    names = list(problem.objectives)
+    records = [r for r in history.evaluations if history.counts(r) and r.objectives]
+    values = np.array([[(r.objectives_true or r.objectives)[n] for n in names] for r in records],
+                      dtype=np.float64).reshape(-1, len(names))
+    minimised = values * problem.signs
+    front = pareto_mask(minimised) if len(records) else np.zeros(0, dtype=bool)
+    reference = problem.minimised_reference
+    if reference is None and len(records):
+        reference = inferred_reference(minimised)
+    volume = hypervolume(minimised, reference) if reference is not None and len(records) else None
+    return {
+        "objectives": dict(problem.objectives),
+        "pareto_front": [{"index": r.index, "x": r.x, "values": dict(zip(names, (float(v) for v in row)))}
+                         for r, row, keep in zip(records, values, front) if keep],
+        "reference": None if reference is None else dict(zip(names, (float(v) for v in reference * problem.signs))),
+        "reference_inferred": problem.reference is None,
+        "hypervolume": volume,
+    }
 
 
 def _noise(case: dict | None) -> str | float | None:
@@ -148,12 +175,16 @@ def constraint_summary(history: History, problem: Problem) -> dict:
 
 
 def write_report(history: History, problem: Problem, case: dict | None = None) -> dict:
-    """summary.json, convergence.png and, for 2-D problems with a field, field.png."""
+    """summary.json, convergence.png (several objectives: pareto.png) and, for 2-D problems with a
+    field, field.png."""
     summary = summarize(history, problem, case)
     if history.folder is None:
         return summary
     write_json(history.folder / "summary.json", summary)
-    plot_convergence(history, problem, history.folder / "convergence.png")
+    if problem.objectives:
+        plot_pareto(summary, problem, history.folder / "pareto.png")
+    else:
+        plot_convergence(history, problem, history.folder / "convergence.png")
     if problem.domain.dim == 2 and problem.field_plot is not None:
         plot_field(history, problem, history.folder / "field.png")
     return summary

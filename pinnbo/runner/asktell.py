@@ -162,7 +162,9 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed)")
     if y is not None and failed is not None:
         raise TellError("tell: give the measured value (--y) or the reason it failed (--failed), not both")
-    if y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
+    if problem.objectives:
+        y = _objective_values(y, problem)
+    elif y is not None and (isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y)):
         raise TellError(f"--y: expected a finite number, got {shown(y)}; a measurement without a value is --failed \"reason\"")
     measured = measured_constraints(constraints, problem, failed=failed is not None)
     if sd is not None and (isinstance(sd, bool) or not isinstance(sd, (int, float)) or not math.isfinite(sd) or sd <= 0):
@@ -206,7 +208,7 @@ def tell(case: Case, x: str | Sequence[float] | dict | None, y: float | None = N
         history.begin(case.to_dict())
         error = None if failed is None else (failed.strip() or "failed (no reason given)")
         # The asked design is recorded (not the typed digits), so the log matches a `pinnbo run`.
-        record = observation(problem, asked, k, case.seed, pending["phase"], float("nan") if y is None else float(y),
+        record = observation(problem, asked, k, case.seed, pending["phase"], _told(y),
                              error, measured=True, constraints=measured, given=list(pending["x"].values()),
                              sd=None if sd is None else float(sd))
         asked_at = pending.get("asked_at")
@@ -239,7 +241,7 @@ def _tell_one_of_several(case: Case, problem: Problem, history: History, told: n
     history.begin(case.to_dict())
     error = None if failed is None else (failed.strip() or "failed (no reason given)")
     record = observation(problem, np.asarray(ask.x), ask.index, case.seed, ask.phase,
-                         float("nan") if y is None else float(y), error, measured=True, constraints=measured,
+                         _told(y), error, measured=True, constraints=measured,
                          sd=None if sd is None else float(sd))
     commit(history, None, record, {}, case.initial_points)
     return record
@@ -307,6 +309,27 @@ def parse_x(text: str, domain: Box) -> list[float | str]:
         except ValueError:
             raise TellError(f"--x: expected {expected}, got {shown(text)}") from None
     return values
+
+
+def _told(y: float | dict | None) -> float | dict:
+    """The told value as :func:`~pinnbo.runner.evaluation.observation` takes it (NaN: failed)."""
+    return float("nan") if y is None else (y if isinstance(y, dict) else float(y))
+
+
+def _objective_values(y: Any, problem: Problem) -> dict | None:
+    """Several objectives: the told values {name: value}, every objective a finite number."""
+    names = list(problem.objectives)
+    example = "{\"x\": [...], \"objectives\": {" + ", ".join(f'\"{n}\": ...' for n in names) + "}}"
+    if y is None:
+        return None
+    if not isinstance(y, dict):
+        raise TellError(f"tell: several objectives ({', '.join(names)}): give them with --json '{example}'")
+    if sorted(y) != sorted(names):
+        raise TellError(f"--json: \"objectives\" must give {', '.join(names)}, got {shown(sorted(y))}")
+    for name, value in y.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise TellError(f"--json: objective {name}: expected a finite number, got {shown(value)}")
+    return {name: float(y[name]) for name in names}
 
 
 def parse_sd(text: str) -> float:
@@ -382,8 +405,8 @@ def parse_json(text: str) -> dict:
     if not isinstance(data, dict):
         raise TellError("--json: expected an object {\"x\": [...], \"y\": value} or {\"x\": [...], \"failed\": \"reason\"}")
     for key in data:
-        if key not in ("x", "y", "failed", "constraints", "sd"):
-            raise TellError(f"--json: unknown key {shown(key)}; expected x, y, constraints, sd, failed")
+        if key not in ("x", "y", "objectives", "failed", "constraints", "sd"):
+            raise TellError(f"--json: unknown key {shown(key)}; expected x, y (or objectives), constraints, sd, failed")
     if data.get("constraints") is not None and not isinstance(data["constraints"], dict):
         raise TellError(f"--json: \"constraints\" must be an object {{name: value}}, got {shown(data['constraints'])}")
     if "x" not in data:

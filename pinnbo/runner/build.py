@@ -92,6 +92,8 @@ def build_problem(self: Case) -> Problem:
         raise CaseError(f"problem: {shown(self.problem)} failed to build: {type(exc).__name__}: {exc}") from None
     if not isinstance(problem, Problem):
         raise CaseError(f"problem: {shown(self.problem)} returned {type(problem).__name__}, expected a pinnbo Problem")
+    if problem.objectives:
+        _check_several_objectives(self, problem)
     if self.oracle is not None:
         problem = _with_command_oracle(self, problem)
     if self.constraints:
@@ -104,6 +106,19 @@ def build_problem(self: Case) -> Problem:
         problem.constraints = tuple(replace(c, noise_std=noise[c.name] * constraints[c.name])
                                     if c.name in noise else c for c in problem.constraints)
     return problem
+
+def _check_several_objectives(self: Case, problem: Problem) -> None:
+    """What a case with several objectives cannot ask for, refused before any evaluation."""
+    names = ", ".join(problem.objectives)
+    if self.noise:
+        raise CaseError(f"noise: synthetic noise is for one objective; this problem has several ({names})")
+    if self.target is not None:
+        raise CaseError(f"target: a target value is for one objective; this problem has several ({names}): "
+                        "give the budget")
+    if self.warm_start is not None:
+        raise CaseError(f"warm_start: imported evaluations hold one objective's values; this problem has several "
+                        f"({names})")
+
 
 def _with_case_constraints(self: Case, problem: Problem) -> Problem:
     """The problem with the case's known constraints after its own."""
@@ -133,7 +148,8 @@ def _with_command_oracle(self: Case, problem: Problem) -> Problem:
     oracle = CommandOracle(self.oracle["command"], problem.domain.names, self.oracle.get("parse", "float"),
                            cwd=self.base_dir, constraints=tuple(c.name for c in problem.oracle_constraints),
                            outputs=0 if posterior is None else posterior.data.size,
-                           sample=tuple(problem.domain.values(problem.domain.from_unit(np.zeros(problem.domain.dim)))))
+                           sample=tuple(problem.domain.values(problem.domain.from_unit(np.zeros(problem.domain.dim)))),
+                           objectives=tuple(problem.objectives))
     if posterior is not None:   # the program is the forward model G; the objective stays V(G(x))
         posterior = posterior.with_forward(oracle)
         return replace(problem, objective=posterior, measured=True,
@@ -148,7 +164,8 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
         params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
     return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.minimised_pde,
                           collocation_filter=problem.collocation_filter, device=self.device,
-                          constraints=problem.constraints, observation_noise=observation_noise(self))
+                          constraints=problem.constraints, observation_noise=observation_noise(self),
+                          objectives=problem.objectives, reference=problem.minimised_reference)
 
 
 def observation_noise(self: Case) -> str | float | None:

@@ -57,11 +57,11 @@ def outcome_record(problem: Problem, x: np.ndarray, index: int, seed: int, phase
     return observation(problem, x, index, seed, phase, value, error, constraints=blackbox)
 
 
-def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float,
+def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: str, value: float | dict,
                 error: str | None, measured: bool = False, constraints: dict[str, float] | None = None,
                 given: list | None = None, sd: float | None = None) -> Evaluation:
     """The record of evaluation ``index`` at ``x`` (d,): ``value`` the oracle's true value (problem's
-    sense) and ``constraints`` its black-box constraint values {name: c}, or ``error`` the reason it
+    sense; several objectives: {name: value}, recorded without synthetic noise) and ``constraints`` its black-box constraint values {name: c}, or ``error`` the reason it
     failed. The known constraints are computed here, exactly.
 
     ``measured``: the value was measured outside pinnbo (told, imported): recorded as observed, with
@@ -80,7 +80,11 @@ def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: s
     x_list = problem.domain.values(x) if given is None else \
         [float(v) if var.kind in ("real", "log") else v for v, var in zip(given, problem.domain.variables)]
     true_c: dict[str, float] = {}
-    if error is None and not math.isfinite(value):
+    several = isinstance(value, dict)   # several objectives: {name: value}
+    if error is None and several:
+        bad = next((n for n, v in value.items() if not math.isfinite(v)), None)
+        error = None if bad is None else f"objective {bad} is {value[bad]}"
+    elif error is None and not math.isfinite(value):
         error = f"oracle returned {value}"
     if error is None and problem.constraints:
         true_c, error = constraint_values(problem, np.asarray(x, dtype=np.float64), constraints or {})
@@ -96,6 +100,9 @@ def observation(problem: Problem, x: np.ndarray, index: int, seed: int, phase: s
         if add_noise and not c.known and c.noise_std > 0:
             observed_c[c.name] += c.noise_std * float(numpy_rng(seed, "noise", c.name, index).standard_normal())
     feasible = all(v <= 0 for v in true_c.values()) if problem.constraints else None
+    if several:
+        return Evaluation(index, x_list, None, None, "ok", None, phase, observed_c, true_c, feasible, sd,
+                          objectives=dict(value), objectives_true=dict(value) if known else {})
     return Evaluation(index, x_list, observed, value if known else None, "ok", None, phase, observed_c, true_c,
                       feasible, sd)
 

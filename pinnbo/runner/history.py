@@ -59,6 +59,10 @@ class Evaluation:
     constraints_true: dict[str, float] = field(default_factory=dict)
     feasible: bool | None = None
     sd: float | None = None     # the measurement's own noise sd, where it was given (tell --sd, a warm start)
+    # Several objectives: the observed values {name: value} and the true ones where known; y and
+    # true are then None.
+    objectives: dict[str, float] = field(default_factory=dict)
+    objectives_true: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +77,7 @@ class Evaluation:
 
     def to_json(self) -> str:
         data = asdict(self)
-        for key in ("constraints", "constraints_true"):
+        for key in ("constraints", "constraints_true", "objectives", "objectives_true"):
             if not data[key]:
                 del data[key]
         for key in ("feasible", "sd"):
@@ -104,11 +108,11 @@ class Evaluation:
             raise HistoryError(f"{where}: corrupted record: 'sd' must be a number > 0 or absent")
         if record.status not in ("ok", "failed"):
             raise HistoryError(f"{where}: corrupted record: 'status' must be 'ok' or 'failed'")
-        if record.ok and record.y is None:
+        if record.ok and record.y is None and not record.objectives:
             raise HistoryError(f"{where}: corrupted record: an 'ok' evaluation needs a value 'y'")
         if not isinstance(record.phase, str) or not (record.error is None or isinstance(record.error, str)):
             raise HistoryError(f"{where}: corrupted record: 'phase' and 'error' must be strings")
-        for key in ("constraints", "constraints_true"):
+        for key in ("constraints", "constraints_true", "objectives", "objectives_true"):
             values = getattr(record, key)
             if not isinstance(values, dict) or not all(
                     isinstance(k, str) and number(v) for k, v in values.items()):

@@ -154,7 +154,7 @@ def restore(history: History, optimizer: Optimizer, n_init: int, saved: dict | N
             if not np.allclose(replayed, x, rtol=1e-9, atol=1e-12):
                 log.warning("evaluation %d does not replay exactly (different machine or version?); "
                             "continuing from the logged design", record.index)
-        y = None if record.y is None else history_sign(history) * record.y
+        y = told_value(history, record)
         _tell(optimizer, history, record, y, asynchronous)
 
 
@@ -185,6 +185,14 @@ def history_sign(history: History) -> float:
     return -1.0 if history.sense == "maximize" else 1.0
 
 
+def told_value(history: History, record: Evaluation) -> float | dict | None:
+    """What the optimiser is told of ``record``: the minimised value, the observed values {name: value}
+    of several objectives (the optimiser knows their senses), or None for a failure."""
+    if record.objectives:
+        return dict(record.objectives) if record.ok else None
+    return None if record.y is None else history_sign(history) * record.y
+
+
 def commit(history: History, optimizer: Optimizer | None, record: Evaluation, timing: dict,
            n_init: int, asynchronous: bool = False) -> None:
     """Step 3–4 of the loop: record (fsynced), tell, checkpoint, with Ctrl-C held until done.
@@ -192,7 +200,7 @@ def commit(history: History, optimizer: Optimizer | None, record: Evaluation, ti
     with held_interrupts():
         history.append(record, timing)
         if optimizer is not None:
-            _tell(optimizer, history, record, None if record.y is None else history_sign(history) * record.y,
+            _tell(optimizer, history, record, told_value(history, record),
                   asynchronous)
             if history.folder is not None and len(history) >= n_init:
                 checkpoint(history, optimizer)
