@@ -81,7 +81,7 @@ def test_a_choice_may_be_a_parameter_but_not_a_variable_of_the_pde():
     box = Box.of([Variable("x"), Variable("y"), Variable("material", "choice", choices=("a", "b"))])
     problem = Problem("plate", box, lambda d: 0.0, pde=pde)
     assert problem.pde.inputs == ("x", "y", "material") and problem.pde.own_inputs == ("x", "y")
-    with pytest.raises(MethodError, match="'pde-gp' takes real and log variables and material is a choice"):
+    with pytest.raises(MethodError, match="'pde-gp' takes real, log and integer variables and material is a choice"):
         make_optimizer("pde-gp", box, pde=problem.pde)
     make_optimizer("gp-ei", box)    # the GP methods take it, without the physics
     inside = Box.of([Variable("x", "integer", 0, 3), Variable("y")])

@@ -63,7 +63,8 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     other = next((v for v in domain.variables if v.kind not in cls.variable_kinds), None)
     if other is not None:
         able = sorted(name for name, c in METHODS.items() if other.kind in c.variable_kinds)
-        raise MethodError(f"method: {shown(method)} takes {' and '.join(cls.variable_kinds)} variables and "
+        kinds = ", ".join(cls.variable_kinds[:-1]) + " and " + cls.variable_kinds[-1]
+        raise MethodError(f"method: {shown(method)} takes {kinds} variables and "
                           f"{other.name} is {'an' if other.kind == 'integer' else 'a'} {other.kind}; use one of "
                           f"{', '.join(able)}")
     if pde is not None:

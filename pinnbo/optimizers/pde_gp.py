@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound
 
+from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import faces_only
 from pinnbo.acquisition.pending import pending_ucb
@@ -90,6 +91,9 @@ class PDEGPOptimizer(Optimizer):
 
     name = "pde-gp"
     Settings = PDEGPSettings
+    # An integer may be a parameter of the PDE (its own variables are real): the squared-exponential
+    # kernel takes it as a number, and the acquisition is maximised over its levels.
+    variable_kinds = ("real", "log", "integer")
     SMOKE_PARAMS = {"collocation_points": 16, "num_restarts": 2, "raw_samples": 32, "maxiter": 20}
 
     def __init__(self, domain, seed=0, *, settings=None, pde=None, collocation_filter=None, device="cpu"):
@@ -150,9 +154,14 @@ class PDEGPOptimizer(Optimizer):
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
-            unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                        duplicate_tol=self.duplicate_tol, device=self.device,
-                                        on_boundary=self.boundary_minimum and faces_only(unit_X, y))
+            if not self.domain.numeric:
+                unit = maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
+                                      num_restarts=s.num_restarts, maxiter=s.maxiter, duplicate_tol=self.duplicate_tol,
+                                      fallback_pool=lambda: pool, device=self.device)
+            else:
+                unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
+                                            duplicate_tol=self.duplicate_tol, device=self.device,
+                                            on_boundary=self.boundary_minimum and faces_only(unit_X, y))
         return self.domain.from_unit(unit)
 
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,

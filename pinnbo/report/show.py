@@ -78,6 +78,8 @@ def summary_rows(summary: dict) -> list[tuple[str, str]]:
                                     + ", ".join(f"{n} = {_number(v)}" for n, v in reference.items())
                                     + (", inferred" if summary.get("reference_inferred") else "") + ")"))
         rows.append(("Pareto front", f"{len(front)} designs"))
+        if isinstance(summary.get("hypervolume_note"), str):
+            rows.append(("note", summary["hypervolume_note"][:300]))
         for entry in front[:10]:
             if isinstance(entry, dict) and isinstance(entry.get("values"), dict):
                 values = ", ".join(f"{n} = {_number(v)}" for n, v in entry["values"].items())

@@ -117,7 +117,11 @@ def pareto_summary(history: History, problem: Problem) -> dict:
     if reference is None and len(records):
         reference = inferred_reference(minimised)
     volume = hypervolume(minimised, reference) if reference is not None and len(records) else None
-    return {
+    note = {}
+    if volume == 0.0:   # a reference point better than every evaluation in some objective
+        note = {"hypervolume_note": "no evaluated design dominates the reference point, so the hypervolume is 0: "
+                                    "move the reference (params.reference) beyond the values a design can reach"}
+    return {**note,
         "objectives": dict(problem.objectives),
         "pareto_front": [{"index": r.index, "x": r.x, "values": dict(zip(names, (float(v) for v in row)))}
                          for r, row, keep in zip(records, values, front) if keep],

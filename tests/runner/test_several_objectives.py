@@ -110,6 +110,20 @@ def test_several_objectives_refuse_what_they_cannot_take(tmp_path, fields, needl
     assert not (tmp_path / "out").exists()
 
 
+def test_a_reference_point_no_design_dominates_is_named_in_the_summary(tmp_path):
+    (tmp_path / "prog.py").write_text("import json, sys\nx = float(sys.argv[1])\nprint(json.dumps({'a': x, 'b': 1 - x}))\n")
+    case = write(tmp_path, method="random", method_params={}, problem="external", budget=5, initial_points=3,
+                 params={"variables": {"x": [0, 1]}, "objectives": {"a": "minimize", "b": "minimize"},
+                         "reference": {"a": -1.0, "b": -1.0}},
+                 oracle={"command": f"{sys.executable} prog.py {{x}}", "parse": "json"})
+    assert runner.invoke(app, ["run", str(case), "--quiet"]).exit_code == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["hypervolume"] == 0.0 and "no evaluated design dominates the reference point" in \
+        summary["hypervolume_note"]
+    shown = runner.invoke(app, ["show", str(tmp_path / "out")])
+    assert "no evaluated design dominates" in shown.stdout
+
+
 def test_the_beam_pareto_problem_trades_mass_for_deflection():
     problem = load_problem("beam_pareto")
     light = problem.objective(problem.domain.encode(["aluminium", "IPE100", 0.7]))
