@@ -57,6 +57,33 @@ FAMILIES = [
      ["pinnbo bench cases/styblinski_tang.yaml cases/rastrigin.yaml cases/michalewicz.yaml cases/cosine_mixture.yaml "
       "--methods pinn-bo,gp-ei,exploit,random --seeds 5 --budget 100 --jobs 2 --output ROOT"]),
 ]
+FAMILIES += [
+    ("Variables of every kind",
+     "Mixed problems with a known optimum (benchmarks/mixed/problems.py: Branin with a three-way choice and an "
+     "integer; Ackley in three real and three integer variables; a fin array's heat per unit mass over a material, "
+     "a number of fins and a log-scale length) and the heated plate, whose PDE holds in the sensor's position for "
+     "every integer heater level (pde-gp against the mixed GP there): 10 seeds, budget 40.",
+     ["branin_choice", "ackley_mixed", "fins", "heated_plate"],
+     ["pinnbo bench benchmarks/mixed/branin_choice.yaml benchmarks/mixed/ackley_mixed.yaml benchmarks/mixed/fins.yaml "
+      "--methods gp-ei,random --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output bench-results/mixed",
+      "pinnbo bench cases/heated_plate.yaml --methods pde-gp,gp-ei,random --seeds 10 --budget 40 --initial-points 10 "
+      "--jobs 2 --output bench-results/mixed-pde"]),
+    ("Noisy measurements",
+     "Measurements with noise of 10 % (5 % for the heat plate) of the objective's spread, `observation_noise: "
+     "learned`: the true regret of the design each run recommends (the best posterior mean) against that of its best "
+     "observed design, what a user who sees only the measurements would otherwise pick: 10 seeds, budget 40.",
+     ["harmonic_noisy", "levy_noisy", "heat_bc1_noisy"],
+     ["pinnbo bench benchmarks/noise/harmonic_noisy.yaml benchmarks/noise/levy_noisy.yaml cases/heat_bc1_noisy.yaml "
+      "--methods gp-ei,random --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output bench-results/noise"]),
+    ("Several objectives",
+     "ZDT1 and ZDT2 in 6 variables (reference (11, 11), largest hypervolume known) and the cantilever's mass against "
+     "its deflection (reference 100 kg, 0.1 m; f* the best hypervolume of any run): the hypervolume after 30 "
+     "proposals and the proposals until the gap to the largest is 1 % of the initial design's: 10 seeds, budget 40. "
+     "Ax's default for several objectives is the same qLogNEHVI as gp-ehvi; Ax itself was not run.",
+     ["zdt1", "zdt2", "beam_pareto"],
+     ["pinnbo bench benchmarks/pareto/zdt1.yaml benchmarks/pareto/zdt2.yaml cases/beam_pareto.yaml --methods "
+      "gp-ehvi,random --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output bench-results/pareto"]),
+]
 CALIBRATION_COMMANDS = [
     "python benchmarks/calibration_accuracy.py cases/rossler.yaml --seeds 20 --jobs 2 --output bench-results/calibration",
     "python benchmarks/calibration_accuracy.py cases/lorenz63.yaml --methods exploit+,random --seeds 5 --budget 100 "
@@ -99,11 +126,14 @@ def provenance(folder: Path) -> tuple[list[str], list[str], list[str]]:
 def case_table(summary: dict) -> list[str]:
     constrained = "constraints" in summary
     known = summary["optimum"] is not None
-    headers = ["method", "runs", "best feasible" if constrained else "best"]
+    noisy = all("recommended_regret" in summary["results"][m] for m in summary["methods"])
+    headers = ["method", "runs", "hypervolume" if "objectives" in summary else "best feasible" if constrained else "best"]
     if constrained:
         headers.append("no feasible")
     if known:
         headers += ["regret"] + [f"to {100 * t:g}%" for t in REGRET_TARGETS] + ["log₁₀ r"]
+    if noisy:
+        headers += ["regret (recommended)", "regret (best observed)"]
     headers += ["s/iter", "p (BH)"]
     efficiency = (summary.get("tests") or {}).get("efficiency")
     if efficiency:
@@ -117,6 +147,8 @@ def case_table(summary: dict) -> list[str]:
         if known:
             row += [_pm(r["simple_regret"], 3)] + [_proposals(r.get(target_key(t))) for t in REGRET_TARGETS]
             row.append(_pm(r.get("mean_log10_regret"), 3))
+        if noisy:
+            row += [_pm(r.get("recommended_regret"), 3), _pm(r.get("observed_best_regret"), 3)]
         row += [_pm(r["seconds_per_iteration"], 3), _p(summary.get("tests"), method)]
         if efficiency:
             row.append(_p(efficiency, method))

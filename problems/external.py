@@ -151,21 +151,26 @@ def parse_variables(variables: Any) -> tuple[Variable, ...]:
                                    f"got {shown(value)}")
             out.append(Variable(name, "choice", choices=tuple(value)))
             continue
-        numbers_only = isinstance(value, list) and len(value) == 2 and \
-            all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-        if not numbers_only:
-            raise ProblemError(f"{field}: expected [lower, upper], got {shown(value)}")
+        lo, hi = _interval(value, field)
         if kind == "integer" and not all(float(v).is_integer() for v in value):
             raise ProblemError(f"{field}: expected integer bounds [lower, upper], got {shown(value)}")
-        lo, hi = float(value[0]), float(value[1])
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
-        if not lo < hi:
-            raise ProblemError(f"{field}: lower bound {lo:g} must be below upper bound {hi:g}")
         if kind == "log" and lo <= 0:
             raise ProblemError(f"{field}: a log scale needs bounds > 0, got [{lo:g}, {hi:g}]")
         out.append(Variable(name, {"log": "log", "integer": "integer"}.get(kind, "real"), lo, hi))
     return tuple(out)
+
+
+def _interval(pair: Any, field: str) -> tuple[float, float]:
+    """``[lower, upper]``: two finite numbers, lower below upper; a ProblemError naming ``field``."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
+        raise ProblemError(f"{field}: expected [lower, upper], got {shown(pair)}")
+    lo, hi = float(pair[0]), float(pair[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
+    if not lo < hi:
+        raise ProblemError(f"{field}: lower bound {lo} must be below upper bound {hi}")
+    return lo, hi
 
 
 def _check_name(name: Any, field: str, parent: str) -> None:
@@ -204,14 +209,7 @@ def parse_bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]
     for name, pair in bounds.items():
         field = f"params.bounds.{name}"
         _check_name(name, field, "params.bounds")
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or \
-                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair):
-            raise ProblemError(f"{field}: expected [lower, upper], got {shown(pair)}")
-        lo, hi = float(pair[0]), float(pair[1])
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise ProblemError(f"{field}: bounds must be finite, got [{lo}, {hi}]")
-        if not lo < hi:
-            raise ProblemError(f"{field}: lower bound {lo} must be below upper bound {hi}")
+        lo, hi = _interval(pair, field)
         names.append(name)
         lower.append(lo)
         upper.append(hi)

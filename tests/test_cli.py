@@ -62,6 +62,10 @@ def test_every_case_runs_in_smoke_mode(case, tmp_path):
     if command == "calibrate":
         posterior = json.loads((out / "calibration" / "posterior.json").read_text())
         assert posterior["design_points"] == smoke and posterior["samples"] == 2000
+    if summary.get("objectives"):   # several objectives: a front and its hypervolume instead of a best
+        assert summary["pareto_front"] and summary["hypervolume"] > 0
+        assert (out / "pareto.png").stat().st_size > 1000
+        return
     if "n_feasible" in summary and summary["n_feasible"] == 0:
         # A constrained case may find nothing feasible in 6 evaluations (speed reducer, welded beam):
         # then there is no best, and the design closest to feasible is reported instead.

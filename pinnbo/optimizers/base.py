@@ -104,6 +104,10 @@ class Optimizer(abc.ABC):
         self.X: list[np.ndarray] = []      # every told design, failed ones included
         self.y: list[float | None] = []    # minimisation values; None for a failed evaluation
         self.C: list[np.ndarray | None] = []  # observed constraint values (K,), c <= 0 feasible; None if failed
+        # Indices of the black-box constraints (modelled from observations) and of the known ones
+        # (computed exactly at any design).
+        self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
+        self.known = [i for i, c in enumerate(self.constraints) if c.known]
         self.S: list[float | None] = []    # each measurement's own noise sd, where it was given
         # The case's observation noise: None (each method's own noise model), "learned" or a known
         # sd (make_optimizer sets it); declared noise lets a design be measured again (a replicate)
@@ -208,6 +212,14 @@ class Optimizer(abc.ABC):
         """The duplicate rule's distance (docs/algorithms.md); 0 under declared observation noise,
         where measuring a design again (a replicate) is information."""
         return 0.0 if self.observation_noise is not None else float(getattr(self.settings, "duplicate_tol", 1e-4))
+
+    def known_violation(self, unit: np.ndarray) -> np.ndarray:
+        """Σ_i max(c_i(x), 0) over the known constraints at unit points (N, d) → (N,), exact."""
+        X = self.domain.from_unit(unit)
+        total = np.zeros(len(X))
+        for i in self.known:
+            total += np.maximum(np.asarray(self.constraints[i].function(X), dtype=np.float64).reshape(len(X)), 0.0)
+        return total
 
     def known_noise(self) -> np.ndarray | None:
         """The noise sd of each successful evaluation, in the order of :meth:`observed`: its own sd,

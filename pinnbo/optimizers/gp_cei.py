@@ -56,22 +56,11 @@ class GPCEI(Optimizer):
                  constraints=()):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter,
                          device=device, constraints=constraints)
-        self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
-        self.known = [i for i, c in enumerate(self.constraints) if c.known]
         self.model = None           # the last fitted GP
         self.last_mode = ""         # "cei" | "feasibility" | "ei": the acquisition of the last proposal
         # Hyper-parameters of the two latest fits, (step, named parameters): a step starts from the
         # latest fit of an earlier step, so asking twice before a tell starts from the same values.
         self._fits: list[tuple[int, dict[str, torch.Tensor]]] = []
-
-    # -- known constraints ------------------------------------------------------------------------------
-    def _known_violation(self, unit: np.ndarray) -> np.ndarray:
-        """Σ_i max(c_i(x), 0) over the known constraints at unit points (N, d) → (N,), exact."""
-        X = self.domain.from_unit(unit)
-        total = np.zeros(len(X))
-        for i in self.known:
-            total += np.maximum(np.asarray(self.constraints[i].function(X), dtype=np.float64).reshape(len(X)), 0.0)
-        return total
 
     # -- proposals ----------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:
@@ -82,7 +71,7 @@ class GPCEI(Optimizer):
         if len(y) == 0:
             self.last_mode = "start"
             pool = snapped_unit(self.domain, sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start"))
-            return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
+            return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self.known_violation(pool),
                                                        evaluated, self.duplicate_tol))
         feasible = np.all(C <= 0.0, axis=1) if C.shape[1] else np.ones(len(y), dtype=bool)
         Y = np.column_stack([y] + [C[:, i] for i in self.blackbox])
@@ -119,9 +108,9 @@ class GPCEI(Optimizer):
         if not self.domain.numeric:
             return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
                                   maxiter=s.maxiter, duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
-                                  violation=self._known_violation, device=self.device)
+                                  violation=self.known_violation, device=self.device)
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                    duplicate_tol=self.duplicate_tol, violation=self._known_violation,
+                                    duplicate_tol=self.duplicate_tol, violation=self.known_violation,
                                     device=self.device)
 
     # -- checkpoints ----------------------------------------------------------------------------------------

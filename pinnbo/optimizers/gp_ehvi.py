@@ -55,18 +55,8 @@ class GPEHVI(Optimizer):
                  constraints=()):
         super().__init__(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter,
                          device=device, constraints=constraints)
-        self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
-        self.known = [i for i, c in enumerate(self.constraints) if c.known]
         self.model = None
         self._fits: list[tuple[int, dict[str, torch.Tensor]]] = []
-
-    def _known_violation(self, unit: np.ndarray) -> np.ndarray:
-        """Σ_i max(c_i(x), 0) over the known constraints at unit points (N, d) → (N,), exact."""
-        X = self.domain.from_unit(unit)
-        total = np.zeros(len(X))
-        for i in self.known:
-            total += np.maximum(np.asarray(self.constraints[i].function(X), dtype=np.float64).reshape(len(X)), 0.0)
-        return total
 
     def propose(self) -> np.ndarray:
         s = self.settings
@@ -75,7 +65,7 @@ class GPEHVI(Optimizer):
         evaluated = self.evaluated_unit()
         if len(Y) < 2:
             pool = snapped_unit(self.domain, sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "start"))
-            return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self._known_violation(pool),
+            return self.domain.from_unit(best_allowed(pool, np.zeros(len(pool)), self.known_violation(pool),
                                                        evaluated, self.duplicate_tol))
         Y = Y.reshape(len(Y), -1)
         m = Y.shape[1]
@@ -111,11 +101,11 @@ class GPEHVI(Optimizer):
                     best = maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
                                           num_restarts=s.num_restarts, maxiter=s.maxiter,
                                           duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
-                                          violation=self._known_violation, device=self.device)
+                                          violation=self.known_violation, device=self.device)
                 else:
                     best = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts,
                                                 maxiter=s.maxiter, duplicate_tol=self.duplicate_tol,
-                                                violation=self._known_violation, device=self.device)
+                                                violation=self.known_violation, device=self.device)
             return self.domain.from_unit(best)
 
     def state_dict(self) -> dict:

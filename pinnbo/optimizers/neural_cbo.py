@@ -104,8 +104,6 @@ class NeuralCBO(Optimizer):
         self.dtype = DTYPES[s.dtype]
         if s.physics and pde is None:
             raise MethodError("method_params.physics: the problem declares no PDE")
-        self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
-        self.known = [i for i, c in enumerate(self.constraints) if c.known]
         if s.physics:
             self.objective = PINNSurrogate(domain, self.seed, residual=pde.compile(), settings=s.pinn,
                                            collocation_filter=collocation_filter, dtype=self.dtype, device=self.device,
