@@ -24,6 +24,7 @@ from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolu
 from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputObjective
 from botorch.exceptions.warnings import BadInitialCandidatesWarning, NumericsWarning
 from botorch.sampling import SobolQMCNormalSampler
+from linear_operator.utils.warnings import NumericalWarning
 
 from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
 from pinnbo.acquisition.optimize import maximize_acquisition
@@ -86,6 +87,7 @@ class GPEHVI(Optimizer):
             constraints = [lambda Z, j=m + k: Z[..., j] for k in range(len(self.blackbox))]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", NumericsWarning)
+                warnings.simplefilter("ignore", NumericalWarning)   # jitter on a near-repeat (below)
                 acq = qLogNoisyExpectedHypervolumeImprovement(
                     self.model, ref_point=(-reference).tolist(),
                     X_baseline=torch.as_tensor(unit, dtype=torch.float64, device=self.device),
@@ -97,6 +99,10 @@ class GPEHVI(Optimizer):
             pool = sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "raw-samples")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BadInitialCandidatesWarning)
+                # The joint posterior over the baseline and a candidate that nearly repeats one of its
+                # designs is singular to rounding; the jitter gpytorch adds is the right answer, and
+                # its warning on every such candidate would bury the live display.
+                warnings.simplefilter("ignore", NumericalWarning)
                 if not self.domain.numeric:
                     best = maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
                                           num_restarts=s.num_restarts, maxiter=s.maxiter,
