@@ -81,7 +81,8 @@ class Problem:
         the problem's own sense.
         None: the problem is measured outside pinnbo (``pinnbo ask`` / ``pinnbo tell``).
     sense: ``"maximize"`` or ``"minimize"``.
-    pde: optional :class:`pinnbo.pde.PDE` the objective satisfies, written in the symbols named by
+    pde: optional :class:`pinnbo.pde.PDE` the objective satisfies (several objectives: a mapping
+        objective name -> PDE, for those that have one), written in the symbols named by
         ``domain.names`` (in that order).
     optimum: f*, the best attainable value in the problem's sense, when known.
     optimum_location: a design attaining (or approaching) f*, shape (d,), when known.
@@ -131,18 +132,10 @@ class Problem:
                 c if c.function is None or isinstance(c.function, ByValue)
                 else Constraint(c.name, ByValue(self.domain, c.function, batch=True), c.noise_std)
                 for c in self.constraints)
-        own = getattr(self.pde, "own_inputs", self.domain.names)   # the PDE's own variables; others are parameters
-        other = next((v for v in self.domain.variables if v.kind != "real" and v.name in own), None)
-        if self.pde is not None and other is not None:
-            kind = "on a log scale" if other.kind == "log" else f"{'an' if other.kind == 'integer' else 'a'} {other.kind}"
-            raise ProblemError(f"pde: the PDE's variables are real; {other.name} is {kind}")
-        if self.pde is not None and hasattr(self.pde, "for_variables"):
-            from pinnbo.pde import PDEError
-
-            try:  # inputs matched to the design variables by name, when the problem is built
-                self.pde = self.pde.for_variables(self.domain.names)
-            except PDEError as exc:
-                raise ProblemError(f"pde: {exc}") from None
+        if isinstance(self.pde, dict):   # several objectives: a PDE per objective that has one
+            self.pde = {name: self._matched(pde, f"pde.{name}") for name, pde in self.pde.items()}
+        elif self.pde is not None:
+            self.pde = self._matched(self.pde, "pde")
         if self.sense not in ("maximize", "minimize"):
             raise ProblemError(f"sense: expected 'maximize' or 'minimize', got {shown(self.sense)}")
         if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
@@ -156,6 +149,23 @@ class Problem:
             if not (math.isfinite(c.noise_std) and c.noise_std >= 0):
                 raise ProblemError(f"constraints.{c.name}.noise: expected a finite standard deviation >= 0, "
                                    f"got {c.noise_std}")
+
+    def _matched(self, pde: Any, field: str) -> Any:
+        """``pde`` with its inputs matched to the design variables by name (its own variables real,
+        the others its parameters), or a ProblemError naming ``field``."""
+        own = getattr(pde, "own_inputs", self.domain.names)
+        other = next((v for v in self.domain.variables if v.kind != "real" and v.name in own), None)
+        if other is not None:
+            kind = "on a log scale" if other.kind == "log" else f"{'an' if other.kind == 'integer' else 'a'} {other.kind}"
+            raise ProblemError(f"{field}: the PDE's variables are real; {other.name} is {kind}")
+        if not hasattr(pde, "for_variables"):
+            return pde
+        from pinnbo.pde import PDEError
+
+        try:  # inputs matched to the design variables by name, when the problem is built
+            return pde.for_variables(self.domain.names)
+        except PDEError as exc:
+            raise ProblemError(f"{field}: {exc}") from None
 
     def _check_objectives(self) -> None:
         if not self.objectives:
@@ -173,8 +183,9 @@ class Problem:
                 raise ProblemError(f"objectives.{name}: {shown(name)} is a design variable or a constraint's name")
         if self.noise_std:
             raise ProblemError("noise: synthetic noise is for one objective")
-        if self.pde is not None:
-            raise ProblemError("pde: a PDE is the law of one objective; this problem has several")
+        if self.pde is not None and not (isinstance(self.pde, dict) and set(self.pde) <= set(self.objectives)):
+            raise ProblemError(f"pde: with several objectives, give a PDE per objective that has one, "
+                               f"{{name: PDE}} with names among {', '.join(self.objectives)}")
         if self.reference is not None:
             reference = dict(self.reference)
             if sorted(reference) != sorted(self.objectives):
@@ -272,6 +283,8 @@ class Problem:
     def minimised_pde(self) -> Any:
         """The PDE of the values an optimiser minimises (``sign`` × the objective): the problem's own
         when it is minimised, the one −f obeys when it is maximised."""
+        if isinstance(self.pde, dict):
+            return {name: pde.negated() if self.objectives[name] == "maximize" else pde for name, pde in self.pde.items()}
         if self.pde is None or self.sense == "minimize":
             return self.pde
         return self.pde.negated()

@@ -13,6 +13,7 @@ params:
   constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
   objectives: {cost: minimize, life: maximize}   # optional, instead of sense: several outputs, parse: json
   reference: {cost: 100, life: 1}         # optional: the hypervolume's reference point (else inferred)
+                                          # with objectives, pde: {cost: "...", life: "..."} (each optional)
 oracle: {command: "./simulate {x} {y}", parse: float}   # with constraints: parse: json, printing
                                           # {"objective": f, "constraints": {"stress": ..., "mass": ...}}
 ```
@@ -35,7 +36,7 @@ UNKNOWN = "u"
 
 
 @register_problem
-def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | None = None,
+def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | dict | None = None,
              constraints: list | None = None, variables: dict | None = None,
              pde_variables: list | None = None, objectives: dict | None = None,
              reference: dict | None = None) -> Problem:
@@ -62,13 +63,22 @@ def external(bounds: dict | None = None, sense: str = "minimize", pde: str | lis
             hint = "" if pde_variables is not None else " (name the PDE's own variables with pde_variables: [x, y])"
             raise ProblemError(f"params.pde: the PDE's variables are real; {others[0].name} is "
                                f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}{hint}")
-        equation = parse_pde(pde, own)
+        if isinstance(pde, dict):   # several objectives: an equation per objective that has one
+            equation = {str(name): parse_pde(text, own, f"params.pde.{name}") for name, text in pde.items()}
+        else:
+            equation = parse_pde(pde, own)
     outputs = _constraint_names(constraints, names)
     several = _objectives(objectives, names, outputs, sense)
     if reference is not None and not several:
         raise ProblemError("params.reference: a hypervolume reference point is for several objectives (params.objectives)")
-    if several and equation is not None:
-        raise ProblemError("params.pde: a PDE is the law of one objective; this case has several (params.objectives)")
+    if several and equation is not None and not isinstance(equation, dict):
+        raise ProblemError("params.pde: with several objectives, give an equation per objective that has one, "
+                           f"{{name: equation}} with names among {', '.join(several)}")
+    if isinstance(equation, dict) and not several:
+        raise ProblemError("params.pde: an equation per objective is for several objectives (params.objectives)")
+    if isinstance(equation, dict) and not set(equation) <= set(several):
+        unknown = sorted(set(equation) - set(several))[0]
+        raise ProblemError(f"params.pde.{unknown}: not an objective; expected names among {', '.join(several)}")
 
     # No objective: measured outside pinnbo until the case gives an oracle (pinnbo ask / tell meanwhile).
     return Problem("external", domain, None, sense, pde=equation,

@@ -40,6 +40,7 @@ import torch
 from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
+from linear_operator import to_linear_operator
 
 from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
 
@@ -323,7 +324,11 @@ class PDEGP(Model):
         diagonal = torch.diagonal(covariance, dim1=-2, dim2=-1)
         floored = diagonal.clamp_min(1e-12 * float(self.outputscale)) + (self.noise if observation_noise else 0.0)
         covariance = (covariance - torch.diag_embed(diagonal) + torch.diag_embed(floored)) * self.scale ** 2
-        posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
+        # A joint posterior over several points (a q-batch, or NEHVI's baseline and a candidate) is
+        # singular to rounding where points repeat noise-free data: a lazy covariance leaves its
+        # factorisation to gpytorch's jittered Cholesky instead of failing. One point: dense, exact.
+        joint = to_linear_operator(covariance) if q > 1 else covariance
+        posterior = GPyTorchPosterior(MultivariateNormal(mean, joint))
         return posterior_transform(posterior) if posterior_transform is not None else posterior
 
     def _batched_prior(self, Xb: torch.Tensor) -> torch.Tensor:

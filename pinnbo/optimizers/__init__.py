@@ -68,8 +68,9 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
                           f"{other.name} is {'an' if other.kind == 'integer' else 'a'} {other.kind}; use one of "
                           f"{', '.join(able)}")
     if pde is not None:
-        try:  # inputs matched to the design variables by name
-            pde = pde.for_variables(domain.names)
+        try:  # inputs matched to the design variables by name (several objectives: a PDE per objective)
+            pde = {name: p.for_variables(domain.names) for name, p in pde.items()} if isinstance(pde, dict) \
+                else pde.for_variables(domain.names)
         except PDEError as exc:
             raise MethodError(f"pde: {exc}") from None
     settings = cls.Settings.from_params(params, method)

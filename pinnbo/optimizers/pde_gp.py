@@ -32,16 +32,26 @@ a GP's cost (docs/results.md).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
+
+Several objectives: one PDE-GP per objective, conditioned on that objective's linear PDE where the
+problem gives one (its own collocation points) and a plain GP with the same kernel otherwise, and
+BoTorch's qLogNEHVI over them, as gp-ehvi (docs/algorithms.md, "Several objectives").
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+from botorch.acquisition.multi_objective.objective import WeightedMCMultiOutputObjective
+from botorch.exceptions.warnings import NumericsWarning
+from botorch.models.model import ModelList
+from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
 from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.optimize import maximize_acquisition
@@ -51,6 +61,7 @@ from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
+from pinnbo.pareto import inferred_reference
 from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on, and the points per
@@ -91,6 +102,7 @@ class PDEGPOptimizer(Optimizer):
 
     name = "pde-gp"
     Settings = PDEGPSettings
+    multi_objective = True      # a PDE per objective that has one, qLogNEHVI on them
     # An integer may be a parameter of the PDE (its own variables are real): the squared-exponential
     # kernel takes it as a number, and the acquisition is maximised over its levels.
     variable_kinds = ("real", "log", "integer")
@@ -101,6 +113,15 @@ class PDEGPOptimizer(Optimizer):
         # a linear PDE conditions the GP exactly; a nonlinear one through its linearisation about
         # the GP's own mean (Gauss–Newton, module docstring)
         self.linear_form = self.linearised = None
+        # Several objectives: a linear PDE per objective that has one (module docstring).
+        self.forms: dict = {}
+        if isinstance(pde, dict):
+            for name, law in pde.items():
+                if not law.is_linear():
+                    raise MethodError(f"method: pde-gp with several objectives takes linear PDEs; {name}'s is not "
+                                      "(gp-ehvi takes the objectives without it)")
+                self.forms[name] = law.linear_form()
+            pde = None
         if pde is not None:
             if pde.is_linear():
                 self.linear_form = pde.linear_form()
@@ -110,21 +131,22 @@ class PDEGPOptimizer(Optimizer):
                 except PDEError as exc:   # a term with no derivative to linearise by (floor, sign of u)
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
-        self.collocation = self._collocation()
+        self.collocation = self._collocation(self.linear_form or self.linearised)
+        self.collocations = {name: self._collocation(form, name) for name, form in self.forms.items()}
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values.
         self._fits: list[tuple[int, dict]] = []
 
-    def _collocation(self) -> torch.Tensor | None:
-        """Unit-cube collocation points (rows, d), equation-major blocks of equal size, drawn once."""
-        form = self.linear_form or self.linearised
+    def _collocation(self, form, *keys: str) -> torch.Tensor | None:
+        """Unit-cube collocation points (rows, d) of ``form``, equation-major blocks of equal size,
+        drawn once (``keys``: an objective's own stream)."""
         if form is None:
             return None
         s = self.settings
         wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
         per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // form.n_equations))
-        points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation")
+        points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation", *keys)
         if self.collocation_filter is not None:
             points = points[np.asarray(self.collocation_filter(self.domain.from_unit(points)), dtype=bool)]
         return torch.as_tensor(points[:per_equation], dtype=torch.float64, device=self.device)
@@ -143,6 +165,10 @@ class PDEGPOptimizer(Optimizer):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             unit_X_t = torch.as_tensor(unit_X, dtype=dtype, device=self.device)
+            if self.objectives:
+                acq = self._hypervolume_acquisition(unit_X_t, y, lower, widths, seed)
+                pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
+                return self.domain.from_unit(self._maximise(acq, pool, evaluated))
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
             start = earlier_fit(self._fits, self.n_told)
             if self.linearised is None:
@@ -154,15 +180,41 @@ class PDEGPOptimizer(Optimizer):
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
-            if not self.domain.numeric:
-                unit = maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
-                                      num_restarts=s.num_restarts, maxiter=s.maxiter, duplicate_tol=self.duplicate_tol,
-                                      fallback_pool=lambda: pool, device=self.device)
-            else:
-                unit = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                            duplicate_tol=self.duplicate_tol, device=self.device,
-                                            on_boundary=self.boundary_minimum and faces_only(unit_X, y))
+            unit = self._maximise(acq, pool, evaluated, self.boundary_minimum and faces_only(unit_X, y))
         return self.domain.from_unit(unit)
+
+    def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False) -> np.ndarray:
+        """The acquisition's argmax among new designs, over the levels of an integer parameter too."""
+        s = self.settings
+        if not self.domain.numeric:
+            return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
+                                  maxiter=s.maxiter, duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
+                                  device=self.device)
+        return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
+                                    duplicate_tol=self.duplicate_tol, device=self.device, on_boundary=on_boundary)
+
+    def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
+                                 widths: torch.Tensor, seed: int):
+        """Several objectives: a PDE-GP per objective (conditioned on its PDE where it has one, a
+        plain GP with the same kernel otherwise) and BoTorch's qLogNEHVI on them, as gp-ehvi's
+        (docs/algorithms.md, "Several objectives"); the reference point the problem's or inferred."""
+        Y = Y.reshape(len(Y), -1)
+        models = [PDEGP(unit_X, torch.as_tensor(Y[:, j], dtype=unit_X.dtype, device=self.device),
+                        self.collocations.get(name), self.forms.get(name), lower, widths)
+                  for j, name in enumerate(self.objectives)]
+        reference = self.reference if self.reference is not None else inferred_reference(Y)
+        m = len(models)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumericsWarning)
+            return qLogNoisyExpectedHypervolumeImprovement(
+                ModelList(*models), ref_point=(-np.asarray(reference)).tolist(), X_baseline=unit_X,
+                # the models' posteriors are independent (a PosteriorList): one sampler each
+                sampler=ListSampler(*(SobolQMCNormalSampler(torch.Size([64]), seed=(seed + j) % (2**31))
+                                      for j in range(m))),
+                objective=WeightedMCMultiOutputObjective(weights=-torch.ones(m, dtype=unit_X.dtype, device=self.device)),
+                prune_baseline=True,
+                X_pending=torch.as_tensor(self.pending_unit(), dtype=unit_X.dtype, device=self.device)
+                if self.pending else None)
 
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
                       start: dict | None) -> PDEGP:

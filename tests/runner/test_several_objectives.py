@@ -142,3 +142,26 @@ def test_a_bench_compares_hypervolumes(tmp_path):
         finals = summary["results"][method]["final_best"]["values"]
         assert all(0 < v <= 120 + 2 / 3 for v in finals)
     assert "hypervolume" in (tmp_path / "bench" / "mo" / "table.md").read_text()
+
+
+def test_pde_gp_takes_a_pde_per_objective(tmp_path):
+    """Two harmonic objectives, each with Laplace's equation (a case's pde mapping): pde-gp conditions
+    a GP per objective on its PDE and proposes by hypervolume improvement."""
+    (tmp_path / "prog.py").write_text("import json, math, sys\nx, y = map(float, sys.argv[1:])\n"
+                                      "print(json.dumps({'a': math.exp(x) * math.sin(y), 'b': x * x - y * y}))\n")
+    laplace = "diff(u, x, 2) + diff(u, y, 2) = 0"
+    case = write(tmp_path, problem="external", method="pde-gp", method_params={"collocation_points": 32},
+                 params={"variables": {"x": [0, 1], "y": [0, 2]}, "objectives": {"a": "minimize", "b": "maximize"},
+                         "pde": {"a": laplace, "b": laplace}, "reference": {"a": 3.0, "b": -4.0}},
+                 oracle={"command": f"{sys.executable} prog.py {{x}} {{y}}", "parse": "json"}, budget=9, initial_points=6)
+    result = runner.invoke(app, ["run", str(case), "--quiet", "--smoke"])
+    assert result.exit_code == 0, result.output
+    logged = records(tmp_path / "out")
+    assert len(logged) == 6 and len({tuple(r["x"]) for r in logged}) == 6
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["hypervolume"] > 0 and summary["pareto_front"]
+    wrong = write(tmp_path, problem="external", method="pde-gp", method_params={},
+                  params={"variables": {"x": [0, 1], "y": [0, 2]}, "objectives": {"a": "minimize", "b": "maximize"},
+                          "pde": {"c": laplace}})
+    bad = runner.invoke(app, ["run", str(wrong), "--quiet"])
+    assert bad.exit_code == 2 and "params.pde.c: not an objective; expected names among a, b" in bad.stderr
