@@ -30,6 +30,7 @@ runs inside ``torch.random.fork_rng`` seeded from the step's stream.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
 from pinnbo.acquisition.optimize import best_new_or_beside
 from pinnbo.acquisition.pending import pending_log_ei, pending_mean, pending_ucb
 from pinnbo.acquisition.search import is_duplicate
-from pinnbo.models.gp import KERNELS, fit_gp
+from pinnbo.models.gp import KERNELS, earlier_fit, fit_gp, remember_fit
 from pinnbo.errors import MethodError
 from pinnbo.optimizers.base import Optimizer
 from pinnbo.optimizers.gp_settings import GPSettings
@@ -108,6 +109,9 @@ class GPBO(Optimizer):
         self.asked_told = 0        # asked points told so far (initial-design tells excluded)
         self._pending = False      # an ask awaits its tell
         self.model = None          # the last fitted GP (rebuilt from the data at every ask)
+        # With choice variables, the mixed GP's latest fits (step, hyper-parameters): each step's
+        # fit starts from an earlier step's, as gp-cei's (checkpointed).
+        self._fits: list[tuple[int, dict]] = []
         self.phase = "optimizer"
 
     # -- the role sequence ----------------------------------------------------------------------------
@@ -169,9 +173,13 @@ class GPBO(Optimizer):
             torch.manual_seed(seed)
             # Declared observation noise overrides a noise-free setting: a known sd fixes the
             # likelihood's noise, "learned" fits it.
+            categorical = self.domain.dims("choice")
             self.model = fit_gp(self.domain.to_unit(X), y, noise_free=s.noise_free and self.observation_noise is None,
                                 noise_floor=s.noise_floor, dtype=dtype, device=self.device, kernel=s.kernel,
-                                categorical=self.domain.dims("choice"), noise_sd=self.known_noise())
+                                categorical=categorical, noise_sd=self.known_noise(),
+                                start=earlier_fit(self._fits, self.n_told) if categorical else None)
+            if categorical:
+                self._fits = remember_fit(self._fits, self.n_told, self.model)
             acq = self._acquisition_function(self.model, y, seed)
             fallback = lambda: sobol_unit(s.raw_samples, d, self.seed, self.name, self.ask_index, "fallback-pool")  # noqa: E731
             if not self.domain.numeric:
@@ -197,10 +205,11 @@ class GPBO(Optimizer):
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"asked_told": self.asked_told}
+        return {"asked_told": self.asked_told, **({"fits": copy.deepcopy(self._fits)} if self._fits else {})}
 
     def load_state_dict(self, state: dict) -> None:
         self.asked_told = int(state.get("asked_told", 0))
+        self._fits = copy.deepcopy(state.get("fits", []))
         self._pending = False
 
 
