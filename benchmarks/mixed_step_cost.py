@@ -8,16 +8,18 @@ optimiser is told the same t designs (the seed's initial design of its box) with
 smooth test function, asked once untimed, then ``--asks`` ask/tell rounds are timed and averaged;
 one torch thread. gp-ehvi is timed on ZDT1 in d variables (two objectives).
 
-    python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4
+    python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4 --output bench-results/cost/mixed.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
 import time
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--t", nargs="+", type=int, default=[20, 60])
     parser.add_argument("--asks", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=None, help="also write the table as JSON (benchmarks/results.py)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     from pinnbo import initial_design, load_problem
@@ -74,6 +77,7 @@ def main() -> None:
           "after one untimed ask")
     print("| d | t | gp-ei continuous (s) | gp-ei mixed (s) | mixed / continuous | gp-ehvi, ZDT1 (s) |")
     print("|---|---|---|---|---|---|")
+    rows = []
     for d in args.dims:
         continuous, mixed = boxes(d)
         zdt = load_problem("zdt1", dim=d)
@@ -92,6 +96,12 @@ def main() -> None:
                 ehvi.tell(x, zdt.objective(x))
             row.append(time_asks(ehvi, lambda x, o=ehvi: o.tell(x, zdt.objective(x)), args.asks))
             print(f"| {d} | {t} | {row[0]:.3f} | {row[1]:.3f} | {row[1] / row[0]:.2f} | {row[2]:.3f} |", flush=True)
+            rows.append({"d": d, "t": t, "continuous": row[0], "mixed": row[1], "ehvi": row[2]})
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({"commit": commit, "cpu": f"{cpu}, {os.cpu_count()} cores",
+                                           "date": date.today().isoformat(), "asks": args.asks, "rows": rows},
+                                          indent=1))
 
 
 if __name__ == "__main__":

@@ -222,6 +222,28 @@ def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = 
     return lines + [""]
 
 
+MIXED_COST_COMMAND = ("python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4 "
+                      "--output bench-results/cost/mixed.json")
+
+
+def mixed_cost_section(path: Path | None) -> list[str]:
+    """Seconds per proposal on mixed boxes against continuous ones, and gp-ehvi's (mixed_step_cost.py)."""
+    out = ["### Step cost: mixed and several objectives", "",
+           "gp-ei's seconds per proposal on a box of d variables (a quarter integers, a quarter three-way choices) "
+           "against [0, 1]^d, and gp-ehvi's on ZDT1 in d variables, after t observations; one process, one torch "
+           "thread, the methods one after the other (targets: a mixed proposal within 3× a continuous one; gp-ehvi "
+           "under 2 s at 60 observations).", "", "```bash", MIXED_COST_COMMAND, "```", ""]
+    if path is None or not path.exists():
+        return out + ["Not measured yet: run the command above.", ""]
+    timed = json.loads(path.read_text())
+    out += ["| d | t | gp-ei continuous (s) | gp-ei mixed (s) | mixed / continuous | gp-ehvi, ZDT1 (s) |",
+            "|---|---|---|---|---|---|"]
+    out += [f"| {r['d']} | {r['t']} | {r['continuous']:.3f} | {r['mixed']:.3f} | {r['mixed'] / r['continuous']:.2f} | "
+            f"{r['ehvi']:.3f} |" for r in timed["rows"]]
+    return out + ["", f"Timed at commit {timed['commit']}, {timed['cpu']}, {timed['date']}; mean of {timed['asks']} "
+                      "asks after one untimed ask.", ""]
+
+
 def calibration_section(folder: Path) -> list[str]:
     """The calibration benchmark's tables (benchmarks/calibration_accuracy.py), from its accuracy.json files."""
     from calibration_accuracy import markdown
@@ -345,6 +367,8 @@ def render(roots: list[Path], calibration: Path | None = None, parallel: Path | 
                     + (" (smoke settings: a check of the machinery, not a result)" if summary["smoke"] else "")
                     + f". Commit {', '.join(commits)}; {'; '.join(cpus)}; {' to '.join(dates)}.", ""]
             out += case_table(summary) + [""]
+        if title == "Variables of every kind":
+            out += mixed_cost_section(None if cost is None else cost / "mixed.json")
     if calibration is not None:
         out += calibration_section(calibration)
     if parallel is not None:
