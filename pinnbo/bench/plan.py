@@ -129,7 +129,11 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
         methods = settings.methods if settings.methods is not None else \
             default_methods(constrained, reference, several=several, kinds=kinds)
         if settings.reference is None and reference not in methods and methods:
-            reference = methods[0]     # the kind's usual reference cannot take this case's variables
+            # the kind's usual reference cannot take this case's variables: the physics method where
+            # it can, otherwise the first one
+            reference = "pde-gp" if "pde-gp" in methods and problem.pde is not None else methods[0]
+            if settings.methods is None:   # the reference first, as default_methods orders them
+                methods = [reference] + [m for m in methods if m != reference]
         if constrained:
             blind = [m for m in methods if not METHODS[m].handles_constraints]
             if blind:
