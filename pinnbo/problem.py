@@ -15,10 +15,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from pinnbo.errors import ProblemError, shown
-from pinnbo.space import MAX_DIMENSION, Box, Variable
+from pinnbo.space import MAX_DIMENSION, Box, Variable, objective_signs
 
 __all__ = ["MAX_DIMENSION", "Box", "Variable", "Constraint", "Problem", "ProblemError", "check_dimension",
            "point_oracle", "read_outcome", "register_problem", "PROBLEM_FACTORIES"]
+
 
 def check_dimension(dim: object, minimum: int = 1, why: str = "") -> int:
     """A problem factory's ``dim`` parameter as an int in [minimum, MAX_DIMENSION], or a one-line
@@ -197,13 +198,9 @@ class Problem:
             self.reference = {name: float(reference[name]) for name in self.objectives}
 
     @property
-    def n_objectives(self) -> int:
-        return max(len(self.objectives), 1)
-
-    @property
     def signs(self) -> np.ndarray:
         """Multipliers turning each objective's values into minimised ones, shape (m,)."""
-        return np.array([-1.0 if s == "maximize" else 1.0 for s in self.objectives.values()])
+        return objective_signs(self.objectives)
 
     @property
     def minimised_reference(self) -> np.ndarray | None:

@@ -256,10 +256,7 @@ class Box:
 
     def unit_levels(self, i: int) -> np.ndarray:
         """The unit coordinates of discrete variable ``i``'s levels."""
-        return self.to_unit_column(i, self.variables[i].levels)
-
-    def to_unit_column(self, i: int, z: np.ndarray) -> np.ndarray:
-        return (np.asarray(z, dtype=np.float64) - self.lower[i]) / (self.upper[i] - self.lower[i])
+        return (self.variables[i].levels - self.lower[i]) / (self.upper[i] - self.lower[i])
 
     # -- values -----------------------------------------------------------------------------------------
     def values(self, x: np.ndarray) -> list:
@@ -297,7 +294,7 @@ class Box:
             return self.physical(x)
         return dict(zip(self.names, self.values(x)))
 
-    def formatted(self, x: np.ndarray, digits: int = 6) -> str:
-        """``name=value, ...`` of the design ``x`` (d,) for messages and displays."""
-        return ", ".join(f"{n}={v:.{digits}g}" if isinstance(v, float) else f"{n}={v}"
-                         for n, v in zip(self.names, self.values(x)))
+
+def objective_signs(objectives: dict[str, str]) -> np.ndarray:
+    """Multipliers turning each objective's values (name -> sense, in order) into minimised ones, (m,)."""
+    return np.array([-1.0 if sense == "maximize" else 1.0 for sense in objectives.values()])

@@ -15,13 +15,16 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
+from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.search import (best_allowed, best_new, face_axes, farthest_from, nudged, spread_over_faces,
                                       to_nearest_face)
+from pinnbo.space import Box
 
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
-                         device: torch.device | str = "cpu", on_boundary: bool = False) -> np.ndarray:
+                         device: torch.device | str = "cpu", on_boundary: bool = False,
+                         domain: Box | None = None) -> np.ndarray:
     """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
@@ -29,7 +32,13 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     from allowed pool points only; candidates beside an evaluated design are nudged just beyond
     ``duplicate_tol``; the winner is the best allowed new candidate (the least violating one when
     none is allowed). ``on_boundary``: the cube's faces only (the pool spread over them, each
-    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`)."""
+    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`). ``domain`` with
+    integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
+    (the pool as its raw sample and fallback; no face search)."""
+    if domain is not None and not domain.numeric:
+        return maximize_mixed(acq, domain, evaluated, raw_samples=len(pool), num_restarts=num_restarts,
+                              maxiter=maxiter, duplicate_tol=duplicate_tol, fallback_pool=lambda: pool,
+                              violation=violation, device=device)
     d = pool.shape[1]
     dtype = torch.float64
     if on_boundary:

@@ -26,6 +26,7 @@ from pinnbo.pareto import hypervolume_curve
 from pinnbo.report.show import read_json
 from pinnbo.report.summary import versions
 from pinnbo.runner.history import History
+from pinnbo.space import objective_signs
 
 
 def _history(job: RunJob, case_plan: CasePlan, optimum: float | None) -> History:
@@ -40,7 +41,7 @@ def hypervolume_so_far(history: History, case_plan: CasePlan) -> np.ndarray:
     """Several objectives: the hypervolume of the evaluations so far (true values where known;
     feasible ones with constraints) against the case's reference point, shape (n,)."""
     names = list(case_plan.objectives)
-    signs = np.array([-1.0 if case_plan.objectives[n] == "maximize" else 1.0 for n in names])
+    signs = objective_signs(case_plan.objectives)
     Y = np.array([[(r.objectives_true or r.objectives).get(n, np.nan) for n in names] if r.ok else [np.nan] * len(names)
                   for r in history.evaluations], dtype=np.float64).reshape(-1, len(names)) * signs
     ok = np.array([history.counts(r) for r in history.evaluations], dtype=bool)

@@ -80,10 +80,7 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
         variance = float(np.var(y)) if len(y) > 1 and np.var(y) > 0 else 1.0
         train_Yvar = torch.full_like(train_Y, noise_floor * variance)
     if categorical:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InputDataWarning)
-            model = MixedSingleTaskGP(train_X, train_Y, cat_dims=list(categorical), train_Yvar=train_Yvar,
-                                      cont_kernel_factory=_matern_factory, outcome_transform=Standardize(m=1))
+        model = mixed_gp(train_X, train_Y, train_Yvar, categorical)
         if start:
             warm_start(model, start)
         with warnings.catch_warnings():
@@ -110,6 +107,16 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
         fit_gpytorch_mll(mll)
     model.eval()
     return model
+
+
+def mixed_gp(train_X: torch.Tensor, train_Y: torch.Tensor, train_Yvar: torch.Tensor | None,
+             categorical: Sequence[int]) -> MixedSingleTaskGP:
+    """BoTorch's GP for choice variables in the columns ``categorical`` (:func:`fit_gp`), the
+    outputs of ``train_Y`` (n, m) standardised, not yet fitted."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputDataWarning)
+        return MixedSingleTaskGP(train_X, train_Y, cat_dims=list(categorical), train_Yvar=train_Yvar,
+                                 cont_kernel_factory=_matern_factory, outcome_transform=Standardize(m=train_Y.shape[-1]))
 
 
 def _matern_factory(batch_shape: torch.Size, ard_num_dims: int, active_dims: list[int]):
@@ -154,8 +161,7 @@ def fit_outputs(unit_X: np.ndarray, Y: np.ndarray, *, noise_free: bool, noise_fl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
         if categorical:   # choice variables: BoTorch's mixed kernel, as fit_gp
-            model = MixedSingleTaskGP(train_X, train_Y, cat_dims=list(categorical), train_Yvar=train_Yvar,
-                                      cont_kernel_factory=_matern_factory, outcome_transform=Standardize(m=m))
+            model = mixed_gp(train_X, train_Y, train_Yvar, categorical)
         else:
             covar = matern_kernel(train_X.shape[-1], torch.Size([m]) if m > 1 else None, outputscale)
             model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, outcome_transform=Standardize(m=m))

@@ -29,6 +29,7 @@ import torch
 from pinnbo.errors import MethodError, shown
 from pinnbo.problem import Box, Constraint
 from pinnbo.settings import Settings
+from pinnbo.space import objective_signs
 from pinnbo.streams import numpy_rng, torch_generator
 
 #: Phases of designs the optimiser did not propose (the initial design, evaluations made elsewhere).
@@ -152,7 +153,7 @@ class Optimizer(abc.ABC):
             y = self._minimised_objectives(y)
         elif y is not None and not np.isfinite(y):
             y = None
-        if y is not None and self.sense == "maximize" and not self.objectives:
+        elif y is not None and self.sense == "maximize":
             y = -float(y)
         k = len(self.constraints)
         if y is not None and k:
@@ -173,8 +174,7 @@ class Optimizer(abc.ABC):
             if sorted(y) != sorted(self.objectives):
                 raise MethodError(f"tell: y: expected a value for each objective ({', '.join(self.objectives)}), "
                                   f"got {shown(sorted(y))}")
-            signs = [-1.0 if sense == "maximize" else 1.0 for sense in self.objectives.values()]
-            y = [sign * float(y[name]) for sign, name in zip(signs, self.objectives)]
+            y = objective_signs(self.objectives) * np.array([float(y[name]) for name in self.objectives])
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if y.shape != (len(self.objectives),):
             raise MethodError(f"tell: y: expected {len(self.objectives)} objective values, got {y.size}")

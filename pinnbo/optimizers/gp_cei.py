@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.analytic import FastLogCEI, FastLogEI, FastLogPoF
-from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
+from pinnbo.acquisition.mixed import snapped_unit
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import best_allowed
 from pinnbo.models.gp import conditioned_on_pending, earlier_fit, fit_outputs, remember_fit
@@ -105,13 +105,9 @@ class GPCEI(Optimizer):
         """argmax of ``acq`` over the box among known-feasible, new designs (module docstring)."""
         s = self.settings
         pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
-        if not self.domain.numeric:
-            return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
-                                  maxiter=s.maxiter, duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
-                                  violation=self.known_violation, device=self.device)
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol, violation=self.known_violation,
-                                    device=self.device)
+                                    device=self.device, domain=self.domain)
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -26,7 +26,7 @@ from botorch.exceptions.warnings import BadInitialCandidatesWarning, NumericsWar
 from botorch.sampling import SobolQMCNormalSampler
 from linear_operator.utils.warnings import NumericalWarning
 
-from pinnbo.acquisition.mixed import maximize_mixed, snapped_unit
+from pinnbo.acquisition.mixed import snapped_unit
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import best_allowed
 from pinnbo.models.gp import earlier_fit, fit_outputs, remember_fit
@@ -103,15 +103,9 @@ class GPEHVI(Optimizer):
                 # designs is singular to rounding; the jitter gpytorch adds is the right answer, and
                 # its warning on every such candidate would bury the live display.
                 warnings.simplefilter("ignore", NumericalWarning)
-                if not self.domain.numeric:
-                    best = maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples,
-                                          num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                          duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
-                                          violation=self.known_violation, device=self.device)
-                else:
-                    best = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts,
-                                                maxiter=s.maxiter, duplicate_tol=self.duplicate_tol,
-                                                violation=self.known_violation, device=self.device)
+                best = maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
+                                            duplicate_tol=self.duplicate_tol, violation=self.known_violation,
+                                            device=self.device, domain=self.domain)
             return self.domain.from_unit(best)
 
     def state_dict(self) -> dict:

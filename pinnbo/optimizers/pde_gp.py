@@ -53,7 +53,6 @@ from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
-from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import faces_only
 from pinnbo.acquisition.pending import pending_ucb
@@ -186,12 +185,9 @@ class PDEGPOptimizer(Optimizer):
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too."""
         s = self.settings
-        if not self.domain.numeric:
-            return maximize_mixed(acq, self.domain, evaluated, raw_samples=s.raw_samples, num_restarts=s.num_restarts,
-                                  maxiter=s.maxiter, duplicate_tol=self.duplicate_tol, fallback_pool=lambda: pool,
-                                  device=self.device)
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                    duplicate_tol=self.duplicate_tol, device=self.device, on_boundary=on_boundary)
+                                    duplicate_tol=self.duplicate_tol, device=self.device, on_boundary=on_boundary,
+                                    domain=self.domain)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

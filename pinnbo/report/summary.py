@@ -17,6 +17,7 @@ from pinnbo.problem import Problem
 from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto
 from pinnbo.pareto import hypervolume, inferred_reference, pareto_mask
 from pinnbo.report.recommend import recommend
+from pinnbo.runner.case import noise_model
 from pinnbo.runner.history import Evaluation, History
 from pinnbo.runner.warm_start import IMPORTED
 
@@ -78,7 +79,8 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
         "best": best_entry,
         "best_value": best_value,
-        "recommended": recommend(history, problem, int((case or {}).get("seed") or 0), _noise(case)),
+        "recommended": recommend(history, problem, int((case or {}).get("seed") or 0),
+                                 noise_model((case or {}).get("observation_noise"))),
         "optimum": problem.optimum,
         "optimum_location": None if problem.optimum_location is None else [float(v) for v in problem.optimum_location],
         "simple_regret": problem.simple_regret(best_value) if best_value is not None else None,
@@ -129,12 +131,6 @@ def pareto_summary(history: History, problem: Problem) -> dict:
         "reference_inferred": problem.reference is None,
         "hypervolume": volume,
     }
-
-
-def _noise(case: dict | None) -> str | float | None:
-    """The case's observation_noise as :func:`~pinnbo.report.recommend.recommend` takes it."""
-    noise = (case or {}).get("observation_noise")
-    return noise["sd"] if isinstance(noise, dict) else noise
 
 
 def _best_entry(best: Evaluation | None) -> tuple[dict | None, float | None]:

@@ -31,7 +31,7 @@ from pinnbo.errors import CaseError, PDEError, ProblemError, shown
 from pinnbo.expressions import expression_of, numpy_function, split_relation
 from pinnbo.optimizers import METHODS, Optimizer, make_optimizer
 from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, read_outcome
-from pinnbo.runner.case import CASES_DIR, Case, list_cases
+from pinnbo.runner.case import CASES_DIR, Case, list_cases, noise_model
 from pinnbo.runner.steps import RunSettings
 from pinnbo.runner.warm_start import read_evaluations
 from pinnbo.streams import sobol_unit
@@ -164,14 +164,9 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
         params = {**getattr(METHODS.get(self.method), "SMOKE_PARAMS", {}), **params}
     return make_optimizer(self.method, problem.domain, self.seed, params=params, pde=problem.minimised_pde,
                           collocation_filter=problem.collocation_filter, device=self.device,
-                          constraints=problem.constraints, observation_noise=observation_noise(self),
+                          constraints=problem.constraints, observation_noise=noise_model(self.observation_noise),
                           objectives=problem.objectives, reference=problem.minimised_reference)
 
-
-def observation_noise(self: Case) -> str | float | None:
-    """The case's ``observation_noise`` as the optimisers take it: None, "learned" or the known sd."""
-    noise = self.observation_noise
-    return noise["sd"] if isinstance(noise, dict) else noise
 
 
 def output_std(problem: Problem, n: int = 512) -> tuple[float, dict[str, float]]:

@@ -206,6 +206,12 @@ def _observation_noise(value: Any) -> Any:
     raise CaseError(f"observation_noise: expected learned or {{sd: σ}} (a known standard deviation), got {shown(value)}")
 
 
+def noise_model(value: Any) -> str | float | None:
+    """A case's ``observation_noise`` (validated, or as case.json stores it) as the optimisers and the
+    recommendation take it: None, "learned" or the known sd."""
+    return value["sd"] if isinstance(value, dict) else value
+
+
 _OBSERVATION_NOISE_SCHEMA = {"anyOf": [{"type": "string", "enum": ["learned"]}, {
     "type": "object", "properties": {"sd": {"type": "number", "exclusiveMinimum": 0}}, "required": ["sd"],
     "additionalProperties": False}]}

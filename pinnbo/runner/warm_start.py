@@ -155,13 +155,13 @@ def _number(value: Any, where: str, what: str) -> float:
     return number
 
 
-def _whole(value: Any) -> bool:
-    """Whether an integer variable's cell or JSON value is a whole number (7, "7", 7.0)."""
-    try:
-        number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(number) and number.is_integer()
+def _value(given: Any, variable, where: str) -> float | int | str:
+    """A design value of a row by value (pinnbo.space): a choice is its name, anything else a number
+    (a CSV cell is read as one), a whole number an int for an integer variable."""
+    if variable.kind == "choice" and isinstance(given, str):
+        return given.strip()
+    number = _number(given, where, f"x ({variable.name})")
+    return int(number) if variable.kind == "integer" and number.is_integer() else number
 
 
 def _checked(row: dict, problem: Problem, where: str) -> Imported:
@@ -178,17 +178,11 @@ def _checked(row: dict, problem: Problem, where: str) -> Imported:
     if not isinstance(given, list) or len(given) != len(names):
         raise CaseError(f"{where}: \"x\" must give the {len(names)} design variables ({', '.join(names)})")
     domain = problem.domain
-    if domain.plain:
-        values = [_number(v, where, f"x ({n})") for v, n in zip(given, names)]
-        x = np.array(values)
-    else:   # by value (pinnbo.space): a choice is its name, a number in a CSV cell is read as one
-        values = [v.strip() if isinstance(v, str) and var.kind == "choice" else
-                  int(_number(v, where, f"x ({var.name})")) if var.kind == "integer" and _whole(v) else
-                  _number(v, where, f"x ({var.name})") for v, var in zip(given, domain.variables)]
-        try:
-            x = domain.encode(values)
-        except ValueError as exc:
-            raise CaseError(f"{where}: {exc}") from None
+    values = [_value(v, var, where) for v, var in zip(given, domain.variables)]
+    try:
+        x = domain.encode(values)
+    except ValueError as exc:
+        raise CaseError(f"{where}: {exc}") from None
     for v, n, lo, hi, var in zip(x, names, domain.lower, domain.upper, domain.variables):
         if not lo <= v <= hi:
             shown_value = given[names.index(n)] if var.kind != "real" else float(v)
