@@ -6,6 +6,11 @@ Python API (mirrors the CLI)::
     problem = load_problem("heat_plate", boundary={...})
     history = optimize(problem, method="pinn-bo", budget=100, initial_points=10, seed=0)
 
+a results folder as a table (one row per evaluation)::
+
+    from pinnbo import load_results
+    frame = load_results("results/heat_bc1").to_pandas()
+
 and an ask/tell optimiser usable without the runner::
 
     from pinnbo import make_optimizer
@@ -170,6 +175,10 @@ def __getattr__(name: str):
         from pinnbo.pde import PDE
 
         return PDE
+    if name == "load_results":
+        from pinnbo.results import load_results
+
+        return load_results
     if name == "initial_design":
         from pinnbo.streams import initial_design
 
@@ -178,4 +187,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["PDE", "Box", "Constraint", "Problem", "Variable", "register_problem", "initial_design", "load_problem",
-           "make_optimizer", "optimize", "UserError", "CaseError", "MethodError", "PDEError", "ProblemError"]
+           "load_results", "make_optimizer", "optimize", "UserError", "CaseError", "MethodError", "PDEError", "ProblemError"]

@@ -1,4 +1,5 @@
-"""The ``pinnbo`` command: run, calibrate, bench, ask, tell, problems, show.
+"""The ``pinnbo`` command: run, calibrate, bench, ask, tell, problems, schema (and show, report,
+export: :mod:`pinnbo.cli_results`).
 
 User mistakes (a bad case file, an unknown method, a results folder that would be overwritten) end
 with one line ``error: <field>: <what was expected>`` on stderr and exit code 2, never a traceback.
@@ -13,47 +14,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pinnbo.cli_app import app, console, err_console, fail
 from pinnbo.errors import RunStopped, UserError
 from pinnbo.runner import SCHEDULER_VARIABLE
-
-
-# Plain help and errors (rich_markup_mode None): typer's rich panels print a flag as "--resume
-# <bool>", which reads as if it took a value, and box a usage error over several lines.
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Physics-informed Bayesian optimisation of expensive designs.")
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _print_version(value: bool) -> None:
-    if not value:
-        return
-    from pinnbo.report.summary import versions
-
-    found = versions()
-    others = ", ".join(f"{name} {found[name]}" for name in ("torch", "botorch", "py-pde", "sympy", "numpy")
-                       if name in found)
-    console.print(f"pinnbo {found.get('pinnbo', '?')} (python {found['python']}; {others})",
-                  highlight=False, markup=False, soft_wrap=True)
-    raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                       help="Print the versions of pinnbo and the libraries it runs on.")) -> None:
-    """Physics-informed Bayesian optimisation of expensive designs."""
-
-
-def fail(message: str, code: int = 2) -> None:
-    """One line ``error: message`` on stderr and exit ``code`` (2: a user mistake; 1: the run could
-    not go on, e.g. a full disk)."""
-    # escape: messages quote the user's text, and "[lower, upper]" must not be read as a rich tag.
-    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def smoke_requested(flag: bool) -> bool:
@@ -94,6 +60,8 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
     evaluation (a UserError)."""
     from pinnbo.bench.plan import recorded_evaluations
     from pinnbo.report.live import LiveProgress
+    from pinnbo.report.live_report import LiveReport
+    from pinnbo.report.page import write_run_report
     from pinnbo.report.summary import write_report
     from pinnbo.runner.build import build_optimizer, build_problem, run_settings
     from pinnbo.runner.case import load_case
@@ -116,12 +84,16 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
         settings = run_settings(loaded, problem, resume=resume, overwrite=overwrite)
         recorded = recorded_evaluations(loaded.output_dir) if resume else 0
         observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
+        if loaded.report:
+            observer = LiveReport(loaded.output_dir, problem, observer)
         try:
             history = run_loop(problem, optimizer, settings, observer)
         finally:
             if observer is not None:
                 observer.stop()
         summary = write_report(history, problem, loaded.to_dict())
+        if loaded.report:
+            write_run_report(loaded.output_dir, problem)
     except RunStopped as exc:
         where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
         fail(f"{exc}{where}. Continue with: {again()}", code=1)
@@ -156,6 +128,8 @@ def run(
     workers: Optional[int] = WORKERS_OPTION,
     scheduler: Optional[str] = SCHEDULER_OPTION,
     batch: bool = BATCH_OPTION,
+    report: bool = typer.Option(False, "--report", help="Keep RESULTS/report.html up to date during the run "
+                                "(it reloads itself in a browser; pinnbo report writes it afterwards)."),
 ) -> None:
     """Optimise the problem of a case file and write results, summary and plots."""
     from pinnbo.report.show import run_outcome
@@ -165,7 +139,7 @@ def run(
                "output": None if output is None else str(output), "smoke": smoke_requested(smoke) or None,
                "warm_start": None if warm_start is None else str(warm_start.resolve()),
                "target": target, "max_time": max_time, "workers": workers, "scheduler": scheduler,
-               "batch": batch or None},
+               "batch": batch or None, "report": report or None},
         resume=resume, overwrite=overwrite, quiet=quiet)
     for line in run_outcome(summary, loaded.name, loaded.output_dir, loaded.budget, recorded):
         console.print(line, highlight=False, soft_wrap=True)
@@ -314,71 +288,6 @@ def schema() -> None:
     sys.stdout.write(json.dumps(case_schema(), indent=2) + "\n")
 
 
-@app.command()
-def show(results: Path = typer.Argument(..., help="A run's results folder (results/heat_bc1), a bench case "
-                                                   "folder (bench-results/heat_bc1) or a bench root"),
-         as_json: bool = typer.Option(False, "--json", help="Print the summary.json of a run (or of each bench "
-                                      "case) as JSON instead of a table.")) -> None:
-    """Print the summary of a finished run, or the table of a bench."""
-    from pinnbo.report.format import print_table
-    from pinnbo.report.show import is_bench_summary, read_json, summary_rows
-
-    path = results / "summary.json"
-    if not results.exists():
-        fail(f"results: {results} does not exist")
-    if not results.is_dir():
-        fail(f"results: {results} is not a folder; give a run's or a bench's results folder")
-    if not path.exists():
-        benches = [(p.parent, summary) for p in sorted(results.glob("*/summary.json"))
-                   if is_bench_summary(summary := read_json(p))]
-        if not benches and (results / "evaluations.jsonl").exists():
-            from pinnbo.bench.plan import recorded_evaluations
-
-            stored = read_json(results / "case.json")
-            budget = stored.get("budget") if isinstance(stored, dict) else None
-            of = f" of {budget}" if isinstance(budget, int) and not isinstance(budget, bool) else ""
-            fail(f"results: {results} is not finished: {recorded_evaluations(results)}{of} evaluations recorded "
-                 "(pinnbo run --resume, or pinnbo ask / tell, continues it; the summary is written at the end)")
-        if not benches:
-            fail(f"results: {results} has no summary.json (run it first, or --resume it)")
-        if as_json:
-            typer.echo(json.dumps({str(folder): summary for folder, summary in benches}, indent=2))
-            return
-        for folder, summary in benches:
-            _show_bench(folder, summary)
-        return
-    summary = read_json(path)
-    if not isinstance(summary, dict):
-        fail(f"results: {path} is not a pinnbo summary (expected a JSON object; it is unreadable, or "
-             f"{type(summary).__name__ if summary is not None else 'not JSON'})")
-    if as_json:
-        typer.echo(json.dumps(summary, indent=2, sort_keys=True))
-        return
-    if is_bench_summary(summary):
-        _show_bench(results, summary)
-        return
-    table = Table(title=escape(str(results)), show_header=False)
-    table.add_column(overflow="fold")
-    table.add_column(overflow="fold")
-    for label, value in summary_rows(summary):
-        table.add_row(escape(label), escape(value))
-    print_table(console, table)
-
-
-def _show_bench(folder: Path, summary: dict) -> None:
-    """The table ``pinnbo bench`` printed for this case folder, from its summary.json (``summary``)."""
-    from pinnbo.bench.tables import rich_table
-    from pinnbo.report.format import print_table
-
-    try:
-        table = rich_table(summary)
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
-        fail(f"results: {folder / 'summary.json'} is not a pinnbo bench summary of this version (malformed)")
-    print_table(console, table)
-    console.print(f"notes, curves and figure: {folder / 'table.md'}, {folder / 'curves.csv'}, "
-                  f"{folder / 'convergence.png'}", highlight=False, markup=False, soft_wrap=True)
-
-
 CASE_ARGUMENT = typer.Argument(..., help="Case file (YAML) of the run")
 
 
@@ -473,6 +382,9 @@ def tell(
         reached = f"hypervolume {fmt(summary.get('hypervolume'))}" if summary.get("objectives") else \
             f"{best} {fmt(summary['best_value'])}"
         console.print(f"budget complete: {reached}; results in {loaded.output_dir}/", highlight=False, markup=False)
+
+
+import pinnbo.cli_results  # noqa: E402,F401  (registers show, report and export)
 
 
 def main() -> None:

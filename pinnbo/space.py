@@ -119,6 +119,14 @@ class Variable:
             return math.log(value)
         return float(value)
 
+    def to_dict(self) -> dict:
+        """The variable as JSON (a summary's ``domain``): name, kind and range or choices."""
+        if self.kind == "choice":
+            return {"name": self.name, "kind": "choice", "choices": list(self.choices)}
+        if self.kind == "integer":
+            return {"name": self.name, "kind": "integer", "lower": int(self.lower), "upper": int(self.upper)}
+        return {"name": self.name, "kind": self.kind, "lower": self.lower, "upper": self.upper}
+
     def describe(self) -> str:
         """The variable's kind and range as a case file writes it."""
         if self.kind == "choice":

@@ -17,6 +17,7 @@ from pinnbo.bench.job import execute
 from pinnbo.bench.live import BenchProgress
 from pinnbo.bench.options import BenchError, BenchSettings
 from pinnbo.bench.plan import RunJob, plan, run_is_complete
+from pinnbo.bench.page import write_bench_report
 from pinnbo.bench.tables import rich_table, write_case_outputs
 from pinnbo.errors import CaseError, WriteFailure
 from pinnbo.files import make_folder
@@ -142,6 +143,7 @@ def run_bench(settings: BenchSettings, console: Console | None = None, quiet: bo
     for case_plan in plans:
         summary, rows = analyse(case_plan, outcomes)
         write_case_outputs(case_plan, summary, rows)
+        write_bench_report(case_plan.folder, [(case_plan.folder, summary)])
         summaries.append(summary)
     failed = [{"case": k[0], "method": k[1], "seed": k[2], "error": o["error"]}
               for k, o in outcomes.items() if not o["ok"]]

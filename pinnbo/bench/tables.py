@@ -209,6 +209,10 @@ def write_curves_csv(path: Path, rows: list[list], constrained: bool = False) ->
 
 
 def plot_bench_convergence(summary: dict, path: Path) -> None:
+    save_figure(bench_convergence_figure(summary), path)
+
+
+def bench_convergence_figure(summary: dict):
     """Mean best so far ± s.e. per method; beside it, where f* is known, the median normalised regret
     (log scale) with its interquartile band."""
     plt = pyplot()
@@ -249,7 +253,7 @@ def plot_bench_convergence(summary: dict, path: Path) -> None:
         right.set_ylabel("normalised regret |f* − best| / |f* − m0|")
         right.set_title("median over seeds, 25–75 % band")
     fig.tight_layout()
-    save_figure(fig, path)
+    return fig
 
 
 def write_case_outputs(case_plan: CasePlan, summary: dict, rows: list[list]) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from pinnbo.files import write_json
 from pinnbo.problem import Problem
-from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto
+from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto, run_title
 from pinnbo.pareto import hypervolume, inferred_reference, pareto_mask
 from pinnbo.report.recommend import recommend
 from pinnbo.runner.case import noise_model
@@ -74,6 +74,7 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "problem": problem.name,
         "sense": problem.sense,
         "variables": list(problem.domain.names),
+        "domain": [v.to_dict() for v in problem.domain.variables],
         "evaluations": len(history),
         "failed": history.n_failed,
         "failures": [{"index": r.index, "x": r.x, "error": r.error} for r in history.evaluations if not r.ok],
@@ -181,10 +182,11 @@ def write_report(history: History, problem: Problem, case: dict | None = None) -
     if history.folder is None:
         return summary
     write_json(history.folder / "summary.json", summary)
+    title = run_title(case, problem)
     if problem.objectives:
-        plot_pareto(summary, problem, history.folder / "pareto.png")
+        plot_pareto(summary, problem, history.folder / "pareto.png", title)
     else:
-        plot_convergence(history, problem, history.folder / "convergence.png")
+        plot_convergence(history, problem, history.folder / "convergence.png", title)
     if problem.domain.dim == 2 and problem.field_plot is not None:
-        plot_field(history, problem, history.folder / "field.png")
+        plot_field(history, problem, history.folder / "field.png", title)
     return summary

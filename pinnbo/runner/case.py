@@ -292,6 +292,8 @@ class Case(BaseModel):
                                         Field(exclude=True)]] = None
     batch: Annotated[bool, NullIsDefault(), Resumable(), OmittedAtDefault(), Field(description=(
         "synchronous batches of workers designs instead of asynchronous proposals"))] = False
+    report: Annotated[bool, NullIsDefault(), Resumable(), OmittedAtDefault(), Field(description=(
+        "keep report.html in the results folder up to date while the run goes on (pinnbo report)"))] = False
     # Tiny budget and cheap method settings (--smoke, CI's quick runs of every case).
     smoke: SkipJsonSchema[Annotated[bool, Resumable()]] = False
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from pinnbo.errors import HistoryError
 from pinnbo.files import append_line, make_folder, remove_leftovers, write_json, write_text
-from pinnbo.runner.folder import ASKS, RUN_FILES, VARIABLES_KEY, check_folder
+from pinnbo.runner.folder import ASKS, REPORT_FIGURES, RUN_FILES, VARIABLES_KEY, check_folder
 
 #: Phases every run has: its initial design, evaluations imported from elsewhere, the optimiser's
 #: proposals. Any other phase is a method's own (GP-UCB+'s random points are "exploration"), and
@@ -196,6 +196,10 @@ class History:
         elif self._existing:  # --overwrite of an earlier pinnbo run (checked in read)
             for name in RUN_FILES:
                 (folder / name).unlink(missing_ok=True)
+            figures = folder / REPORT_FIGURES
+            if figures.is_dir() and not figures.is_symlink():
+                for png in figures.glob("*.png"):
+                    png.unlink(missing_ok=True)
         make_folder(folder)
         remove_leftovers(folder)
         write_json(folder / "case.json", {**case, VARIABLES_KEY: list(self.variable_names)}
