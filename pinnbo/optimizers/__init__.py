@@ -17,6 +17,7 @@ from pinnbo.optimizers.neural_bo import NeuralBO
 from pinnbo.optimizers.neural_cbo import NeuralCBO
 from pinnbo.optimizers.neural_greedy import NeuralGreedy
 from pinnbo.optimizers.pde_gp import PDEGPOptimizer
+from pinnbo.optimizers.optuna_samplers import OptunaGP, OptunaTPE
 from pinnbo.optimizers.pinn_bo import PINNBO
 from pinnbo.optimizers.random_search import RandomSearch
 
@@ -34,6 +35,8 @@ METHODS: dict[str, type[Optimizer]] = {
     NeuralCBO.name: NeuralCBO,
     GPCEI.name: GPCEI,
     GPEHVI.name: GPEHVI,
+    OptunaTPE.name: OptunaTPE,
+    OptunaGP.name: OptunaGP,
 }
 
 

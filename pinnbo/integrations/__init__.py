@@ -1,0 +1,1 @@
+"""pinnbo inside other tools (:mod:`pinnbo.integrations.optuna`)."""
