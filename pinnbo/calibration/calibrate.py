@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pinnbo.calibration.diagnostics import diagnostics
 from pinnbo.calibration.figures import plot_density, plot_surrogate
 from pinnbo.calibration.posterior import LogPosterior
 from pinnbo.calibration.sampling import REJECTION_MAX_DIM, Progress, Samples, metropolis, rejection
@@ -109,13 +110,14 @@ def calibrate(history: History, problem: Problem, posterior: LogPosterior, folde
         "sampler": drawn.sampler, "samples": len(drawn.values), "acceptance": drawn.acceptance,
         "sampler_details": drawn.details,
         "parameters": summarise(drawn.values, domain.names),
+        "diagnostics": diagnostics(drawn.values, drawn.chains, domain.names),
     }
     make_folder(folder)
     write_text(folder / "design.csv", _csv(list(domain.names) + ["V", "phase"],
                                            [[*x, v, p] for x, v, p in zip(X.tolist(), V.tolist(), phases)]))
     write_text(folder / "samples.csv", _csv(list(domain.names), drawn.values.tolist()))
     write_json(folder / "posterior.json", summary)
-    plot_density(drawn.values, surrogate, domain, folder)
+    plot_density(drawn.values, surrogate, domain, folder, posterior, problem.metadata.get("true_parameters"))
     plot_surrogate(surrogate, X, V, x_max, domain, folder / "surrogate.png")
     return Calibration(surrogate, drawn, summary)
 

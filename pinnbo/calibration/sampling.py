@@ -47,6 +47,7 @@ class Samples:
     sampler: str                        # "rejection" or "metropolis"
     acceptance: float                   # accepted / proposed (after burn-in for Metropolis)
     details: dict = field(default_factory=dict)
+    chains: np.ndarray | None = None    # Metropolis: (chains, draws per chain, d), for the diagnostics
 
 
 def rejection(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: int, log_max: float,
@@ -108,4 +109,5 @@ def metropolis(log_density: Callable[[np.ndarray], np.ndarray], domain: Box, n: 
             progress(t + 1, total)
     chains = np.stack(kept, axis=1)                               # (CHAINS, per_chain, d)
     return Samples(chains.reshape(-1, d)[:n], "metropolis", accepted / (per_chain * THIN * CHAINS),
-                   {"chains": CHAINS, "burn_in": burn_in, "thin": THIN, "step": step, "scale": scale.tolist()})
+                   {"chains": CHAINS, "burn_in": burn_in, "thin": THIN, "step": step, "scale": scale.tolist()},
+                   chains)

@@ -60,6 +60,9 @@ def test_calibrate_recovers_the_conjugate_posterior(tmp_path):
     assert stats["sd"] == pytest.approx(sd, rel=0.1)
     low, high = stats["interval_95"]
     assert low == pytest.approx(mean - 1.96 * sd, abs=0.2 * sd) and high == pytest.approx(mean + 1.96 * sd, abs=0.2 * sd)
+    # Independent draws: R-hat near 1, an effective sample size near the number of draws (ArviZ).
+    checks = posterior["diagnostics"]["x"]
+    assert abs(checks["r_hat"] - 1) < 0.01 and checks["ess_bulk"] > 3000 and checks["ess_tail"] > 2000
     samples = np.loadtxt(folder / "samples.csv", delimiter=",", skiprows=1)
     assert samples.shape == (4000,) and (folder / "samples.csv").read_text().startswith("x\n")
 

@@ -56,3 +56,14 @@ def test_metropolis_never_leaves_the_box():
     assert drawn.values.min() >= 0.0 and drawn.values.max() <= 1.0
     # the half-normal on [0, 1]: mean σ √(2/π) (the mass beyond 1 is 3e-7)
     assert drawn.values.mean() == pytest.approx(0.2 * np.sqrt(2 / np.pi), abs=0.02)
+
+
+def test_r_hat_finds_chains_that_disagree_and_passes_chains_that_mix():
+    from pinnbo.calibration.diagnostics import diagnostics
+
+    rng = np.random.default_rng(0)
+    mixed = rng.standard_normal((4, 500, 2))
+    apart = mixed + np.array([0.0, 0.0, 3.0, 3.0])[:, None, None]     # two chains stuck elsewhere
+    good, bad = diagnostics(None, mixed, ["a", "b"]), diagnostics(None, apart, ["a", "b"])
+    assert all(abs(good[n]["r_hat"] - 1) < 0.02 and good[n]["ess_bulk"] > 1500 for n in "ab")
+    assert all(bad[n]["r_hat"] > 1.5 and bad[n]["ess_bulk"] < 100 for n in "ab")
