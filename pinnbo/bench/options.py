@@ -128,12 +128,12 @@ def default_methods(constrained: bool, reference: str | None = None, *, several:
                     kinds: Sequence[str] = ("real",)) -> list[str]:
     """Every registered method for its kind of case (those that handle constraints for a constrained
     case; the unconstrained ones otherwise; those that take several objectives, or one, and the
-    case's kinds of variables), the reference first."""
+    case's kinds of variables) whose optional dependencies are installed, the reference first."""
     reference = reference or default_reference(constrained)
     names = sorted(m for m, cls in METHODS.items()
                    if (cls.handles_constraints if constrained else not cls.constrained_method)
                    and (cls.multi_objective if several else not cls.several_objectives_only)
-                   and set(kinds) <= set(cls.variable_kinds))
+                   and set(kinds) <= set(cls.variable_kinds) and cls.installed())
     return ([reference] if reference in names else []) + [m for m in names if m != reference]
 
 

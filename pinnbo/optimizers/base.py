@@ -92,6 +92,12 @@ class Optimizer(abc.ABC):
     # pinnbo bench's default method list for an unconstrained case.
     constrained_method: ClassVar[bool] = False
 
+    @classmethod
+    def installed(cls) -> bool:
+        """Whether the method's optional dependencies are installed (pinnbo bench's defaults leave
+        out a method that is not)."""
+        return True
+
     def __init__(self, domain: Box, seed: int = 0, *, settings: MethodSettings | None = None,
                  pde: Any = None, collocation_filter: Any = None, device: str = "cpu",
                  constraints: tuple[Constraint, ...] = ()) -> None:

@@ -10,6 +10,7 @@ shared initial design it models at once.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,11 +31,13 @@ class OptunaBaseline(Optimizer):
     variable_kinds = ("real", "log", "integer", "choice")
     multi_objective = True
 
+    @classmethod
+    def installed(cls) -> bool:
+        return importlib.util.find_spec("optuna") is not None
+
     def __init__(self, *args, **kwargs) -> None:
-        try:
-            import optuna  # noqa: F401
-        except ImportError:
-            raise MethodError(f"method: {self.name} needs optuna: pip install 'pinnbo[optuna]'") from None
+        if not self.installed():
+            raise MethodError(f"method: {self.name} needs optuna: pip install 'pinnbo[optuna]'")
         super().__init__(*args, **kwargs)
 
     def sampler(self, seed: int):
