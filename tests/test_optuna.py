@@ -172,3 +172,22 @@ def test_optuna_baselines_run_after_the_shared_initial_design_and_resume(method,
     resumed = optimize(problem, method, budget=18, initial_points=6, seed=0, output=tmp_path / "run", resume=True)
     assert [r.x for r in resumed.evaluations][:14] == [r.x for r in history.evaluations]
     assert len(resumed.evaluations) == 18
+
+
+def test_two_processes_share_a_study_through_its_storage(tmp_path):
+    """Two samplers on one journal file (as two processes would be): each sees the other's finished
+    and running trials, so the second does not propose the first's design under way."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.log")))
+    first = optuna.create_study(study_name="plate", storage=storage, direction="maximize",
+                                sampler=PinnboSampler(method="gp-ei", seed=0, initial_points=3))
+    first.optimize(harmonic, n_trials=5)
+    second = optuna.load_study(study_name="plate", storage=storage,
+                               sampler=PinnboSampler(method="gp-ei", seed=0, initial_points=3))
+    busy = first.ask()
+    held = (busy.suggest_float("x", 0, 1), busy.suggest_float("y", 0, 1))
+    other = second.ask()
+    assert (other.suggest_float("x", 0, 1), other.suggest_float("y", 0, 1)) != held
+    assert len(second.trials) == 7

@@ -216,3 +216,22 @@ def test_bench_results_have_one_row_per_run_and_evaluation(tmp_path):
     frame = load_results(root).to_pandas()
     assert len(frame) == 10 and list(frame.columns[:3]) == ["case", "method", "seed"]
     assert sorted(set(frame["seed"])) == [0, 1] and set(frame["case"]) == {"harmonic"}
+
+
+def test_the_pde_reads_as_a_person_writes_it():
+    from pinnbo import load_problem
+    from pinnbo.report.page import pde_text
+
+    assert pde_text(load_problem("harmonic")) == "∂²u/∂x² + ∂²u/∂y² = 0"
+    assert pde_text(load_problem("liouville")) == "exp(u) + ∂²u/∂x² + ∂²u/∂y² = 0"
+
+
+def test_every_1d_run_gets_a_curve_and_every_2d_run_a_map(tmp_path):
+    from pinnbo.runner.folder import RUN_FILES
+
+    one = Problem("bump", Box((0.0,), (1.0,), ("x",)), lambda x: float(np.sin(6 * x[0])), sense="maximize")
+    two = Problem("bowl", Box((0.0, 0.0), (1.0, 1.0), ("a", "b")), lambda x: float(np.sum((x - 0.3) ** 2)))
+    for problem in (one, two):
+        optimize(problem, "gp-ei", budget=8, initial_points=4, seed=0, output=tmp_path / problem.name)
+        assert (tmp_path / problem.name / "surrogate.png").stat().st_size > 10_000
+    assert "surrogate.png" in RUN_FILES and "report.html" in RUN_FILES     # replaced by --overwrite

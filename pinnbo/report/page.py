@@ -21,11 +21,10 @@ from pinnbo.pareto import hypervolume_curve
 from pinnbo.problem import Problem
 from pinnbo.report.figures import convergence_figure, field_figure, pareto_figure, pyplot, run_title
 from pinnbo.report.format import fmt
-from pinnbo.report.page_figures import (constraints_figure, importance_figure, map_dims, residual_map,
-                                        surrogate_maps, surrogate_slices, timings_figure)
+from pinnbo.report.page_figures import (constraints_figure, designs, fitted, importance_figure, map_dims,
+                                        residual_map, surrogate_figure, timings_figure)
 from pinnbo.report.recommend import recommend
 from pinnbo.report.summary import summarize
-from pinnbo.report.surrogate import ReportModel
 from pinnbo.results import RunResults, read_run
 from pinnbo.runner.case import noise_model
 from pinnbo.runner.folder import REPORT_FIGURES as FIGURES
@@ -97,11 +96,27 @@ def run_history(results: RunResults, problem: Problem) -> History:
 
 
 def pde_text(problem: Problem) -> str | None:
+    """The problem's PDE as a person writes it: ∂²T/∂x² + ∂²T/∂y² = 0."""
+    from sympy.core.function import AppliedUndef
+    from sympy.printing.str import StrPrinter
+
+    powers = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+    class Printer(StrPrinter):
+        def _print_Derivative(self, expr):
+            order = sum(int(c) for _, c in expr.variable_count)
+            inner = expr.expr.func.__name__ if isinstance(expr.expr, AppliedUndef) else f"({self._print(expr.expr)})"
+            below = "".join(f"∂{v}" + (str(c).translate(powers) if c > 1 else "") for v, c in expr.variable_count)
+            return f"∂{str(order).translate(powers) if order > 1 else ''}{inner}/{below}"
+
+        def _print_Function(self, expr):
+            return expr.func.__name__ if isinstance(expr, AppliedUndef) else super()._print_Function(expr)
+
     pdes = problem.pde if isinstance(problem.pde, dict) else {"": problem.pde} if problem.pde is not None else {}
-    lines = []
+    printer, lines = Printer(), []
     for name, pde in pdes.items():
         for lhs, rhs in zip(getattr(pde, "lhs", ()), getattr(pde, "rhs", ())):
-            lines.append(f"{name + ': ' if name else ''}{lhs} = {rhs}")
+            lines.append(f"{name + ': ' if name else ''}{printer.doprint(lhs)} = {printer.doprint(rhs)}")
     return "\n".join(lines) or None
 
 
@@ -130,13 +145,11 @@ def run_report_html(results: RunResults, problem: Problem, *, live: bool = False
                  f"every {REFRESH_SECONDS} s</p>\n")
     page.sections.append(head + _case_table(case, problem, history, summary))
 
-    ok = [r for r in history.evaluations if r.ok and r.y is not None]
     if problem.objectives:
         _pareto(page, history, problem, summary, title)
     elif len(history):
         _convergence(page, history, problem, title, seed, noise)
-    if not problem.objectives and len(ok) >= 3 and np.ptp([r.y for r in ok]) > 0:
-        _surrogate(page, history, problem, summary, title, seed, noise)
+    _surrogate(page, history, problem, summary, title, seed, noise)
     if problem.field_plot is not None and problem.domain.dim == 2 and len(history):
         page.section("True field", page.figure("field", field_figure(history, problem, title),
                                                "The problem's true field (known for this problem) and the evaluated "
@@ -238,34 +251,28 @@ def _pareto(page: Page, history: History, problem: Problem, summary: dict | None
 
 def _surrogate(page: Page, history: History, problem: Problem, summary: dict | None, title: str, seed: int,
                noise) -> None:
-    ok = [r for r in history.evaluations if history.counts(r) and r.y is not None] or \
-        [r for r in history.evaluations if r.ok and r.y is not None]
-    noisy = noise is not None or problem.noise_std > 0 or any(r.true is None for r in ok)
-    model = ReportModel(problem, [r.x for r in ok], [r.y for r in ok], seed, noisy)
+    made = fitted(history, problem, seed, noise)
+    if made is None:
+        return
+    model, ok = made
     recommended = (summary or {}).get("recommended") or (summary or {}).get("best")
     best = history.best()
-    at_values = recommended["x"] if recommended else (best.x if best is not None else ok[0].x)
-    at = problem.domain.encode(at_values)
-    X = history.X() if problem.domain.plain else np.array([problem.domain.physical(problem.domain.encode(r.x))
-                                                           for r in history.evaluations])
-    phases = [r.phase for r in history.evaluations]
-    best_x = None if best is None else X[[r.index for r in history.evaluations].index(best.index)]
+    at = problem.domain.encode(recommended["x"] if recommended else (best.x if best is not None else ok[0].x))
     explain = ("A GP fitted to every successful evaluation (the same model for every method, so reports "
                "compare)")
     dims = map_dims(problem)
     if dims is not None:
-        body = page.figure("surrogate", surrogate_maps(model, problem, X, phases, at, best_x, title),
-                           f"{explain}: its mean (left) and standard deviation (right), with the evaluated designs.")
+        caption = f"{explain}: its mean (left) and standard deviation (right), with the evaluated designs."
     else:
-        y = np.array([r.y for r in ok], dtype=np.float64)
-        Xok = [r.x for r in ok]
-        body = page.figure("surrogate", surrogate_slices(model, problem, Xok, y, at, title),
-                           f"{explain}: its mean ± 2 standard deviations along each variable"
-                           + (", the others held at the recommended design" if problem.domain.dim > 1 else "")
-                           + ", and the evaluations' values.")
-    page.section("Surrogate", body)
+        caption = (f"{explain}: its mean ± 2 standard deviations along each variable"
+                   + (", the others held at the recommended design" if problem.domain.dim > 1 else "")
+                   + ", and the evaluations' values.")
+    page.section("Surrogate", page.figure("surrogate", surrogate_figure(model, ok, history, problem, at, title),
+                                          caption))
     if dims is not None:
-        residual = residual_map(model, problem, X, phases, at, best_x, title)
+        X = designs(history, problem)
+        best_x = None if best is None else X[[r.index for r in history.evaluations].index(best.index)]
+        residual = residual_map(model, problem, X, [r.phase for r in history.evaluations], at, best_x, title)
         if residual is not None:
             page.section("PDE residual", page.figure(
                 "residual", residual, "|N[m] − g| of the surrogate's mean m: where the data alone disagree with the "

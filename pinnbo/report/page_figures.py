@@ -13,6 +13,7 @@ import numpy as np
 from pinnbo.problem import Problem
 from pinnbo.report.figures import pyplot
 from pinnbo.report.surrogate import ReportModel
+from pinnbo.runner.history import History
 
 #: Points per axis of a map, and per slice.
 GRID = 80
@@ -247,3 +248,35 @@ def timings_figure(rows: list[dict], title: str):
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
+
+
+def fitted(history: History, problem: Problem, seed: int, noise) -> tuple[ReportModel, list] | None:
+    """The report's model of ``history`` and the evaluations it was fitted to; None with fewer than
+    three successes or a constant value (nothing to model), or with several objectives."""
+    if problem.objectives:
+        return None
+    ok = [r for r in history.evaluations if history.counts(r) and r.y is not None] or \
+        [r for r in history.evaluations if r.ok and r.y is not None]
+    if len(ok) < 3 or np.ptp([r.y for r in ok]) == 0:
+        return None
+    noisy = noise is not None or problem.noise_std > 0 or any(r.true is None for r in ok)
+    return ReportModel(problem, [r.x for r in ok], [r.y for r in ok], seed, noisy), ok
+
+
+def designs(history: History, problem: Problem) -> np.ndarray:
+    """The evaluated designs as numbers (a log variable's value, an integer, a choice's index)."""
+    domain = problem.domain
+    if domain.plain:
+        return history.X()
+    return np.array([domain.physical(domain.encode(r.x)) for r in history.evaluations])
+
+
+def surrogate_figure(model: ReportModel, ok: list, history: History, problem: Problem, at: np.ndarray, title: str):
+    """Maps of the mean and sd where :func:`map_dims` finds two variables, else slices (a curve in 1-D)."""
+    X = designs(history, problem)
+    best = history.best()
+    best_x = None if best is None else X[[r.index for r in history.evaluations].index(best.index)]
+    if map_dims(problem) is not None:
+        return surrogate_maps(model, problem, X, [r.phase for r in history.evaluations], at, best_x, title)
+    return surrogate_slices(model, problem, [r.x for r in ok], np.array([r.y for r in ok], dtype=np.float64), at,
+                            title)

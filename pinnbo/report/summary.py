@@ -14,7 +14,8 @@ import numpy as np
 
 from pinnbo.files import write_json
 from pinnbo.problem import Problem
-from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto, run_title
+from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto, run_title, save_figure
+from pinnbo.report.page_figures import fitted, map_dims, surrogate_figure
 from pinnbo.pareto import hypervolume, inferred_reference, pareto_mask
 from pinnbo.report.recommend import recommend
 from pinnbo.runner.case import noise_model
@@ -177,7 +178,7 @@ def constraint_summary(history: History, problem: Problem) -> dict:
 
 def write_report(history: History, problem: Problem, case: dict | None = None) -> dict:
     """summary.json, convergence.png (several objectives: pareto.png) and, for 2-D problems with a
-    field, field.png."""
+    field, field.png; for other 1-D and 2-D problems, surrogate.png (the report's model)."""
     summary = summarize(history, problem, case)
     if history.folder is None:
         return summary
@@ -189,4 +190,12 @@ def write_report(history: History, problem: Problem, case: dict | None = None) -
         plot_convergence(history, problem, history.folder / "convergence.png", title)
     if problem.domain.dim == 2 and problem.field_plot is not None:
         plot_field(history, problem, history.folder / "field.png", title)
+    elif problem.domain.dim == 1 or map_dims(problem) is not None:
+        # Every 1-D problem gets a curve and every 2-D one a map: the report's model of the run.
+        made = fitted(history, problem, int((case or {}).get("seed") or 0),
+                      noise_model((case or {}).get("observation_noise")))
+        if made is not None:
+            best = summary.get("recommended") or summary.get("best")
+            save_figure(surrogate_figure(made[0], made[1], history, problem, problem.domain.encode(best["x"]), title),
+                        history.folder / "surrogate.png")
     return summary

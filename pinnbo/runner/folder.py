@@ -24,7 +24,7 @@ VARIABLES_KEY = "variables"
 #: (pinnbo.runner.asynchronous); its presence marks a log in completion order.
 ASKS = "asks.jsonl"
 RUN_FILES = (ASKS, "evaluations.jsonl", "timings.jsonl", "checkpoint.pt", "summary.json",
-             "convergence.png", "field.png", "pareto.png", "pending.json", "pending.pt", "report.html")
+             "convergence.png", "field.png", "pareto.png", "surrogate.png", "pending.json", "pending.pt", "report.html")
 #: The folder of the report's figures (pinnbo.report.page), emptied with the run's files.
 REPORT_FIGURES = "report"
 
