@@ -61,7 +61,6 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
     from pinnbo.bench.plan import recorded_evaluations
     from pinnbo.report.live import LiveProgress
     from pinnbo.report.live_report import LiveReport
-    from pinnbo.report.page import write_run_report
     from pinnbo.report.summary import write_report
     from pinnbo.runner.build import build_optimizer, build_problem, run_settings
     from pinnbo.runner.case import load_case
@@ -92,8 +91,6 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
             if observer is not None:
                 observer.stop()
         summary = write_report(history, problem, loaded.to_dict())
-        if loaded.report:
-            write_run_report(loaded.output_dir, problem)
     except RunStopped as exc:
         where = "" if loaded is None else f"; every completed evaluation is in {loaded.output_dir}"
         fail(f"{exc}{where}. Continue with: {again()}", code=1)

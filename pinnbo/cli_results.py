@@ -101,7 +101,7 @@ def report(results: Path = typer.Argument(..., help="A run's results folder (res
             from pinnbo.bench.page import write_bench_report
             from pinnbo.report.show import is_bench_summary
 
-            cases = [(results / name if results.name != name else results, summary)
+            cases = [(loaded.case_folders[name], summary)
                      for name, summary in sorted(loaded.summaries.items()) if is_bench_summary(summary)]
             if not cases:
                 raise ResultsError(f"results: {results} holds no finished bench (no summary.json with its table)")

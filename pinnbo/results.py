@@ -94,6 +94,7 @@ class BenchResults:
     folder: Path
     runs: dict[tuple[str, str, int], RunResults]
     summaries: dict[str, dict]
+    case_folders: dict[str, Path] = field(default_factory=dict)
 
     def to_pandas(self):
         """One row per run and evaluation: ``case``, ``method`` and ``seed`` before a run's columns."""
@@ -155,6 +156,8 @@ def load_results(folder: str | Path) -> RunResults | BenchResults:
         raise ResultsError(f"results: {folder} holds no pinnbo run (no evaluations.jsonl) and no bench (no runs/)")
     runs, summaries = {}, {}
     for case in cases:
+        if case.is_symlink():
+            continue
         summary = _optional_json(case / "summary.json")
         if isinstance(summary, dict):
             summaries[case.name] = summary
@@ -162,7 +165,7 @@ def load_results(folder: str | Path) -> RunResults | BenchResults:
             for seed in sorted(p for p in method.iterdir() if p.is_dir() and p.name.startswith("seed")):
                 if seed.name[4:].isdigit() and (seed / "evaluations.jsonl").exists():
                     runs[(case.name, method.name, int(seed.name[4:]))] = read_run(seed)
-    return BenchResults(folder, runs, summaries)
+    return BenchResults(folder, runs, summaries, {case.name: case for case in cases})
 
 
 def read_run(folder: Path) -> RunResults:

@@ -235,3 +235,21 @@ def test_every_1d_run_gets_a_curve_and_every_2d_run_a_map(tmp_path):
         optimize(problem, "gp-ei", budget=8, initial_points=4, seed=0, output=tmp_path / problem.name)
         assert (tmp_path / problem.name / "surrogate.png").stat().st_size > 10_000
     assert "surrogate.png" in RUN_FILES and "report.html" in RUN_FILES     # replaced by --overwrite
+
+
+def test_a_report_that_fails_warns_once_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+    from pinnbo.report import live_report
+
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("no room for figures")
+
+    monkeypatch.setattr(live_report, "write_run_report", broken)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(ROOT / "cases/harmonic.yaml"), "--method", "random", "--budget", "6",
+                                 "--initial-points", "3", "--output", str(out), "--quiet", "--report"])
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 1 and "report.html is no longer updated" in result.output
+    assert len((out / "evaluations.jsonl").read_text().splitlines()) == 6

@@ -3,6 +3,7 @@ be watched in a browser (the page reloads itself; :mod:`pinnbo.report.page`)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -22,10 +23,18 @@ class LiveReport:
         self.folder, self.problem, self.then = Path(folder), problem, then
         self.cost = 0.0
         self.last = 0.0
+        self.broken = False
 
     def _write(self, live: bool) -> None:
+        if self.broken:
+            return
         start = time.perf_counter()
-        write_run_report(self.folder, self.problem, live=live)
+        try:
+            write_run_report(self.folder, self.problem, live=live)
+        except Exception as exc:   # the run matters more than its page: say so once and go on
+            self.broken = True
+            print(f"warning: report.html is no longer updated ({type(exc).__name__}: {exc}); the run goes on, "
+                  f"and pinnbo report {self.folder} writes it afterwards", file=sys.stderr)
         self.last = time.perf_counter()
         self.cost = self.last - start
 
@@ -43,6 +52,7 @@ class LiveReport:
     def on_finish(self, history) -> None:
         if self.then is not None:
             self.then.on_finish(history)
+        self._write(live=False)
 
     def __getattr__(self, name):   # the live display's own hooks (an asynchronous run's workers in flight)
         if self.then is None:
