@@ -81,7 +81,7 @@ def test_the_field_table_in_the_docs_is_current():
 
 def test_what_a_resume_may_change_and_what_case_json_stores_come_from_the_declaration():
     assert RESUMABLE_KEYS == {"budget", "output", "device", "smoke", "timeout", "target", "max_time", "workers",
-                              "scheduler", "batch"}
+                              "scheduler", "batch", "report"}
     case = case_from_dict({"name": "t", "problem": "dropwave", "noise": 0})
     stored = case.to_dict()
     assert list(stored) == ["name", "problem", "params", "method", "method_params", "budget", "initial_points",
