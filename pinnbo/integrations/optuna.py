@@ -21,13 +21,15 @@ own units.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 try:
-    import optuna
+    import optuna  # noqa: F401  (the import that says whether the extra is installed)
     from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
     from optuna.samplers import BaseSampler, RandomSampler
     from optuna.search_space import IntersectionSearchSpace
@@ -43,6 +45,9 @@ from pinnbo.streams import derived_seed
 
 #: The constraint values an Optuna sampler keeps in a trial's system attributes (constraints_func).
 _CONSTRAINTS_KEY = "constraints"
+#: The design proposed for a trial, kept in its system attributes until its parameters are all set,
+#: so another thread or process sees it as pending.
+_PROPOSED_KEY = "pinnbo:proposed"
 
 
 class _Parameter:
@@ -117,12 +122,24 @@ class PinnboSampler(BaseSampler):
         self._reseeds = 0
         self._independent = RandomSampler(seed=derived_seed(self.seed, "optuna-independent") % (2**32))
         self._search_space = IntersectionSearchSpace(include_pruned=True)
+        # One proposal at a time per process: a thread proposes after the last one's design is
+        # recorded as pending (n_jobs), never beside it.
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def reseed_rng(self) -> None:
         # Optuna reseeds a sampler copied into another process; the pending trials keep the copies
         # from proposing the same design, and a derived seed keeps the run reproducible.
         self._reseeds += 1
-        self._independent.reseed_rng()
+        self._independent = RandomSampler(seed=derived_seed(self.seed, "optuna-independent", self._reseeds) % (2**32))
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         return {name: d for name, d in self._search_space.calculate(study).items() if not d.single()}
@@ -146,6 +163,13 @@ class PinnboSampler(BaseSampler):
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         if not search_space:
             return {}
+        with self._lock:
+            params = self._propose(study, trial, search_space)
+            if params:
+                study._storage.set_trial_system_attr(trial._trial_id, _PROPOSED_KEY, json.dumps(params))
+        return params
+
+    def _propose(self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         names = sorted(search_space)
         trials = study._get_trials(deepcopy=False, use_cache=False)
         finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
@@ -170,9 +194,13 @@ class PinnboSampler(BaseSampler):
                     values = None    # a complete trial without its constraint values cannot be used
             y = None if values is None else (values if len(signs) > 1 else float(values[0]))
             optimizer.tell(encoded(t), y, None if constraints is None or values is None else np.asarray(constraints))
-        running = [t for t in trials if t.state == TrialState.RUNNING and t.number != trial.number
-                   and set(names) <= t.params.keys()]
-        x = optimizer.ask([(encoded(t), "optimizer") for t in running])
+        pending = []
+        for t in trials:
+            if t.state == TrialState.RUNNING and t.number != trial.number:
+                params = {**json.loads(t.system_attrs.get(_PROPOSED_KEY, "{}")), **t.params}
+                if set(names) <= params.keys():
+                    pending.append(box.encode([p.to_pinnbo(params[p.name]) for p in parameters]))
+        x = optimizer.ask([(design, "optimizer") for design in pending])
         return {p.name: p.to_optuna(v) for p, v in zip(parameters, box.values(x))}
 
     def _optimizer(self, study: Study, box: Box, finished: list[FrozenTrial]):
@@ -209,4 +237,4 @@ def _constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
     return tuple(float(own[k]) for k in sorted(own)) if own else None
 
 
-__all__ = ["PinnboSampler", "optuna"]
+__all__ = ["PinnboSampler"]

@@ -93,7 +93,7 @@ def test_a_lab_tells_several_objectives_as_json(tmp_path):
 
 @pytest.mark.parametrize("fields, needle", [
     ({"method": "gp-ei", "method_params": {}}, "method: 'gp-ei' takes one objective and this problem has 2 (f1, f2); "
-                                               "use one of gp-ehvi, pde-gp, random"),
+                                               "use one of gp-ehvi, optuna-gp, optuna-tpe, pde-gp, random"),
     ({"problem": "dropwave", "params": {"dim": 2}}, "method: 'gp-ehvi' is for several objectives and this problem has one"),
     ({"target": 1.0}, "target: a target value is for one objective"),
     ({"problem": "external", "params": {"variables": {"x": [0, 1]}, "objectives": {"cost": "minimize"}}},
