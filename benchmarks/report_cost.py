@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -52,10 +51,13 @@ def main(argv=None) -> int:
                   f"({100 * (with_report / plain - 1):+.1f} %), pinnbo report {report:.1f} s, same history {same}",
                   flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    from pinnbo.report.summary import versions
+
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     args.output.write_text(json.dumps({"case": str(args.case), "budget": args.budget, "rows": rows,
-                                       "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-                                       "commit": commit, "date": str(date.today())}, indent=1))
+                                       "command": "python benchmarks/report_cost.py " + " ".join(sys.argv[1:]),
+                                       "machine": versions()["cpu"], "commit": commit, "date": str(date.today())},
+                                      indent=1))
     return 0
 
 

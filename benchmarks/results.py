@@ -84,6 +84,23 @@ FAMILIES += [
      ["pinnbo bench benchmarks/pareto/zdt1.yaml benchmarks/pareto/zdt2.yaml cases/beam_pareto.yaml --methods "
       "gp-ehvi,random --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output bench-results/pareto"]),
 ]
+# Families measured into their own root, with case names that other families use too: a family
+# with a root name reads only that root, and the others never read it.
+FAMILIES += [
+    ("Optuna's samplers beside pinnbo's methods",
+     "Optuna's TPE and GP samplers (`optuna-tpe`, `optuna-gp`, Optuna 5.0 at its defaults), the peers an Optuna user "
+     "would pick, after the same initial design as pinnbo's methods: the PDE cases (pde-gp tested against each) and "
+     "the constrained ones (gp-cei tested against each), 10 seeds, budgets 40 and 60.",
+     ["heat_bc1", "beam", "helmholtz", "harmonic", "branin_c", "simionescu", "gas", "welded_beam", "speed_reducer"],
+     ["pinnbo bench cases/heat_bc1.yaml cases/beam.yaml cases/helmholtz.yaml cases/harmonic.yaml --methods "
+      "pde-gp,gp-ei,optuna-tpe,optuna-gp --reference pde-gp --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "--output bench-results/optuna-pde",
+      "pinnbo bench cases/branin_c.yaml cases/simionescu.yaml cases/gas.yaml cases/welded_beam.yaml "
+      "cases/speed_reducer.yaml --methods gp-cei,optuna-tpe,optuna-gp --reference gp-cei --seeds 10 --budget 60 "
+      "--initial-points 10 --jobs 2 --output bench-results/optuna-constrained"],
+     ("optuna-pde", "optuna-constrained")),
+]
+OWN_ROOTS = {name for family in FAMILIES if len(family) > 4 for name in family[4]}
 CALIBRATION_COMMANDS = [
     "python benchmarks/calibration_accuracy.py cases/rossler.yaml --seeds 20 --jobs 2 --output bench-results/calibration",
     "python benchmarks/calibration_accuracy.py cases/lorenz63.yaml --methods exploit+,random --seeds 5 --budget 100 "
@@ -348,13 +365,14 @@ def render(roots: list[Path], calibration: Path | None = None, parallel: Path | 
            "Benjamini–Hochberg adjusted (`*`: significant at 0.05). Every method of a seed starts from the same "
            "initial design. The algorithms: [algorithms.md](algorithms.md); older measurements, with the "
            "commits that made them: [archive/](archive/).", ""]
-    for title, about, cases, command in FAMILIES:
+    for title, about, cases, command, *own in FAMILIES:
         out += [f"## {title}", "", about, "", "```bash", *(c.replace("ROOT", "bench-results/results") for c in command),
                 "```", ""]
+        family_roots = [r for r in roots if r.name in own[0]] if own else [r for r in roots if r.name not in OWN_ROOTS]
         if cases is FAMILIES[0][2]:
-            out += physics_summary(roots, cases, cost)
+            out += physics_summary(family_roots, cases, cost)
         for case in cases:
-            folder = _case_folder(roots, case)
+            folder = _case_folder(family_roots, case)
             if folder is None:
                 out += [f"### {case}", "", "Not measured yet: run the command above.", ""]
                 continue

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +56,12 @@ def to_target(values: list[float], problem, n0: int, fraction: float = 0.01) -> 
     return 0 if gap0 <= 0 else None
 
 
+def _cpu() -> str:
+    from pinnbo.report.summary import versions
+
+    return versions()["cpu"]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="+", type=Path)
@@ -84,7 +92,12 @@ def main(argv=None) -> int:
                 print(f"{case.name} seed {seed} {label}: to 1% {k} ({seconds:.1f} s)", flush=True)
         results[case.name] = rows
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=1))
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent).stdout.strip()
+    meta = {"command": "python benchmarks/optuna/compare.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "commit": commit, "machine": _cpu(), "optuna": optuna.__version__, "date": str(date.today()),
+            "trials": args.trials, "initial_points": args.initial_points, "seeds": args.seeds}
+    args.output.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     print("\n| case | sampler | trials to 1 % (median) | seeds reaching 1 % | seconds per study (median) |")
     print("|---|---|---|---|---|")
     for name, rows in results.items():
