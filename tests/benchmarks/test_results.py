@@ -44,3 +44,12 @@ def test_the_calibration_section_without_measurements_gives_its_commands(tmp_pat
     text = "\n".join(results.calibration_section(tmp_path / "none"))
     assert "## Calibration accuracy" in text and "Not measured yet" in text
     assert "calibration_accuracy.py cases/rossler.yaml" in text
+
+
+def test_a_family_measured_into_its_own_root_reads_only_that_root():
+    """heat_bc1 is in the PDE family and in the Optuna family: each reads its own bench of it."""
+    roots = [Path("b/optuna-pde"), Path("b/results"), Path("b/optuna-constrained")]
+    optuna = next(f for f in results.FAMILIES if f[0].startswith("Optuna"))
+    assert "heat_bc1" in optuna[2] and "heat_bc1" in results.FAMILIES[0][2]
+    assert results.family_roots(roots, ()) == [Path("b/results")]
+    assert results.family_roots(roots, optuna[4]) == [Path("b/optuna-pde"), Path("b/optuna-constrained")]
