@@ -16,7 +16,7 @@ from pinnbo.report.surrogate import ReportModel
 from pinnbo.runner.history import History
 
 #: Points per axis of a map, and per slice.
-GRID = 80
+GRID = 64
 
 
 def _axis(problem: Problem, i: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -85,7 +85,7 @@ class ReportModel:
             out.append(r[:n, 0].detach().abs())
         return torch.cat(out).numpy()
 
-    def total_sobol(self, seed: int, n: int = 2048) -> np.ndarray:
+    def total_sobol(self, seed: int, n: int = 1024) -> np.ndarray:
         """Each variable's total Sobol index of the mean over the box (Jansen's estimator): the share
         of the mean's variance that goes with the variable, its interactions included. Discrete
         variables are drawn at their levels."""
