@@ -53,7 +53,7 @@ class ReportModel:
         means, sds = [], []
         with torch.no_grad():
             for chunk in torch.split(unit, 4096):
-                posterior = self.model.posterior(chunk)
+                posterior = self.model.posterior(chunk[:, None, :])   # a batch of single points: marginals only
                 means.append(-self.problem.sign * posterior.mean.reshape(-1))
                 sds.append(posterior.variance.clamp_min(0.0).sqrt().reshape(-1))
         return torch.cat(means).numpy(), torch.cat(sds).numpy()
