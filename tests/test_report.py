@@ -93,11 +93,13 @@ def test_live_report_reloads_while_the_run_goes_on_and_is_final_at_the_end(tmp_p
 
     out = tmp_path / "live"
     live_report.LiveReport._write = write
+    live_report.SHARE, share = float("inf"), live_report.SHARE   # rewrite at every evaluation: the pages are checked
     try:
         result = runner.invoke(app, ["run", str(ROOT / "cases/harmonic.yaml"), "--method", "random", "--budget", "8",
                                      "--initial-points", "4", "--output", str(out), "--quiet", "--report"])
     finally:
         live_report.LiveReport._write = original
+        live_report.SHARE = share
     assert result.exit_code == 0, result.output
     live = [text for is_live, text in snapshots if is_live]
     assert live and all('http-equiv="refresh"' in t and "running:" in t for t in live)
@@ -253,3 +255,28 @@ def test_a_report_that_fails_warns_once_and_the_run_goes_on(tmp_path, monkeypatc
     assert result.exit_code == 0, result.output
     assert len(calls) == 1 and "report.html is no longer updated" in result.output
     assert len((out / "evaluations.jsonl").read_text().splitlines()) == 6
+
+
+def test_live_rewrites_take_at_most_their_share_of_the_run(monkeypatch):
+    """On a clock where an evaluation takes 1 s and a page 0.4 s, the rewrites of a 200-evaluation
+    run take at most SHARE of it, and the final page is written once more at the end."""
+    from pinnbo.report import live_report
+
+    clock = [0.0]
+    monkeypatch.setattr(live_report.time, "perf_counter", lambda: clock[0])
+    writes = []
+
+    def page(folder, problem, live=False):
+        clock[0] += 0.4
+        writes.append(live)
+
+    monkeypatch.setattr(live_report, "write_run_report", page)
+    observer = live_report.LiveReport(Path("."), None)
+    observer.on_start(None, None, None)
+    for _ in range(200):
+        clock[0] += 1.0
+        observer.on_evaluation(None, None, None)
+    observer.on_finish(None)
+    assert writes[-1] is False and writes.count(False) == 1
+    assert 0.4 * writes.count(True) <= live_report.SHARE * 200 + 0.4
+    assert writes.count(True) >= 15          # and it does rewrite: about every 8 evaluations
