@@ -1,9 +1,9 @@
 """What the report costs (issue targets: the report of a 100-evaluation 2-D run under 10 s;
 ``--report`` under 10 % of a run's wall time), side by side in one run.
 
-For each method, the same case runs twice from the same seed, without and with ``--report``,
-as separate ``pinnbo run`` processes (one torch thread); then ``pinnbo report`` is timed on the
-finished folder. The histories are compared: ``--report`` only reads the folder.
+For each method, the same case runs from the same seed without and with ``--report``, alternately
+``--repeats`` times, as separate ``pinnbo run`` processes (one torch thread), and the medians are
+compared; then ``pinnbo report`` is timed on the finished folder. The histories are compared: ``--report`` only reads the folder.
 
     python benchmarks/report_cost.py cases/heat_bc1.yaml --methods gp-ei,pinn-bo --budget 100
 """
@@ -20,6 +20,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+import numpy as np
+
 
 def timed(command: list[str], env: dict) -> float:
     start = time.perf_counter()
@@ -32,6 +34,7 @@ def main(argv=None) -> int:
     parser.add_argument("case", type=Path)
     parser.add_argument("--methods", default="gp-ei")
     parser.add_argument("--budget", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3, help="pairs of runs per method; the medians are reported")
     parser.add_argument("--output", type=Path, default=Path("bench-results/cost/report.json"))
     args = parser.parse_args(argv)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -40,8 +43,11 @@ def main(argv=None) -> int:
         for method in args.methods.split(","):
             base = [sys.executable, "-m", "pinnbo.cli", "run", str(args.case), "--method", method, "--budget",
                     str(args.budget), "--quiet"]
-            plain = timed(base + ["--output", f"{tmp}/{method}-plain"], env)
-            with_report = timed(base + ["--output", f"{tmp}/{method}-report", "--report"], env)
+            plain, with_report = [], []
+            for _ in range(args.repeats):    # alternated, so a slow spell of the machine hits both
+                plain.append(timed(base + ["--output", f"{tmp}/{method}-plain", "--overwrite"], env))
+                with_report.append(timed(base + ["--output", f"{tmp}/{method}-report", "--report", "--overwrite"], env))
+            plain, with_report = float(np.median(plain)), float(np.median(with_report))
             report = timed([sys.executable, "-m", "pinnbo.cli", "report", f"{tmp}/{method}-plain"], env)
             same = (Path(tmp, f"{method}-plain", "evaluations.jsonl").read_bytes()
                     == Path(tmp, f"{method}-report", "evaluations.jsonl").read_bytes())
