@@ -22,9 +22,13 @@ optuna.logging.set_verbosity(optuna.logging.ERROR)
 
 
 class TestPinnboSamplerAsOptunaTestsIt(BasicSamplerTestCase, RelativeSamplerTestCase):
+    """Optuna's conformance cases exercise the sampler's part (search spaces, distributions, the
+    mapping both ways, trial states), so they run the cheapest method; the GP methods are tested
+    below."""
+
     @pytest.fixture
     def sampler(self):
-        return lambda: PinnboSampler(method="gp-ei", seed=0, initial_points=1)
+        return lambda: PinnboSampler(method="random", seed=0, initial_points=1)
 
 
 def laplace() -> PDE:
@@ -141,7 +145,7 @@ def test_mixed_parameters_map_to_pinnbo_variables_and_back():
         return abs(math.log10(lr) + 2) + abs(layers - 3) + abs(width - 32) / 16 + step + (0 if kind is None else 1)
 
     study = optuna.create_study(sampler=PinnboSampler(method="gp-ei", seed=0, initial_points=5))
-    study.optimize(objective, n_trials=14)
+    study.optimize(objective, n_trials=12)
     for t in study.trials:
         assert t.params["width"] in (16, 32, 48, 64) and t.params["kind"] in ("relu", None, 3)
         assert math.isclose(round(t.params["dropout"] / 0.1) * 0.1, t.params["dropout"], abs_tol=1e-9)

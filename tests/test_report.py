@@ -280,3 +280,21 @@ def test_live_rewrites_take_at_most_their_share_of_the_run(monkeypatch):
     assert writes[-1] is False and writes.count(False) == 1
     assert 0.4 * writes.count(True) <= live_report.SHARE * 200 + 0.4
     assert writes.count(True) >= 15          # and it does rewrite: about every 8 evaluations
+
+
+@pytest.mark.parametrize("case, figures", [
+    ("cases/beam_section.yaml", {"convergence", "surrogate", "importance", "constraints", "timings"}),
+    ("benchmarks/pareto/zdt1.yaml", {"pareto", "hypervolume", "timings"}),
+])
+def test_report_of_constraints_choices_and_several_objectives(case, figures, tmp_path):
+    """A constrained case with choice variables (slices, feasibility) and one of several objectives
+    (front and hypervolume): each section the problem calls for, and no other."""
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(ROOT / case), "--method", "random", "--budget", "12",
+                                 "--initial-points", "6", "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    text = (out / "report.html").read_text()
+    found = {name for name in ("convergence", "surrogate", "residual", "importance", "field", "constraints", "pareto",
+                               "hypervolume", "timings") if f'<figure id="{name}">' in text}
+    assert found == figures
