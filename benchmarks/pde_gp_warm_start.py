@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import pinnbo.optimizers.pde_gp as pde_gp
+from pinnbo.files import write_text
 from pinnbo import optimize
 from pinnbo.report.summary import versions
 from pinnbo.runner.build import build_problem
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
               f"{np.median([r['seconds'] for r in runs]):.1f} s per run")
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"command": "python benchmarks/pde_gp_warm_start.py " + " ".join(
+    write_text(args.output, json.dumps({"command": "python benchmarks/pde_gp_warm_start.py " + " ".join(
         sys.argv[1:] if argv is None else argv), "commit": commit, "machine": versions()["cpu"],
         "date": str(date.today()), "rows": rows}, indent=1))
     return 0

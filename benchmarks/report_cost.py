@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pinnbo.files import write_text
+
 
 def timed(command: list[str], env: dict) -> float:
     start = time.perf_counter()
@@ -60,7 +62,7 @@ def main(argv=None) -> int:
     from pinnbo.report.summary import versions
 
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
-    args.output.write_text(json.dumps({"case": str(args.case), "budget": args.budget, "rows": rows,
+    write_text(args.output, json.dumps({"case": str(args.case), "budget": args.budget, "rows": rows,
                                        "command": "python benchmarks/report_cost.py " + " ".join(sys.argv[1:]),
                                        "machine": versions()["cpu"], "commit": commit, "date": str(date.today())},
                                       indent=1))

@@ -157,13 +157,18 @@ def append_line(path: Path, line: str, sync: bool = True) -> None:
         os.close(fd)
 
 
-def write_figure(fig: Any, path: Path, dpi: int = 110) -> None:
-    """Render a matplotlib figure to PNG bytes and write them with :func:`write_bytes`."""
+def png_bytes(fig: Any, dpi: int = 110) -> bytes:
+    """A matplotlib figure rendered to PNG bytes (in memory: nothing touches a path)."""
     import io
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
-    write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_figure(fig: Any, path: Path, dpi: int = 110) -> None:
+    """Render a matplotlib figure to PNG bytes and write them with :func:`write_bytes`."""
+    write_bytes(path, png_bytes(fig, dpi))
 
 
 def holds_anything(folder: Path) -> bool:

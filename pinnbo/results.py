@@ -8,15 +8,13 @@ table reads the same whichever tool made it. Only JSON is read: nothing in a fol
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pinnbo.errors import UserError, shown
 from pinnbo.files import loads
-from pinnbo.runner.history import Evaluation, HistoryError
+from pinnbo.runner.history import Evaluation, HistoryError, read_timings
 
 #: The columns every row has, before the variables' (``params_*``) and after them.
 LEADING = ("number", "phase", "status")
@@ -193,7 +191,7 @@ def read_run(folder: Path) -> RunResults:
                 if number == len(lines):   # the last line cut off by a crash: not recorded
                     break
                 raise ResultsError(str(exc)) from None
-    timings = _timings(folder / "timings.jsonl")
+    timings = read_timings(folder / "timings.jsonl")
     variables = case.get("variables") or (summary or {}).get("variables") or []
     if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
         raise ResultsError(f"results: {folder / 'case.json'}: 'variables' must be a list of names")
@@ -201,18 +199,3 @@ def read_run(folder: Path) -> RunResults:
     if len(variables) != width:
         variables = [f"x{i + 1}" for i in range(width)]
     return RunResults(folder, case, evaluations, [timings.get(r.index, {}) for r in evaluations], summary, variables)
-
-
-def _timings(path: Path) -> dict[int, dict]:
-    out: dict[int, dict] = {}
-    if not path.is_file() or path.is_symlink():
-        return out
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-            index = entry.pop("index")
-        except (AttributeError, KeyError, TypeError, ValueError, RecursionError):
-            continue
-        if isinstance(index, int) and all(isinstance(v, (int, float)) and math.isfinite(v) for v in entry.values()):
-            out[index] = entry
-    return out

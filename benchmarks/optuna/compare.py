@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 
+from pinnbo.files import write_text
 from pinnbo.integrations.optuna import PinnboSampler
 from pinnbo.runner.build import build_problem
 from pinnbo.runner.case import load_case
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
     meta = {"command": "python benchmarks/optuna/compare.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "commit": commit, "machine": _cpu(), "optuna": optuna.__version__, "date": str(date.today()),
             "trials": args.trials, "initial_points": args.initial_points, "seeds": args.seeds}
-    args.output.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    write_text(args.output, json.dumps({"meta": meta, "results": results}, indent=1))
     print("\n| case | sampler | trials to 1 % (median) | seeds reaching 1 % | seconds per study (median) |")
     print("|---|---|---|---|---|")
     for name, rows in results.items():

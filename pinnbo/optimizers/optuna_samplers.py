@@ -40,8 +40,8 @@ class OptunaBaseline(Optimizer):
             raise MethodError(f"method: {self.name} needs optuna: pip install 'pinnbo[optuna]'")
         super().__init__(*args, **kwargs)
 
-    def sampler(self, seed: int):
-        raise NotImplementedError
+    #: The Optuna sampler (optuna.samplers), run at its defaults but for its seed.
+    sampler_name = ""
 
     def propose(self) -> np.ndarray:
         import optuna
@@ -59,7 +59,8 @@ class OptunaBaseline(Optimizer):
                 distributions[v.name] = FloatDistribution(v.lower, v.upper, log=v.kind == "log")
         m = max(len(self.objectives), 1)
         seed = derived_seed(self.seed, self.name, self.ask_index) % (2**31)
-        study = optuna.create_study(directions=["minimize"] * m, sampler=self.sampler(seed))
+        sampler = getattr(optuna.samplers, self.sampler_name)(seed=seed)
+        study = optuna.create_study(directions=["minimize"] * m, sampler=sampler)
         told = list(zip(self.X, self.y, self.C)) + [(x, None, None) for x in self.pending]
         for k, (x, y, c) in enumerate(told):
             params = dict(zip(self.domain.names, self.domain.values(x)))
@@ -76,17 +77,9 @@ class OptunaBaseline(Optimizer):
 
 class OptunaTPE(OptunaBaseline):
     name = "optuna-tpe"
-
-    def sampler(self, seed: int):
-        from optuna.samplers import TPESampler
-
-        return TPESampler(seed=seed)
+    sampler_name = "TPESampler"
 
 
 class OptunaGP(OptunaBaseline):
     name = "optuna-gp"
-
-    def sampler(self, seed: int):
-        from optuna.samplers import GPSampler
-
-        return GPSampler(seed=seed)
+    sampler_name = "GPSampler"

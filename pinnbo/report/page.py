@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 
-from pinnbo.files import make_folder, write_bytes, write_text
+from pinnbo.files import make_folder, png_bytes, write_bytes, write_text
 from pinnbo.pareto import hypervolume_curve
 from pinnbo.problem import Problem
 from pinnbo.report.figures import convergence_figure, field_figure, pareto_figure, pyplot, run_title
@@ -62,12 +61,10 @@ class Page:
 
     def figure(self, name: str, fig, caption: str) -> str:
         """The figure as an <img> of its PNG data; a copy is written to report/<name>.png."""
-        buffer = io.BytesIO()
         try:
-            fig.savefig(buffer, format="png", dpi=100)
+            data = png_bytes(fig, dpi=100)
         finally:
             pyplot().close(fig)
-        data = buffer.getvalue()
         if self.folder is not None:
             write_bytes(self.folder / FIGURES / f"{name}.png", data)
         encoded = base64.b64encode(data).decode()
@@ -136,7 +133,9 @@ def run_report_html(results: RunResults, problem: Problem, *, live: bool = False
     title = run_title(case, problem)
     seed = int(case.get("seed") or 0)
     noise = noise_model(case.get("observation_noise"))
-    summary = summarize(history, problem, case) if not live or len(history) else None
+    summary = results.summary
+    if summary is None or summary.get("evaluations") != len(history):   # unfinished, or resumed since
+        summary = summarize(history, problem, case) if not live or len(history) else None
     page = Page(folder)
     budget = case.get("budget")
     head = f"<h1>{html.escape(title)}</h1>\n"

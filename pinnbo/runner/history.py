@@ -126,6 +126,23 @@ class Evaluation:
         return record
 
 
+def read_timings(path: Path) -> dict[int, dict]:
+    """timings.jsonl by evaluation index. It is not fsynced (a resume does not need it): what is
+    there is kept, and a line a crash cut off, or one that is not seconds by name, is skipped."""
+    by_index: dict[int, dict] = {}
+    if not path.is_file() or path.is_symlink():
+        return by_index
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+            index = int(entry.pop("index"))
+        except (AttributeError, KeyError, TypeError, ValueError, RecursionError):
+            continue
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in entry.values()):
+            by_index[index] = entry
+    return by_index
+
+
 def _finite_or_none(value: Any) -> float | None:
     if value is None:
         return None
@@ -244,16 +261,7 @@ class History:
             except HistoryError:
                 pass
         self.evaluations = evaluations
-        # timings.jsonl is not fsynced (it is not needed to resume): keep what is there, by index.
-        by_index: dict[int, dict] = {}
-        timings = self.folder / "timings.jsonl"
-        if timings.is_file() and not timings.is_symlink():
-            for line in timings.read_text(errors="replace").splitlines():
-                try:
-                    entry = json.loads(line)
-                    by_index[int(entry.pop("index"))] = entry
-                except (AttributeError, KeyError, TypeError, ValueError, RecursionError):
-                    continue
+        by_index = read_timings(self.folder / "timings.jsonl")
         self.timings = [by_index.get(r.index, {}) for r in evaluations]
 
     def _check_constraints(self, record: Evaluation, where: str) -> None:
