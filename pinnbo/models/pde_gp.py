@@ -22,6 +22,11 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   (:meth:`PDEGP._negative_log_likelihood` says why not the joint evidence). A PDE the data
   contradict (a wrong source, a corner where the data jump) gets a large ε, so it never overrules
   the measurements.
+- Later fits start from the previous step's optimum, and, whenever the data have grown by a tenth
+  since the last such step, from the long starts too (``restart``; the optimiser decides when): a
+  warm start alone can stay in the basin that the first few observations chose while the evidence
+  of the grown data prefers another, and a geometric schedule keeps the refits' share of a step's
+  cost falling as the data grow.
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
@@ -68,11 +73,12 @@ class PDEGP(Model):
     the kernel and the PDE act on physical ones, x = ``lower`` + u · ``widths``. ``unit_X`` (n, d)
     and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
-    hyper-parameters (:meth:`hyperparameters`). The fit happens at construction.
+    hyper-parameters (:meth:`hyperparameters`), and ``restart`` to fit from the first fit's long
+    starts as well, keeping the best evidence. The fit happens at construction.
     """
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
-                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None) -> None:
+                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None, restart: bool = False) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
         X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
@@ -91,7 +97,7 @@ class PDEGP(Model):
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         self.target = torch.cat(self.targets)
         # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
-        self.log_likelihood = self._fit(start) if len(y) else None
+        self.log_likelihood = self._fit(start, restart) if len(y) else None
         if not len(y):
             self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
         self._factorise()
@@ -210,12 +216,12 @@ class PDEGP(Model):
         with torch.no_grad():
             return raw.detach().clone(), float(self._negative_log_likelihood(raw))
 
-    def _fit(self, start: dict | None) -> float:
-        """Fit the hyper-parameters (module docstring): from ``start``, or from the long starts, the
-        best evidence among them, replaced by the short start's optimum where that predicts the
-        held-out observations better."""
-        starts = [self._raw(start)] if start else [self._raw({"lengthscale": f * self.widths})
-                                                   for f in FIRST_LENGTHSCALES]
+    def _fit(self, start: dict | None, restart: bool = False) -> float:
+        """Fit the hyper-parameters (module docstring): from ``start`` (with ``restart``, from the
+        long starts too), or from the long starts, the best evidence among them, replaced by the
+        short start's optimum where that predicts the held-out observations better."""
+        long_starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES]
+        starts = [self._raw(start)] + long_starts * restart if start else long_starts
         best_raw, best = None, math.inf
         for raw in starts:
             raw, value = self._optimise(raw)

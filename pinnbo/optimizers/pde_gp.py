@@ -4,7 +4,8 @@
 The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP conditioned on the
 observations and on L f = g at collocation points drawn once from the seed (space-filling Sobol
 points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
-the evidence of the data given the PDE, warm-started from the previous step's, and proposes the
+the evidence of the data given the PDE, warm-started from the previous step's (and afresh as the
+data grow by each tenth, :func:`restart_due`), and proposes the
 minimiser of BoTorch's lower confidence bound μ − σ on it (``UpperConfidenceBound`` with
 ``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). Without a PDE the method
 is a plain GP with the same kernel.
@@ -41,6 +42,7 @@ BoTorch's qLogNEHVI over them, as gp-ehvi (docs/algorithms.md, "Several objectiv
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -77,6 +79,20 @@ UCB_BETA = 1.0
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
+
+
+#: A step refits from the first fit's starts as well as from the previous step's optimum when its
+#: observations cross a point of the geometric grid RESTART_GROWTH^k (every step up to 12, then
+#: ever more rarely: 11, 12, 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
+RESTART_GROWTH = 1.1
+
+
+def restart_due(n: int) -> bool:
+    """Whether the fit on ``n`` observations also starts afresh (``RESTART_GROWTH``)."""
+    if n < 2:
+        return True
+    step = math.log(RESTART_GROWTH)
+    return math.floor(math.log(n) / step) > math.floor(math.log(n - 1) / step)
 
 
 @dataclass
@@ -169,11 +185,12 @@ class PDEGPOptimizer(Optimizer):
                 pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
                 return self.domain.from_unit(self._maximise(acq, pool, evaluated))
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
-            start = earlier_fit(self._fits, self.n_told)
+            start, restart = earlier_fit(self._fits, self.n_told), restart_due(len(y))
             if self.linearised is None:
-                self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start)
+                self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
+                                   restart=restart)
             else:
-                self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start)
+                self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
             self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
                                                                                  self.model.hyperparameters())]
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
@@ -213,7 +230,7 @@ class PDEGPOptimizer(Optimizer):
                 if self.pending else None)
 
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
-                      start: dict | None) -> PDEGP:
+                      start: dict | None, restart: bool) -> PDEGP:
         """PDE-GP conditioned on the nonlinear PDE linearised about its own posterior mean at the
         collocation points, refitted about each new mean (at most ``GAUSS_NEWTON_ITERATIONS`` fits,
         fewer once the mean stops moving); the first linearisation is about the GP of the data
@@ -227,7 +244,8 @@ class PDEGPOptimizer(Optimizer):
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         for _ in range(GAUSS_NEWTON_ITERATIONS):
-            model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start)
+            model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
+                          restart=restart)
             start = model.hyperparameters()
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
