@@ -4,7 +4,7 @@ Python API (mirrors the CLI)::
 
     from pinnbo import optimize, load_problem
     problem = load_problem("heat_plate", boundary={...})
-    history = optimize(problem, method="pinn-bo", budget=100, initial_points=10, seed=0)
+    history = optimize(problem, budget=100, initial_points=10, seed=0)   # method="auto": chosen from the problem
 
 a results folder as a table (one row per evaluation)::
 
@@ -14,7 +14,7 @@ a results folder as a table (one row per evaluation)::
 and an ask/tell optimiser usable without the runner::
 
     from pinnbo import make_optimizer
-    opt = make_optimizer("pinn-bo", problem, seed=0)
+    opt = make_optimizer("pde-gp", problem, seed=0)
     x = opt.ask(); opt.tell(x, value)      # values in the problem's own sense
 
 A constrained problem declares ``constraints=(Constraint("stress"), ...)`` (c_i(x) <= 0 feasible)
@@ -65,7 +65,8 @@ def make_optimizer(method: str, problem: Problem | Box, seed: int = 0, *, params
         # The optimiser minimises sign × f: it learns from the PDE that value obeys.
         return _make(method, problem.domain, seed, params=params, pde=problem.minimised_pde,
                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints,
-                     sense=problem.sense, observation_noise=observation_noise)
+                     sense=problem.sense, observation_noise=observation_noise,
+                     boundary_continuous=problem.boundary_continuous)
     if not isinstance(problem, Box):
         raise MethodError(f"make_optimizer: expected a Problem or a Box, got {type(problem).__name__}")
     return _make(method, problem, seed, params=params, pde=pde, collocation_filter=collocation_filter, device=device,
@@ -86,7 +87,7 @@ def _in_keywords(message: str) -> str:
     return re.sub(r"--[a-z][a-z-]*", lambda m: _KEYWORDS.get(m.group(0), m.group(0)), message)
 
 
-def optimize(problem: Problem, method: str = "pinn-bo", *, budget: int = 100, initial_points: int = 10,
+def optimize(problem: Problem, method: str = "auto", *, budget: int = 100, initial_points: int = 10,
              seed: int = 0, method_params: dict | None = None, output: str | Path | None = None,
              device: str = "cpu", resume: bool = False, overwrite: bool = False, progress: bool | None = None,
              warm_start: str | Path | None = None, target: float | None = None, max_time: float | None = None,
@@ -136,7 +137,9 @@ def _optimize(problem: Problem, method: str, *, budget: int, initial_points: int
 
     # The runner tells minimisation values (pinnbo.runner.loop): the optimiser minimises as built.
     optimizer = _make(method, problem.domain, seed, params=method_params, pde=problem.minimised_pde,
-                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints)
+                      collocation_filter=problem.collocation_filter, device=device, constraints=problem.constraints,
+                      objectives=problem.objectives, reference=problem.minimised_reference,
+                      boundary_continuous=problem.boundary_continuous)
     case = {"problem": problem.name, "method": method, "method_params": method_params or {}, "seed": seed,
             "initial_points": initial_points, "budget": budget}
     if problem.constraints:  # a resumed run must have the same constraints (the log's records carry them)
@@ -157,7 +160,7 @@ def _optimize(problem: Problem, method: str, *, budget: int, initial_points: int
     if progress:
         from pinnbo.report.live import LiveProgress
 
-        observer = LiveProgress(title=f"{problem.name} · {method} · seed {seed}")
+        observer = LiveProgress(title=f"{problem.name} · {method} · seed {seed}", choice=optimizer.choice)
     try:
         history = run(problem, optimizer, settings, observer)
     finally:

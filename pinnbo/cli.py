@@ -82,7 +82,8 @@ def _run_case(case: Path, overrides: dict, *, resume: bool, overwrite: bool, qui
         optimizer = build_optimizer(loaded, problem)
         settings = run_settings(loaded, problem, resume=resume, overwrite=overwrite)
         recorded = recorded_evaluations(loaded.output_dir) if resume else 0
-        observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}")
+        observer = None if quiet else LiveProgress(title=f"{loaded.name} · {loaded.method} · seed {loaded.seed}",
+                                                   choice=optimizer.choice)
         if loaded.report:
             observer = LiveReport(loaded.output_dir, problem, observer)
         try:

@@ -103,6 +103,10 @@ class Problem:
         (None: inferred from the observed values, :func:`pinnbo.pareto.inferred_reference`).
     measured: the objective returns measurements (a program's output), not a known noise-free
         value: evaluations record them as observed, with no true value.
+    boundary_continuous: whether the objective's values on the box's faces (its boundary data,
+        for a PDE solved with them) join continuously where faces meet: False where they jump (a
+        heat plate whose edges disagree at a corner), None where the problem does not know.
+        ``method: auto`` reads it (docs/guide/methods.md).
     field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
         an n×n grid, ``values[j, i] = f(xs[i], ys[j])`` (rows are the second variable), for the
         report's map (cheap for cached fields).
@@ -118,6 +122,7 @@ class Problem:
     noise_std: float = 0.0
     collocation_filter: Callable[[np.ndarray], np.ndarray] | None = None
     field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+    boundary_continuous: bool | None = None
     constraints: tuple[Constraint, ...] = ()
     measured: bool = False
     objectives: dict[str, str] = field(default_factory=dict)

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from pinnbo.errors import CaseError, MethodError, shown
 from pinnbo.files import refusal, unique_keys
-from pinnbo.optimizers import METHODS
+from pinnbo.optimizers import AUTO, METHODS
 from pinnbo.runner.case import MAX_BUDGET, MAX_INITIAL_POINTS, MAX_SEED, scheduler_address
 
 REFERENCE = "pinn-bo"       # the method tested against every other one
@@ -64,8 +64,9 @@ class BenchSettings:
                                            or not 1 <= initial_points <= MAX_INITIAL_POINTS):
             raise BenchError(f"--initial-points: expected an integer from 1 to {MAX_INITIAL_POINTS}, "
                              f"got {shown(initial_points)}")
-        if reference is not None and reference not in METHODS:
-            raise BenchError(f"--reference: unknown method {shown(reference)}; expected one of {', '.join(sorted(METHODS))}")
+        if reference is not None and reference not in METHODS and reference != AUTO:
+            raise BenchError(f"--reference: unknown method {shown(reference)}; expected auto or one of "
+                             f"{', '.join(sorted(METHODS))}")
         if reference is not None and method_list is not None and reference not in method_list:
             # the tests would silently vanish from every table
             raise BenchError(f"--reference: {shown(reference)} is not among --methods ({', '.join(method_list)}); "
@@ -147,10 +148,10 @@ def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
     for item in (str(i).strip() for i in items):
         if not item:
             continue
-        if item not in METHODS:
+        if item not in METHODS and item != AUTO:
             hint = difflib.get_close_matches(item, METHODS, n=1)
             raise BenchError(f"--methods: unknown method {shown(item)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                             + f"; expected one of {', '.join(sorted(METHODS))}")
+                             + f"; expected auto or one of {', '.join(sorted(METHODS))}")
         if item not in out:
             out.append(item)
     if not out:
@@ -185,6 +186,9 @@ def parse_params(params: str | dict | None, methods: Sequence[str]) -> dict[str,
             raise BenchError(f"--params: {shown(method)} is not one of --methods ({', '.join(methods)})")
         if not isinstance(overrides, dict):
             raise BenchError(f"--params: {method}: expected an object of parameters, got {type(overrides).__name__}")
+        if method == AUTO:
+            raise BenchError("--params: auto chooses the method, so it takes no settings; give them to the method "
+                             "it chooses")
         try:
             METHODS[method].Settings.from_params(overrides, method)
         except MethodError as exc:

@@ -10,7 +10,7 @@ from pinnbo.bench.options import (MULTI_OBJECTIVE_REFERENCE, REFERENCE, BenchErr
                                   default_reference)
 from pinnbo.errors import HistoryError, UserError, shown
 from pinnbo.files import refuse_links_below
-from pinnbo.optimizers import METHODS
+from pinnbo.optimizers import AUTO, METHODS
 from pinnbo.runner.build import build_optimizer, build_problem
 from pinnbo.runner.case import Case, load_case
 from pinnbo.runner.folder import check_folder
@@ -135,7 +135,7 @@ def plan(settings: BenchSettings) -> list[CasePlan]:
             if settings.methods is None:   # the reference first, as default_methods orders them
                 methods = [reference] + [m for m in methods if m != reference]
         if constrained:
-            blind = [m for m in methods if not METHODS[m].handles_constraints]
+            blind = [m for m in methods if m != AUTO and not METHODS[m].handles_constraints]
             if blind:
                 able = ", ".join(sorted(m for m, c in METHODS.items() if c.handles_constraints))
                 raise BenchError(f"--methods: {shown(blind[0])} ignores constraints and case {shown(base.name)} has "

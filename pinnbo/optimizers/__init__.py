@@ -10,6 +10,7 @@ import numpy as np
 
 from pinnbo.errors import MethodError, PDEError, shown
 from pinnbo.optimizers.base import MethodSettings, Optimizer, check_device
+from pinnbo.optimizers.choice import AUTO, Choice, choice_for, choose_method
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
 from pinnbo.optimizers.gp_cei import GPCEI
 from pinnbo.optimizers.gp_ehvi import GPEHVI
@@ -43,14 +44,23 @@ METHODS: dict[str, type[Optimizer]] = {
 def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = None, pde=None,
                    collocation_filter=None, device: str = "cpu", constraints=(), sense: str = "minimize",
                    observation_noise: str | float | None = None, objectives: dict | None = None,
-                   reference=None) -> Optimizer:
-    """Build a method by name with validated ``params`` (its documented defaults overridden).
+                   reference=None, boundary_continuous: bool | None = None) -> Optimizer:
+    """Build a method by name with validated ``params`` (its documented defaults overridden);
+    ``auto``: the method :func:`~pinnbo.optimizers.choice.choose_method` picks (from these
+    arguments and the problem's ``boundary_continuous``), recorded as the optimiser's ``choice``.
     ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order; ``sense``:
     that of the values ``tell`` will take; ``observation_noise``: None, "learned" or a known sd
     (:attr:`Optimizer.observation_noise`); ``objectives``: several objectives, name -> sense, with
     the hypervolume's ``reference`` in minimised values (None: inferred)."""
+    choice = None
+    if method == AUTO:
+        if params:
+            raise MethodError("method_params: method auto chooses the method, so it takes no settings; name the "
+                              "method they are for")
+        choice = choose_method(domain, pde, constraints, objectives, boundary_continuous)
+        method = choice.method
     if method not in METHODS:
-        raise MethodError(f"method: unknown method {shown(method)}; expected one of {', '.join(sorted(METHODS))}")
+        raise MethodError(f"method: unknown method {shown(method)}; expected auto or one of {', '.join(sorted(METHODS))}")
     cls = METHODS[method]
     if constraints and not cls.handles_constraints:
         able = sorted(name for name, c in METHODS.items() if c.handles_constraints)
@@ -84,6 +94,7 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     optimizer = cls(domain, seed, settings=settings, pde=pde, collocation_filter=collocation_filter, device=device,
                     **kwargs)
     optimizer.sense = sense
+    optimizer.choice = choice
     optimizer.observation_noise = observation_noise
     if len(objectives) > 1:
         optimizer.objectives = objectives
@@ -91,4 +102,4 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     return optimizer
 
 
-__all__ = ["METHODS", "MethodError", "MethodSettings", "Optimizer", "make_optimizer"]
+__all__ = ["AUTO", "METHODS", "Choice", "choice_for", "choose_method", "MethodError", "MethodSettings", "Optimizer", "make_optimizer"]

@@ -120,6 +120,8 @@ class Optimizer(abc.ABC):
         # sd (make_optimizer sets it); declared noise lets a design be measured again (a replicate)
         # and the GPs use it.
         self.observation_noise: str | float | None = None
+        # ``method: auto``'s choice (:class:`pinnbo.optimizers.choice.Choice`; None: the method was named).
+        self.choice = None
         # Several objectives (make_optimizer sets them): name -> sense, in order; y is then a vector
         # (m,) of minimised values, and ``reference`` the hypervolume's reference point in them
         # (None: inferred from the data).

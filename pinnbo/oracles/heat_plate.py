@@ -131,6 +131,17 @@ class HeatPlate:
         self._gradient_interpolant: RegularGridInterpolator | None = None  # built on first use
 
     # ----------------------------------------------------------------------------- boundary data
+    def boundary_continuous(self) -> bool:
+        """Whether the two edges' data agree at every corner (to 1e-9 of the data's scale): where
+        they do not, the solution jumps there and its supremum may be a limit beside the corner."""
+        (x0, x1), (y0, y1) = self.bounds
+        pairs = [(self.edge_data("left", y0), self.edge_data("bottom", x0)),
+                 (self.edge_data("right", y0), self.edge_data("bottom", x1)),
+                 (self.edge_data("left", y1), self.edge_data("top", x0)),
+                 (self.edge_data("right", y1), self.edge_data("top", x1))]
+        scale = max(1.0, max(abs(v) for pair in pairs for v in pair))
+        return all(abs(a - b) <= 1e-9 * scale for a, b in pairs)
+
     def edge_data(self, edge: str, t) -> np.ndarray | float:
         """Dirichlet data of ``edge`` at coordinate ``t`` along it (y for left/right, x for bottom/top)."""
         (x0, x1), (y0, y1) = self.bounds

@@ -1,5 +1,6 @@
 """The live display of a run: evaluation k/budget, best so far, last value, s/iteration, ETA; for
-an asynchronous run the evaluations in flight and the free workers."""
+an asynchronous run the evaluations in flight and the free workers; under ``method: auto`` the
+method it chose and why."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ class LiveProgress:
     """Rich live display: evaluation k/budget, best so far, last value, s/iteration, ETA; with
     constraints the best *feasible* value and the number of feasible evaluations."""
 
-    def __init__(self, console: Console | None = None, title: str = "") -> None:
+    def __init__(self, console: Console | None = None, title: str = "", choice=None) -> None:
         self.console = console or Console(stderr=True)
         self.title = title
+        self.choice = choice   # method: auto's Choice, shown above the table
         self.live: Live | None = None
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  console=self.console, transient=False)
@@ -67,6 +69,8 @@ class LiveProgress:
 
     def _render(self, history: History, record: Evaluation | None):
         table = Table.grid(padding=(0, 2))
+        if self.choice is not None:
+            table.add_row("method", f"auto → {self.choice.method}", "why", escape(self.choice.reason))
         best = history.best()
         recent = self.iteration_seconds[-10:]
         per_iteration = float(np.mean(recent)) if recent else None

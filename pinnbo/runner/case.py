@@ -20,7 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
 from pinnbo.errors import CaseError, shown
-from pinnbo.optimizers import METHODS
+from pinnbo.optimizers import AUTO, METHODS
 from pinnbo.optimizers.base import check_device
 from pinnbo.runner import SCHEDULER_VARIABLE
 from pinnbo.runner.case_errors import Expected, first_error
@@ -63,10 +63,10 @@ def _not_only_dots(value: str) -> str:
 
 
 def _method(value: Any) -> Any:
-    if isinstance(value, str) and value not in METHODS:
+    if isinstance(value, str) and value not in METHODS and value != AUTO:
         hint = difflib.get_close_matches(value, METHODS, n=1)
         raise CaseError(f"method: unknown method {shown(value)}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                        + f"; expected one of {', '.join(sorted(METHODS))}")
+                        + f"; expected auto or one of {', '.join(sorted(METHODS))}")
     return value
 
 
@@ -236,9 +236,9 @@ class Case(BaseModel):
         "a registered problem (pinnbo problems lists them) or path/to/file.py:function"))]
     params: Annotated[dict[str, Any], NullIsDefault(), Field(description=(
         "keyword arguments of the problem's factory, checked against its signature"))] = {}
-    method: Annotated[str, BeforeValidator(_method), NullIsDefault(), WithJsonSchema({"enum": sorted(METHODS)}),
-                      Field(description="the optimiser (pinnbo problems and docs/guide/methods.md say which for which)")
-                      ] = "pinn-bo"
+    method: Annotated[str, BeforeValidator(_method), NullIsDefault(), WithJsonSchema({"enum": [AUTO] + sorted(METHODS)}),
+                      Field(description="the optimiser; auto (the default) chooses one from what the problem declares "
+                                        "(docs/guide/methods.md)")] = AUTO
     method_params: Annotated[dict[str, Any], NullIsDefault(), Field(description=(
         "overrides of the method's documented defaults (docs/guide/methods.md)"))] = {}
     budget: Annotated[int, Field(ge=1, le=MAX_BUDGET), Resumable(), Field(description=(
@@ -428,14 +428,14 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         raise CaseError("scheduler: a case file cannot name a Dask scheduler (the client runs what a scheduler "
                         "sends back, so it is code you trust); give --scheduler ADDRESS on the command line or "
                         f"set {SCHEDULER_VARIABLE}")
-    own_method = data.get("method") or "pinn-bo"
+    own_method = data.get("method") or AUTO
     for key, value in (overrides or {}).items():
         if value is not None:
             data[key] = value
     smoke = data.get("smoke") is True
     # Another method on the command line: the case's method_params were written for its own method
     # (as in pinnbo bench), and the run gets its own folder beside the case's.
-    other_method = (data.get("method") or "pinn-bo") != own_method
+    other_method = (data.get("method") or AUTO) != own_method
     if other_method:
         data.pop("method_params", None)
     base = Path(source).resolve().parent if source else Path.cwd()
@@ -445,6 +445,9 @@ def _case_from_dict(data: Any, source: str | None, overrides: dict | None) -> Ca
         raise CaseError(first_error(exc, Case.model_fields, FIELDS, {"oracle": Oracle, "warm_start": WarmStart})
                         ) from None
     case.source = source
+    if case.method == AUTO and case.method_params:
+        raise CaseError("method_params: method auto chooses the method, so it takes no settings; name the method "
+                        "they are for")
     if smoke:
         case.initial_points = min(case.initial_points, 4)
         case.budget = case.initial_points + 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from pinnbo.optimizers import METHODS
+from pinnbo.optimizers import AUTO, METHODS
 from pinnbo.runner.case import RESUMABLE_KEYS, Case
 from pinnbo.settings import settings_schema
 
@@ -14,10 +14,13 @@ def case_schema() -> dict:
     """The case file's JSON Schema (``pinnbo schema``), for editors that validate and complete:
     the fields of :class:`Case` and, per method, the settings ``method_params`` takes."""
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **Case.model_json_schema()}
-    schema["allOf"] = [{"if": {"properties": {"method": {"const": name}}, "required": ["method"]} if name != "pinn-bo" else
-                        {"anyOf": [{"properties": {"method": {"const": name}}}, {"not": {"required": ["method"]}}]},
+    schema["allOf"] = [{"if": {"properties": {"method": {"const": name}}, "required": ["method"]},
                         "then": {"properties": {"method_params": settings_schema(cls.Settings)}}}
                        for name, cls in sorted(METHODS.items())]
+    # auto, the default, chooses the method, so no setting is written for it
+    schema["allOf"].append({"if": {"anyOf": [{"properties": {"method": {"const": AUTO}}, "required": ["method"]},
+                                             {"not": {"required": ["method"]}}]},
+                            "then": {"properties": {"method_params": {"maxProperties": 0}}}})
     return schema
 
 

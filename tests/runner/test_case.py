@@ -87,7 +87,7 @@ def test_bad_problems_are_named(data, error, needle):
     ({"thompson": "yes"}, "method_params.thompson"),
 ])
 def test_bad_method_params_are_named(params, needle):
-    case = case_from_dict(base(method_params=params))
+    case = case_from_dict(base(method="pinn-bo", method_params=params))
     with pytest.raises(MethodError) as info:
         build_optimizer(case, build_problem(case))
     assert needle in str(info.value)

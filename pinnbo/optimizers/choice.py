@@ -1,0 +1,93 @@
+"""``method: auto``: the method for a problem, chosen from what the problem declares
+(docs/guide/methods.md, "What auto does").
+
+The rule, in order, the first branch that applies:
+
+1. Several objectives: pde-gp where every objective's PDE is linear, the variables are real,
+   log-scale or integer and no constraint is a black box (a PDE-GP per objective under
+   qLogNEHVI), gp-ehvi otherwise.
+2. Black-box constraints: gp-cei (no physics method models a constraint).
+3. A categorical variable: gp-ei with its mixed kernel (the PDE-GP's kernel takes numbers only).
+4. No PDE: gp-ei.
+5. A PDE the PDE-GP cannot condition on (a nonlinear term with no derivative to linearise by):
+   pinn-bo, whose residual takes any PDE.
+6. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
+   declares discontinuous (``Problem.boundary_continuous`` False: a heat plate whose edges disagree
+   at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
+   residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
+   proposal along the edge.
+7. Every other PDE, linear or nonlinear, in any dimension: pde-gp. Conditioned exactly on a linear
+   PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
+   which must first train its network on the residual, needed more than a plain GP on the smooth
+   problems measured (docs/results.md, "Does the PDE pay?").
+
+The rule reads only declarations (nothing is evaluated), so a resumed run chooses again the
+method it chose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pinnbo.errors import PDEError
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen method and the reason, one sentence (the summary's and the live display's)."""
+
+    method: str
+    reason: str
+
+
+def _linearisable(pde) -> bool:
+    if pde.is_linear():
+        return True
+    try:
+        pde.linearised_form()
+    except PDEError:
+        return False
+    return True
+
+
+def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_continuous=None) -> Choice:
+    """The method ``auto`` runs on a problem of design box ``domain``, PDE ``pde`` (one, a mapping
+    objective -> PDE, or None), black-box ``constraints``, ``objectives`` (name -> sense) and
+    boundary data declared continuous or not (``boundary_continuous``; None: not declared)."""
+    kinds = {v.kind for v in domain.variables}
+    if objectives and len(objectives) > 1:
+        laws = list(pde.values()) if isinstance(pde, dict) else []
+        if laws and all(law.is_linear() for law in laws) and "choice" not in kinds and not constraints:
+            return Choice("pde-gp", f"{len(objectives)} objectives, {len(laws)} with a linear PDE: a PDE-GP per "
+                                    "objective under hypervolume improvement")
+        why = "black-box constraints" if laws and constraints else \
+            "a categorical variable" if laws and "choice" in kinds else "a nonlinear PDE" if laws else "no PDE"
+        return Choice("gp-ehvi", f"{len(objectives)} objectives and {why}: a GP per objective under hypervolume "
+                                 "improvement")
+    if constraints:
+        return Choice("gp-cei", f"black-box constraints ({', '.join(c.name for c in constraints)}): a GP per "
+                                "output and constrained expected improvement" + ("; the PDE is not used" if pde else ""))
+    if "choice" in kinds:
+        return Choice("gp-ei", "a categorical variable: a GP with a mixed kernel" + ("; the PDE is not used" if pde
+                                                                                   else ""))
+    if pde is None:
+        return Choice("gp-ei", "no PDE: a GP with expected improvement")
+    if not _linearisable(pde):
+        return Choice("pinn-bo", "a PDE with a term that cannot be linearised: a network trained on its residual")
+    if boundary_continuous is False and pde.minimum_on_boundary():
+        return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
+                                 "there: a network trained on the PDE's residual follows the jump")
+    own = list(getattr(pde, "own_inputs", domain.names))
+    parameters = [n for n in domain.names if n not in own]
+    where = f"in {', '.join(own)}" + (f", with {', '.join(parameters)} as a parameter" if parameters else "")
+    how = "conditioned on it" if pde.is_linear() else "conditioned on its linearisation about the GP's mean"
+    return Choice("pde-gp", f"a {'linear' if pde.is_linear() else 'nonlinear'} PDE {where}: a GP {how}")
+
+
+def choice_for(problem) -> Choice:
+    """:func:`choose_method` on a :class:`~pinnbo.problem.Problem`'s declarations (its PDE as the
+    optimisers see it, for the minimised values)."""
+    return choose_method(problem.domain, problem.minimised_pde, problem.constraints, problem.objectives,
+                         problem.boundary_continuous)

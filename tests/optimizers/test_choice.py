@@ -1,0 +1,87 @@
+"""method: auto: each branch of the rule on a small problem, the choice recorded by the optimiser,
+and auto refusing settings it would have to guess the owner of."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from pinnbo.optimizers import AUTO, MethodError, choose_method, make_optimizer
+from pinnbo.optimizers.choice import choice_for
+from pinnbo.pde import PDE
+from pinnbo.problem import Box, Constraint, Problem
+from pinnbo.space import Variable
+
+x, y = sp.symbols("x y")
+T = sp.Function("T")(x, y)
+LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
+HELMHOLTZ = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
+LIOUVILLE = PDE(T.diff(x, 2) + T.diff(y, 2) + sp.exp(T), rhs=0)
+SIGN = PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1)
+BOX = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+
+
+def mixed_box(kind: str) -> Box:
+    extra = Variable("k", "choice", choices=("a", "b")) if kind == "choice" else Variable("k", "integer", 1, 4)
+    return Box.of([Variable("x"), Variable("y"), extra])
+
+
+@pytest.mark.parametrize("pde, continuous, method", [
+    (LAPLACE, None, "pde-gp"),          # a linear PDE, boundary data not declared
+    (LAPLACE, True, "pde-gp"),          # the maximum principle, continuous data
+    (LAPLACE, False, "pinn-bo"),        # the maximum principle and data that jump at a corner
+    (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
+    (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
+    (SIGN, None, "pinn-bo"),            # nothing to linearise by
+    (None, None, "gp-ei"),              # no PDE
+])
+def test_the_pde_branches(pde, continuous, method):
+    choice = choose_method(BOX, pde, boundary_continuous=continuous)
+    assert choice.method == method
+    assert choice.reason and "\n" not in choice.reason
+
+
+def test_constraints_choose_the_constrained_gp_and_say_the_pde_is_left_out():
+    choice = choose_method(BOX, LAPLACE, constraints=(Constraint("stress"),))
+    assert choice.method == "gp-cei"
+    assert "stress" in choice.reason and "PDE is not used" in choice.reason
+
+
+def test_a_categorical_variable_chooses_the_mixed_gp_and_an_integer_keeps_the_pde_gp():
+    assert choose_method(mixed_box("choice"), LAPLACE).method == "gp-ei"
+    integer = choose_method(mixed_box("integer"), LAPLACE)
+    assert integer.method == "pde-gp" and "k as a parameter" in integer.reason
+
+
+def test_several_objectives():
+    two = {"f": "minimize", "g": "minimize"}
+    assert choose_method(BOX, {"f": LAPLACE}, objectives=two).method == "pde-gp"
+    assert choose_method(BOX, {"f": LIOUVILLE}, objectives=two).method == "gp-ehvi"
+    assert choose_method(BOX, None, objectives=two).method == "gp-ehvi"
+    constrained = choose_method(BOX, {"f": LAPLACE}, constraints=(Constraint("c"),), objectives=two)
+    assert constrained.method == "gp-ehvi" and "constraints" in constrained.reason
+
+
+def test_every_choice_is_a_method_that_takes_the_problem():
+    """The optimiser built under auto is the chosen method, records why, and starts with the same
+    streams as the method named outright (its proposals are the named method's)."""
+    opt = make_optimizer(AUTO, BOX, 3, pde=LAPLACE)
+    assert opt.name == "pde-gp" and opt.choice.method == "pde-gp"
+    named = make_optimizer("pde-gp", BOX, 3, pde=LAPLACE)
+    assert named.choice is None
+    assert np.array_equal(opt.ask(), named.ask())
+    for box, pde, constraints in ((mixed_box("choice"), LAPLACE, ()), (BOX, LAPLACE, (Constraint("c"),)),
+                                  (BOX, SIGN, ()), (mixed_box("integer"), LAPLACE, ())):
+        chosen = make_optimizer(AUTO, box, 0, pde=pde, constraints=constraints)
+        assert chosen.name == chosen.choice.method
+
+
+def test_auto_takes_no_settings():
+    with pytest.raises(MethodError, match="method_params: method auto chooses the method"):
+        make_optimizer(AUTO, BOX, 0, params={"num_restarts": 2}, pde=LAPLACE)
+
+
+def test_a_problem_declares_its_boundary_data():
+    problem = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=LAPLACE, boundary_continuous=False)
+    assert choice_for(problem).method == "pinn-bo"
