@@ -1,0 +1,172 @@
+"""Closed-form PDE solutions in 3 to 8 variables, as design problems: where the physics keeps
+paying as the dimension grows (docs/results.md, "Three variables and more").
+
+    laplace          [0, 1]^d     ∇²u = 0                  maximised, maximum on a face
+    helmholtz_nd     [0, π]^d     ∇²u + (11 + d)u = 0      minimised, minimum inside
+    heat_diffusion   [0, π]^s × [0, ¼]   ∂u/∂t = ∇²u, s = d − 1 space variables and the time t,
+                                                         maximised, maximum on the face t = 0
+
+Laplace: u = Π_{i<d} sin πx_i · sinh(π√(d−1) x_d)/sinh(π√(d−1))
+           + 0.9 Π_{i>1} sin πx_i · sinh(π√(d−1) x_1)/sinh(π√(d−1))
+           + ¼ sin 5πx_1 · Π_{1<i<d} sin πx_i · sinh(π√(d+23) x_d)/sinh(π√(d+23)),
+each term a product of sines and one sinh whose squared frequencies cancel, so harmonic; the
+boundary data are continuous (every term vanishes on the faces x_i = 0), the maximum ≈ 1.25 is on
+the face x_d = 1 at its centre, on a narrow ripple that decays as e^{−π√(d+23)(1−x_d)} into the
+box, and a local one 0.9 on the face x_1 = 1 (the 2-D harmonic problem's layout in d variables).
+Helmholtz: u = (sin 3x_1 cos 2x_2 + ½ cos 2x_1 sin 3x_2) Π_{i>2} cos(x_i − c_i), c_i inside
+(0, π): each factor cos(x_i − c_i) adds 1 to the squared wavenumber, so k² = 13 + (d − 2); the
+minimum is that of the 2-D Helmholtz problem (two global minima, a local one 5 % above them) at
+x_i = c_i.
+Heat: u = e^{−st} Π sin x_i + ½ e^{−(s+3)t} sin 2x_1 Π_{i>1} sin x_i
+          + 0.3 e^{−(s+3)t} sin x_1 sin 2x_2 Π_{i>2} sin x_i,
+three decaying modes of the heat equation with zero boundary data: the hottest design is at t = 0,
+off the plate's centre, and the optimiser must learn how fast each mode fades.
+
+The optimum of each is found once by L-BFGS-B from a grid of starts and cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import sympy as sp
+from scipy.optimize import minimize
+
+from pinnbo.pde import PDE
+from pinnbo.problem import Box, Problem, ProblemError, point_oracle, register_problem
+
+DIMENSIONS = (3, 8)       # the dimensions these problems are written for, inclusive
+HEAT_TIME = 0.25          # the time variable's upper bound
+HELMHOLTZ_2D_MINIMUM = -1.2873250630603432
+HELMHOLTZ_2D_ARGMIN = (0.4373755707327469, math.pi / 2)
+
+
+def _check_dim(dim) -> int:
+    lo, hi = DIMENSIONS
+    if isinstance(dim, bool) or not isinstance(dim, int) or not lo <= dim <= hi:
+        raise ProblemError(f"params.dim: expected an integer from {lo} to {hi}, got {dim!r}")
+    return dim
+
+
+def _centres(dim: int) -> np.ndarray:
+    """c_i of the Helmholtz problem's extra factors, inside (0, π) and distinct."""
+    return 1.0 + 0.3 * np.arange(dim - 2)
+
+
+def laplace_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    d = X.shape[1]
+    pi, s, r = math.pi, math.sqrt(d - 1), math.sqrt(d + 23)
+    sines = np.sin(pi * X)
+    first = np.prod(sines[:, :-1], axis=1) * np.sinh(pi * s * X[:, -1]) / math.sinh(pi * s)
+    second = 0.9 * np.prod(sines[:, 1:], axis=1) * np.sinh(pi * s * X[:, 0]) / math.sinh(pi * s)
+    ripple = 0.25 * np.sin(5 * pi * X[:, 0]) * np.prod(sines[:, 1:-1], axis=1) * np.sinh(pi * r * X[:, -1]) \
+        / math.sinh(pi * r)
+    return first + second + ripple
+
+
+def helmholtz_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    x, y = X[:, 0], X[:, 1]
+    planar = np.sin(3 * x) * np.cos(2 * y) + 0.5 * np.cos(2 * x) * np.sin(3 * y)
+    return planar * np.prod(np.cos(X[:, 2:] - _centres(X.shape[1])), axis=1)
+
+
+def heat_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    space, t = X[:, :-1], X[:, -1]
+    s = space.shape[1]
+    sines = np.sin(space)
+    rest2 = np.prod(sines[:, 2:], axis=1)
+    slow = np.exp(-s * t) * np.prod(sines, axis=1)
+    fast = np.exp(-(s + 3) * t) * (0.5 * np.sin(2 * space[:, 0]) * np.prod(sines[:, 1:], axis=1)
+                                   + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * rest2)
+    return slow + fast
+
+
+@functools.lru_cache(maxsize=None)
+def _optimum(kind: str, dim: int) -> tuple[float, tuple[float, ...]]:
+    """(u*, x*) in the problem's own sense: L-BFGS-B from the best points of a Sobol sample and
+    the known candidates, the best result."""
+    domain, values, sense = _spec(kind, dim)
+    sign = -1.0 if sense == "maximize" else 1.0
+    lower, upper = np.asarray(domain.lower), np.asarray(domain.upper)
+    from scipy.stats import qmc
+
+    sample = lower + qmc.Sobol(dim, scramble=True, seed=0).random(4096) * (upper - lower)
+    candidates = list(sample[np.argsort(sign * values(sample))[:32]])
+    best_x, best = None, math.inf
+    for x0 in candidates:
+        result = minimize(lambda x: float(sign * values(x[None])[0]), x0, method="L-BFGS-B",
+                          bounds=list(zip(lower, upper)), options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 2000})
+        if result.fun < best:
+            best, best_x = float(result.fun), result.x
+    return sign * best, tuple(float(v) for v in best_x)
+
+
+def _spec(kind: str, dim: int):
+    if kind == "laplace":
+        return Box((0.0,) * dim, (1.0,) * dim, tuple(f"x{i + 1}" for i in range(dim))), laplace_values, "maximize"
+    if kind == "helmholtz":
+        return Box((0.0,) * dim, (math.pi,) * dim, tuple(f"x{i + 1}" for i in range(dim))), helmholtz_values, \
+            "minimize"
+    names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
+    return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
+
+
+def _unknown(names: tuple[str, ...]):
+    symbols = sp.symbols(names)
+    return symbols, sp.Function("u")(*symbols)
+
+
+@register_problem
+def laplace(dim: int = 3) -> Problem:
+    """A harmonic function on [0, 1]^dim with continuous boundary data, maximised on the face x_dim = 1.
+
+    Args:
+        dim: number of variables, 3 to 8.
+    """
+    dim = _check_dim(dim)
+    domain, values, sense = _spec("laplace", dim)
+    symbols, u = _unknown(domain.names)
+    optimum, location = _optimum("laplace", dim)
+    return Problem("laplace", domain, point_oracle(values, dim, "laplace"), sense,
+                   pde=PDE(sum(u.diff(x, 2) for x in symbols), rhs=0), optimum=optimum, optimum_location=location,
+                   description=f"a harmonic function on [0, 1]^{dim}, continuous boundary data, maximum on a face")
+
+
+@register_problem
+def helmholtz_nd(dim: int = 3) -> Problem:
+    """A Helmholtz solution on [0, π]^dim, ∇²u + (11 + dim)u = 0, minimised inside the box.
+
+    Args:
+        dim: number of variables, 3 to 8.
+    """
+    dim = _check_dim(dim)
+    domain, values, sense = _spec("helmholtz", dim)
+    symbols, u = _unknown(domain.names)
+    location = HELMHOLTZ_2D_ARGMIN + tuple(float(c) for c in _centres(dim))
+    return Problem("helmholtz_nd", domain, point_oracle(values, dim, "helmholtz_nd"), sense,
+                   pde=PDE(sum(u.diff(x, 2) for x in symbols) + (11 + dim) * u, rhs=0), optimum=HELMHOLTZ_2D_MINIMUM,
+                   optimum_location=location,
+                   description=f"a Helmholtz solution on [0, pi]^{dim}, two global minima and a 5% local one")
+
+
+@register_problem
+def heat_diffusion(dim: int = 3) -> Problem:
+    """Heat diffusing in [0, π]^(dim−1) with zero boundary data, ∂u/∂t = ∇²u, time t in [0, ¼] the
+    last variable: maximised (at t = 0, off the centre).
+
+    Args:
+        dim: number of variables, space and time, 3 to 8.
+    """
+    dim = _check_dim(dim)
+    domain, values, sense = _spec("heat", dim)
+    symbols, u = _unknown(domain.names)
+    optimum, location = _optimum("heat", dim)
+    return Problem("heat_diffusion", domain, point_oracle(values, dim, "heat_diffusion"), sense,
+                   pde=PDE(u.diff(symbols[-1]) - sum(u.diff(x, 2) for x in symbols[:-1]), rhs=0), optimum=optimum,
+                   optimum_location=location,
+                   description=f"heat diffusing in {dim - 1} space variables and time, three decaying modes")
