@@ -63,14 +63,21 @@ def test_auto_settings_take_auto_or_a_number_and_internal_sizes_are_not_listed()
     for rule in pinn:
         condition = rule["if"]
         const = (condition.get("properties") or condition["anyOf"][0]["properties"])["method"]["const"]
-        by_method[const] = rule["then"]["properties"]["method_params"]["properties"]
+        by_method[const] = rule["then"]["properties"]["method_params"].get("properties", {})
     assert by_method["pinn-bo"]["thompson_draws"]["default"] == "auto"
     assert {"const": "auto"} in by_method["pinn-bo"]["thompson_draws"]["anyOf"]
     assert by_method["pde-gp"]["collocation_points"]["default"] == "auto"
     for internal in ("n_pool", "top_k", "refine_iterations", "misfit_tolerance", "noise_variance", "collocation_batch"):
         assert internal not in by_method["pinn-bo"]
-    ok = {"name": "t", "problem": "dropwave", "method_params": {"thompson_draws": "auto", "exploration_scale": 2.5}}
+    ok = {"name": "t", "problem": "dropwave", "method": "pinn-bo",
+          "method_params": {"thompson_draws": "auto", "exploration_scale": 2.5}}
     assert not list(VALIDATOR.iter_errors(ok))
+    # method auto (the default) chooses the method, so an editor flags settings written for it
+    assert by_method["auto"] == {}
+    for chosen in ({"method": "auto"}, {}):
+        assert list(VALIDATOR.iter_errors({"name": "t", "problem": "dropwave", **chosen,
+                                           "method_params": {"thompson_draws": 2}}))
+        assert not list(VALIDATOR.iter_errors({"name": "t", "problem": "dropwave", **chosen}))
 
 
 def test_the_field_table_in_the_docs_is_current():

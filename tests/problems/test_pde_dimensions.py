@@ -1,0 +1,102 @@
+"""The closed-form PDE problems in 3 to 8 variables: each true function, written again here in torch,
+satisfies its compiled PDE (the minimised one included) and equals the oracle; each optimum is no
+worse than any point of a dense sample; the Laplace problem's boundary data are continuous, the
+heat problem's maximum is on t = 0; and auto runs pde-gp on each."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import qmc
+
+from pinnbo.errors import ProblemError
+from pinnbo.optimizers import choice_for
+from problems.pde_dimensions import HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace
+
+
+def laplace_torch(z):
+    d, pi = z.shape[1], math.pi
+    s, r = math.sqrt(d - 1), math.sqrt(d + 23)
+    sines = torch.sin(pi * z)
+    return (sines[:, :-1].prod(1) * torch.sinh(pi * s * z[:, -1]) / math.sinh(pi * s)
+            + 0.9 * sines[:, 1:].prod(1) * torch.sinh(pi * s * z[:, 0]) / math.sinh(pi * s)
+            + 0.25 * torch.sin(5 * pi * z[:, 0]) * sines[:, 1:-1].prod(1) * torch.sinh(pi * r * z[:, -1]) / math.sinh(pi * r))
+
+
+def helmholtz_torch(z):
+    centres = 1.0 + 0.3 * torch.arange(z.shape[1] - 2, dtype=z.dtype)
+    planar = torch.sin(3 * z[:, 0]) * torch.cos(2 * z[:, 1]) + 0.5 * torch.cos(2 * z[:, 0]) * torch.sin(3 * z[:, 1])
+    return planar * torch.cos(z[:, 2:] - centres).prod(1)
+
+
+def heat_torch(z):
+    x, t = z[:, :-1], z[:, -1]
+    s = x.shape[1]
+    sines = torch.sin(x)
+    return (torch.exp(-s * t) * sines.prod(1)
+            + torch.exp(-(s + 3) * t) * (0.5 * torch.sin(2 * x[:, 0]) * sines[:, 1:].prod(1)
+                                         + 0.3 * sines[:, 0] * torch.sin(2 * x[:, 1]) * sines[:, 2:].prod(1)))
+
+
+CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch)]
+
+
+@pytest.mark.parametrize("dim", [3, 4, 6])
+@pytest.mark.parametrize("factory, fn", CASES)
+def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
+    problem = factory(dim)
+    assert problem.domain.dim == dim
+    points = torch.as_tensor(problem.domain.from_unit(np.random.default_rng(dim).random((64, dim))))
+    assert torch.abs(problem.pde.compile()(fn, points)).max() < 1e-7
+    assert torch.abs(problem.minimised_pde.compile()(lambda z: problem.sign * fn(z), points)).max() < 1e-7
+    for p in points[:5]:
+        assert problem.objective(p.numpy()) == pytest.approx(float(fn(p[None])[0]), rel=1e-12, abs=1e-14)
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion])
+def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
+    problem = factory(dim)
+    lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
+    sample = lower + qmc.Sobol(dim, seed=1).random(2**14) * (upper - lower)
+    values = np.array([problem.objective(x) for x in sample])
+    signed = problem.sign * values
+    assert signed.min() >= problem.sign * problem.optimum - 1e-12
+    assert problem.objective(np.asarray(problem.optimum_location)) == pytest.approx(problem.optimum, abs=1e-10)
+
+
+def test_where_the_optima_are():
+    # Helmholtz: the 2-D problem's minimum, where every extra factor cos(x_i − c_i) is 1
+    assert helmholtz_nd(4).optimum == HELMHOLTZ_2D_MINIMUM
+    # Laplace: the centre of the face x_d = 1, where the ripple adds its quarter
+    for dim in (3, 6):
+        problem = laplace(dim)
+        assert problem.optimum == pytest.approx(1.25, abs=1e-9)
+        np.testing.assert_allclose(problem.optimum_location, [0.5] * (dim - 1) + [1.0], atol=1e-6)
+    # heat: at t = 0 (every mode decays), off the centre of the space box
+    problem = heat_diffusion(4)
+    assert problem.optimum_location[-1] == 0.0 and problem.domain.upper[-1] == HEAT_TIME
+    assert abs(problem.optimum_location[0] - math.pi / 2) > 0.3
+
+
+def test_laplace_boundary_data_are_continuous_and_vanish_on_the_lower_faces():
+    problem = laplace(3)
+    t = np.random.default_rng(0).random((50, 3))
+    for axis in range(3):
+        on_face = t.copy()
+        on_face[:, axis] = 0.0
+        assert np.abs([problem.objective(x) for x in on_face]).max() < 1e-14
+
+
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion])
+def test_auto_runs_pde_gp(factory):
+    assert choice_for(factory(3)).method == "pde-gp"
+
+
+@pytest.mark.parametrize("dim", [2, 9, 3.0, True])
+def test_bad_dimensions_are_named(dim):
+    with pytest.raises(ProblemError, match="params.dim: expected an integer from 3 to 8"):
+        laplace(dim)
