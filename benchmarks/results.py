@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import Counter
 from datetime import datetime, timezone
@@ -29,10 +28,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
+from physics_tables import STEP_COST_COMMAND, physics_summary, step_cost_section  # noqa: E402
 
-PDE_METHODS = "pinn-bo,pde-gp,gp-ei,gp-ucb,exploit,neural-bo,random"
-PHYSICS = ("pinn-bo", "pde-gp")
-GP = ("gp-ei", "gp-ucb")
+PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
+DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
 FAMILIES = [
     ("Problems with a PDE, 1-D and 2-D",
      "PINN-BO's real tasks (the heat plates, the beam), DropWave, and three closed-form solutions (a Helmholtz "
@@ -43,6 +42,15 @@ FAMILIES = [
      ["pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml cases/dropwave.yaml "
       f"cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml --methods {PDE_METHODS} --seeds 10 --budget 40 "
       "--initial-points 10 --jobs 2 --output ROOT"]),
+    ("Three variables and more",
+     "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
+     "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
+     "after the rule for `auto` was chosen: 10 seeds, budget 40. `auto` chooses `pde-gp` on each, so the bench runs "
+     "it under that name.",
+     [f"{kind}_{d}d" for kind in ("laplace", "helmholtz", "heat") for d in (3, 4, 6)],
+     ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in ("laplace", "helmholtz", "heat")
+                                 for d in (3, 4, 6))
+      + f" --methods {DIMENSION_METHODS} --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT"]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
@@ -183,65 +191,27 @@ def _case_folder(roots: list[Path], case: str) -> Path | None:
     return next((root / case for root in roots if (root / case / "summary.json").exists()), None)
 
 
-def _to_target(result: dict) -> tuple[float, int]:
-    """(median proposals to 1% with never = inf, -hits): sorts the better method first."""
-    stats = result.get(target_key(REGRET_TARGETS[-1])) or {}
-    median = stats.get("median")
-    return (math.inf if median is None else median, -stats.get("hits", 0))
-
-
-def physics_summary(roots: list[Path], cases: list[str], timings: Path | None = None) -> list[str]:
-    """Per case: the best physics-informed method against the better GP on proposals to 1%, and
-    its cost per proposal against gp-ei's (the promise: fewer evaluations at a small multiple of
-    the GP's compute): from ``timings``/<case>.json (benchmarks/iteration_cost.py, one process, the
-    methods one after the other) where it exists, else from the bench's s/iter."""
-    lines = ["### Does the PDE pay?", "",
-             "Per case, the physics-informed method (" + ", ".join(f"`{m}`" for m in PHYSICS) + ") that needs the "
-             "fewest proposals to 1% against the better of " + " and ".join(f"`{m}`" for m in GP) + " (median "
-             "[seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than the GP; cost: its "
-             "seconds per proposal over gp-ei's at t = 20 and 40 observations, timed in one process one method after "
-             "the other (`python benchmarks/iteration_cost.py --case cases/CASE.yaml --methods pinn-bo pde-gp gp-ei "
-             "--t 20 40 --asks 8 --output bench-results/cost/CASE.json`; the bench's own s/iter, in the tables below, is wall "
-             "time of two runs sharing the two cores, and a network method beside another slows more than a GP); "
-             "marked * where only the bench's ratio exists. The last two columns: the other physics-informed "
-             "method, its proposals to 1% and its cost.", "",
-             "| case | physics | to 1% | GP | to 1% | ratio | cost × gp-ei | other | to 1% | cost × gp-ei |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    commits = set()
-    for case in cases:
-        folder = _case_folder(roots, case)
-        if folder is None:
-            continue
-        results = json.loads((folder / "summary.json").read_text())["results"]
-        physics = sorted((m for m in PHYSICS if m in results), key=lambda m: _to_target(results[m]))
-        gps = sorted((m for m in GP if m in results), key=lambda m: _to_target(results[m]))
-        if not physics or not gps:
-            continue
-        p, g = physics[0], gps[0]
-        (pm, _), (gm, _) = _to_target(results[p]), _to_target(results[g])
-        ratio = "—" if math.isinf(pm) else ("< 1" if math.isinf(gm) else f"{pm / gm:.2f}")
-        path = timings / f"{case}.json" if timings is not None else None
-        timed = json.loads(path.read_text()) if path is not None and path.exists() else None
-
-        def cost(method: str) -> str:
-            if timed is not None and method in timed["seconds_per_iteration"] and "gp-ei" in timed["seconds_per_iteration"]:
-                seconds = timed["seconds_per_iteration"]
-                commits.add(", ".join(str(timed[k]) for k in ("commit", "cpu", "date") if timed.get(k)))
-                return ", ".join(f"{a / b:.1f}" for a, b in zip(seconds[method], seconds["gp-ei"]))
-            if "gp-ei" in results:
-                a, b = (results[method]["seconds_per_iteration"] or {}).get("mean"), \
-                    (results["gp-ei"]["seconds_per_iteration"] or {}).get("mean")
-                return "—" if not a or not b else f"{a / b:.1f}*"
-            return "—"
-
-        key = target_key(REGRET_TARGETS[-1])
-        other = (f"`{physics[1]}` | {_proposals(results[physics[1]].get(key))} | {cost(physics[1])}"
-                 if len(physics) > 1 else "— | — | —")
-        lines.append(f"| {case} | `{p}` | {_proposals(results[p].get(key))} | `{g}` | {_proposals(results[g].get(key))} "
-                     f"| {ratio} | {cost(p)} | {other} |")
-    if commits:
-        lines += ["", f"Costs timed at commit {'; '.join(sorted(commits))}; one torch thread, machine otherwise idle."]
-    return lines + [""]
+def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
+    """The physics tables, heading the PDE families: does the PDE pay under ``auto``, in 1 to 6
+    variables, and what a step costs as the data grow."""
+    cases = FAMILIES[0][2] + FAMILIES[1][2]
+    files = {p.stem: p for p in [*(ROOT / "cases").glob("*.yaml"), *(ROOT / "benchmarks" / "dimensions").glob("*.yaml")]}
+    folders = {case: (folder, files.get(case)) for case in cases
+               if (folder := _case_folder(family_roots(roots, ()), case)) is not None}
+    return ["### Does the PDE pay?", "",
+            "Per case, what `auto` (the default) runs and its proposals to 1% against the better of `gp-ei` and "
+            "`gp-ucb` (median [seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than "
+            "the GP; cost: its seconds per proposal over gp-ei's at 40 observations, the methods timed one after "
+            "the other in one process, one torch thread (`" + STEP_COST_COMMAND + "`); then each physics-informed "
+            "method's proposals to 1%. Where a bench ran the chosen method and not `auto`, `auto`'s figures are that "
+            "method's: its runs are the chosen method's, proposal for proposal (tests/runner/test_auto.py). The "
+            "tables of each case, further down, have every method.", "",
+            *physics_summary(folders, None if cost is None else cost / "step_cost_40.json"), "",
+            "### A step as the data grow", "",
+            "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
+            "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
+            "warm and refit steps beside it.", "",
+            *step_cost_section(None if cost is None else cost / "step_cost.json")]
 
 
 MIXED_COST_COMMAND = ("python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4 "
@@ -418,7 +388,7 @@ def render(roots: list[Path], calibration: Path | None = None, parallel: Path | 
                 "```", ""]
         mine = family_roots(roots, own[0] if own else ())
         if cases is FAMILIES[0][2]:
-            out += physics_summary(mine, cases, cost)
+            out += physics_intro(roots, cost)
         for case in cases:
             folder = _case_folder(mine, case)
             if folder is None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from pinnbo.errors import MethodError, PDEError, shown
 from pinnbo.optimizers.base import MethodSettings, Optimizer, check_device
-from pinnbo.optimizers.choice import AUTO, Choice, choice_for, choose_method
+from pinnbo.optimizers.choice import AUTO, Choice, auto_choice, choice_for, choose_method
 from pinnbo.optimizers.gp_bo import GPEI, GPUCB, Exploit, ExploitPlus, GPUCBPlus
 from pinnbo.optimizers.gp_cei import GPCEI
 from pinnbo.optimizers.gp_ehvi import GPEHVI
@@ -102,4 +102,5 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     return optimizer
 
 
-__all__ = ["AUTO", "METHODS", "Choice", "choice_for", "choose_method", "MethodError", "MethodSettings", "Optimizer", "make_optimizer"]
+__all__ = ["AUTO", "METHODS", "Choice", "MethodError", "MethodSettings", "Optimizer", "auto_choice", "choice_for",
+           "choose_method", "make_optimizer"]

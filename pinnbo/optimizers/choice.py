@@ -91,3 +91,8 @@ def choice_for(problem) -> Choice:
     optimisers see it, for the minimised values)."""
     return choose_method(problem.domain, problem.minimised_pde, problem.constraints, problem.objectives,
                          problem.boundary_continuous)
+
+
+def auto_choice(method: str | None, problem) -> Choice | None:
+    """What a run of ``method`` on ``problem`` chose under ``auto`` (None: the method was named)."""
+    return choice_for(problem) if method == AUTO else None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from pinnbo.files import write_json
-from pinnbo.optimizers.choice import AUTO, Choice, choice_for
+from pinnbo.optimizers.choice import AUTO, auto_choice
 from pinnbo.problem import Problem
 from pinnbo.report.figures import plot_convergence, plot_field, plot_pareto, run_title, save_figure
 from pinnbo.report.page_figures import fitted, map_dims, surrogate_figure
@@ -65,14 +65,6 @@ def _source_commit() -> str | None:
     return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
-def auto_choice(problem: Problem, case: dict | None) -> Choice | None:
-    """What ``method: auto`` ran on ``problem`` and why (None: the case named its method); the rule
-    reads only the problem's declarations, so this is the choice the run made."""
-    if not case or case.get("method", AUTO) != AUTO:
-        return None
-    return choice_for(problem)
-
-
 def summarize(history: History, problem: Problem, case: dict | None = None) -> dict:
     """The run's summary (also written as summary.json)."""
     best = history.best()
@@ -100,7 +92,7 @@ def summarize(history: History, problem: Problem, case: dict | None = None) -> d
         "case": case,
         "versions": versions(),
     }
-    choice = auto_choice(problem, case)
+    choice = auto_choice((case or {}).get("method"), problem)
     if choice is not None:
         summary["method"] = {"name": choice.method, "chosen_by": AUTO, "reason": choice.reason}
     imported = sum(r.phase == IMPORTED for r in history.evaluations)

@@ -29,7 +29,7 @@ import yaml
 
 from pinnbo.errors import CaseError, PDEError, ProblemError, shown
 from pinnbo.expressions import expression_of, numpy_function, split_relation
-from pinnbo.optimizers import AUTO, METHODS, Choice, Optimizer, choice_for, make_optimizer
+from pinnbo.optimizers import METHODS, Optimizer, auto_choice, make_optimizer
 from pinnbo.problem import PROBLEM_FACTORIES, Constraint, Problem, read_outcome
 from pinnbo.runner.case import CASES_DIR, Case, list_cases, noise_model
 from pinnbo.runner.steps import RunSettings
@@ -159,7 +159,7 @@ def _with_command_oracle(self: Case, problem: Problem) -> Problem:
 def build_optimizer(self: Case, problem: Problem) -> Optimizer:
     """The method of case ``self`` for ``problem``, its defaults overridden by ``method_params``
     (and, in smoke mode, by the method's tiny settings)."""
-    choice = method_choice(self, problem)
+    choice = auto_choice(self.method, problem)
     method = self.method if choice is None else choice.method
     params = dict(self.method_params)
     if self.smoke:
@@ -170,13 +170,6 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
                                objectives=problem.objectives, reference=problem.minimised_reference)
     optimizer.choice = choice
     return optimizer
-
-
-def method_choice(self: Case, problem: Problem) -> Choice | None:
-    """What ``method: auto`` runs for ``problem`` and why (None: the case names its method)."""
-    if self.method != AUTO:
-        return None
-    return choice_for(problem)
 
 
 

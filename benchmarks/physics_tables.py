@@ -1,0 +1,104 @@
+"""docs/results.md's physics tables (benchmarks/results.py): does the PDE pay under ``method: auto``,
+and what a step costs as the data grow."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from pinnbo.bench.statistics import REGRET_TARGETS, target_key
+from pinnbo.report.format import fmt
+
+PHYSICS = ("pde-gp", "pinn-bo")
+GP = ("gp-ei", "gp-ucb")
+STEP_COST_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml "
+                     "cases/beam.yaml cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml "
+                     "benchmarks/dimensions/*.yaml --t 40 --asks 4 --output bench-results/cost/step_cost_40.json")
+GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml "
+                  "--t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
+
+
+def _to_target(result: dict | None) -> tuple[float, int]:
+    """(median proposals to 1% with never = inf, -hits): sorts the better method first."""
+    stats = (result or {}).get(target_key(REGRET_TARGETS[-1])) or {}
+    median = stats.get("median")
+    return (math.inf if median is None else median, -stats.get("hits", 0))
+
+
+def _proposals(stats: dict | None) -> str:
+    if not stats or not stats.get("n"):
+        return "—"
+    return f"{'—' if stats['median'] is None else fmt(stats['median'], 3)} [{stats['hits']}/{stats['n']}]"
+
+
+def auto_choice(folder: Path, case_file: Path | None) -> str | None:
+    """The method ``auto`` runs on a bench case: from its runs' summaries where the bench ran it,
+    else by the rule on the case's problem (the runs would be that method's, proposal for
+    proposal)."""
+    for summary in sorted((folder / "runs" / "auto").glob("*/summary.json")):
+        method = json.loads(summary.read_text()).get("method")
+        if isinstance(method, dict):
+            return method["name"]
+    if case_file is None:
+        return None
+    from pinnbo.optimizers import choice_for
+    from pinnbo.runner.build import build_problem
+    from pinnbo.runner.case import load_case
+
+    return choice_for(build_problem(load_case(case_file))).method
+
+
+def _step_seconds(path: Path | None) -> dict:
+    """{case: {method: seconds per proposal at the file's first t}} from benchmarks/step_cost.py."""
+    if path is None or not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {case: {m: rows[0]["seconds"] for m, rows in entry["rows"].items()} for case, entry in data["cases"].items()}
+
+
+def physics_summary(folders: dict[str, tuple[Path, Path | None]], cost: Path | None) -> list[str]:
+    """Per case (bench folder, case file): what ``auto`` runs, its proposals to 1% against the better GP's, its step
+    cost over gp-ei's at 40 observations, and each physics method's proposals (where the bench ran
+    ``auto`` and not the method it chose, the two are one: same streams, same proposals)."""
+    key = target_key(REGRET_TARGETS[-1])
+    seconds = _step_seconds(cost)
+    lines = ["| case | d | `auto` runs | to 1% | better GP | to 1% | ratio | cost × gp-ei | `pde-gp` | `pinn-bo` |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for case, (folder, case_file) in folders.items():
+        summary = json.loads((folder / "summary.json").read_text())
+        results = summary["results"]
+        chosen = auto_choice(folder, case_file)
+        gps = sorted((m for m in GP if m in results), key=lambda m: _to_target(results[m]))
+        if chosen is None or not gps:
+            continue
+        mine = results.get("auto") or results.get(chosen)
+        g = gps[0]
+        (am, _), (gm, _) = _to_target(mine), _to_target(results[g])
+        ratio = "—" if math.isinf(am) else ("< 1" if math.isinf(gm) else f"{am / gm:.2f}")
+        timed = seconds.get(case, {})
+        cost_text = f"{timed[chosen] / timed['gp-ei']:.1f}" if chosen in timed and "gp-ei" in timed else "—"
+        physics = " | ".join(_proposals((results.get(m) or (mine if m == chosen else {})).get(key)) for m in PHYSICS)
+        lines.append(f"| {case} | {len(summary.get('variables') or []) or '—'} | `{chosen}` | {_proposals(mine.get(key))} "
+                     f"| `{g}` | {_proposals(results[g].get(key))} | {ratio} | {cost_text} | {physics} |")
+    return lines
+
+
+def step_cost_section(path: Path | None) -> list[str]:
+    """Seconds per proposal at 40, 200 and 1000 observations (benchmarks/step_cost.py)."""
+    if path is None or not path.exists():
+        return ["Not measured yet: `" + GROWTH_COMMAND + "`.", ""]
+    data = json.loads(path.read_text())
+    ts = data["t"]
+    lines = ["| case | method | " + " | ".join(f"t = {t}" for t in ts) + " | × gp-ei |",
+             "|---|---|" + "---|" * (len(ts) + 1)]
+    for case, entry in data["cases"].items():
+        rows = entry["rows"]
+        for method, cells in rows.items():
+            text = [f"{c['seconds']:.3g}" + (f" ({c['warm']:.3g} warm, {c['refit']:.3g} refit)" if "refit" in c else "")
+                    for c in cells]
+            ratios = ", ".join(f"{c['seconds'] / g['seconds']:.1f}" for c, g in zip(cells, rows.get("gp-ei", [])))
+            lines.append(f"| {case} (d = {entry['dim']}) | `{method}` | " + " | ".join(text) + f" | {ratios or '—'} |")
+    lines += ["", f"`{data['command']}`; commit {data['commit']}, {data['machine']}, {data['device']}, "
+              f"{data['threads']} torch thread(s), {data['date']}.", ""]
+    return lines

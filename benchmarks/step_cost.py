@@ -1,0 +1,103 @@
+"""Seconds per proposal of pde-gp, pinn-bo and gp-ei as the data grow (40, 200 and 1000 observations),
+side by side in one process, the methods one after the other (the target: the physics default
+within 2× gp-ei's step at every size on CPU).
+
+For each method and each t the optimiser is told t designs (the case's scrambled Sobol sequence
+from the seed) with their true values, asked once untimed, then ``--asks`` further ask/tell rounds
+are timed. pde-gp refits its hyper-parameters from fresh starts only when its observations cross
+a point of a geometric grid (:func:`pinnbo.optimizers.pde_gp.restart_due`, about 10.5/t of the
+steps near t), which a few consecutive asks mostly miss: its refit step is timed on its own and the
+figure reported for it is the average over the schedule, warm + (refit − warm) · 10.5/t.
+
+    python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml \\
+        --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json
+    python benchmarks/step_cost.py cases/heat_bc1.yaml --device cuda --threads 4     # where CUDA exists
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import pinnbo.optimizers.pde_gp as pde_gp
+from pinnbo.files import write_text
+from pinnbo.report.summary import versions
+from pinnbo.runner.build import build_optimizer, build_problem
+from pinnbo.runner.case import load_case
+from pinnbo.streams import initial_design
+
+
+def timed_asks(optimizer, problem, asks: int) -> list[float]:
+    seconds = []
+    for _ in range(asks):
+        began = time.perf_counter()
+        x = optimizer.ask()
+        seconds.append(time.perf_counter() - began)
+        optimizer.tell(x, problem.sign * problem.objective(x))
+    return seconds
+
+
+def measure(case, problem, method: str, t: int, asks: int) -> dict:
+    X = initial_design(problem.domain, t + asks + 2, case.seed)[:t]
+    optimizer = build_optimizer(case.model_copy(update={"method": method, "method_params": {}}), problem)
+    for x in X:
+        optimizer.tell(x, problem.sign * problem.objective(x))
+    timed_asks(optimizer, problem, 1)                 # the first fit, from scratch: not a steady step
+    due = pde_gp.restart_due
+    pde_gp.restart_due = lambda n: False
+    try:
+        steady = float(np.mean(timed_asks(optimizer, problem, asks)))
+    finally:
+        pde_gp.restart_due = due
+    row = {"seconds": steady}
+    if method == "pde-gp":
+        pde_gp.restart_due = lambda n: True
+        try:
+            refit = float(np.mean(timed_asks(optimizer, problem, 1)))
+        finally:
+            pde_gp.restart_due = due
+        share = 1.0 / (t * math.log(pde_gp.RESTART_GROWTH))
+        row = {"warm": steady, "refit": refit, "seconds": steady + (refit - steady) * share}
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="+", type=Path)
+    parser.add_argument("--methods", nargs="+", default=["pde-gp", "pinn-bo", "gp-ei"])
+    parser.add_argument("--t", nargs="+", type=int, default=[40, 200, 1000])
+    parser.add_argument("--asks", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--output", type=Path, default=Path("bench-results/cost/step_cost.json"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    produced = versions()
+    out = {"command": "python benchmarks/step_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
+           "commit": produced.get("pinnbo_commit"), "machine": produced["cpu"], "date": str(date.today()),
+           "device": args.device, "threads": args.threads, "t": args.t, "cases": {}}
+    for path in args.cases:
+        case = load_case(path, {"device": args.device})
+        problem = build_problem(case)
+        rows = {}
+        print(f"{case.name} (d = {problem.domain.dim}), {args.device}, {args.threads} thread(s)", flush=True)
+        for method in args.methods:
+            rows[method] = [measure(case, problem, method, t, args.asks) for t in args.t]
+            print(f"  {method}: " + ", ".join(f"t = {t}: {r['seconds']:.3f} s" for t, r in zip(args.t, rows[method])),
+                  flush=True)
+        out["cases"][case.name] = {"dim": problem.domain.dim, "rows": rows}
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        write_text(args.output, json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
