@@ -11,12 +11,15 @@ The rule, in order, the first branch that applies:
 4. No PDE: gp-ei.
 5. A PDE the PDE-GP cannot condition on (a nonlinear term with no derivative to linearise by):
    pinn-bo, whose residual takes any PDE.
-6. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
+6. A PDE in more than ``MEASURED_DIMENSION`` variables: pinn-bo, which was measured from 10 to 50
+   variables (docs/results.md, "High-dimensional functions with a PDE"); pde-gp, whose collocation
+   points thin out as the dimension grows (docs/algorithms.md, "PDE-GP"), was measured up to 6.
+7. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
    declares discontinuous (``Problem.boundary_continuous`` False: a heat plate whose edges disagree
    at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
    residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
    proposal along the edge.
-7. Every other PDE, linear or nonlinear, in any dimension: pde-gp. Conditioned exactly on a linear
+8. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
    PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
    which must first train its network on the residual, needed more than a plain GP on the smooth
    problems measured (docs/results.md, "Does the PDE pay?").
@@ -32,6 +35,9 @@ from dataclasses import dataclass
 from pinnbo.errors import PDEError
 
 AUTO = "auto"
+#: The most variables in which pde-gp was measured against the GPs (docs/results.md, "Three
+#: variables and more"); beyond, rule 6 runs pinn-bo.
+MEASURED_DIMENSION = 6
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,9 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("gp-ei", "no PDE: a GP with expected improvement")
     if not _linearisable(pde):
         return Choice("pinn-bo", "a PDE with a term that cannot be linearised: a network trained on its residual")
+    if domain.dim > MEASURED_DIMENSION:
+        return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
+                                 "measured in: a network trained on the PDE's residual")
     if boundary_continuous is False and pde.minimum_on_boundary():
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")

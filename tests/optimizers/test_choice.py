@@ -42,6 +42,14 @@ def test_the_pde_branches(pde, continuous, method):
     assert choice.reason and "\n" not in choice.reason
 
 
+def test_beyond_the_dimensions_pde_gp_was_measured_in_the_network_takes_the_pde():
+    for d, method in ((6, "pde-gp"), (7, "pinn-bo")):
+        names = sp.symbols(f"x1:{d + 1}")
+        u = sp.Function("u")(*names)
+        laplace = PDE(sum(u.diff(v, 2) for v in names), rhs=0)
+        assert choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), laplace).method == method
+
+
 def test_constraints_choose_the_constrained_gp_and_say_the_pde_is_left_out():
     choice = choose_method(BOX, LAPLACE, constraints=(Constraint("stress"),))
     assert choice.method == "gp-cei"
