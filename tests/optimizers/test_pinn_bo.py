@@ -134,11 +134,11 @@ def test_a_resumed_run_replays_the_trust_region_exactly(tmp_path, keep_checkpoin
     box = Box((-1.0,) * 5, (2.0,) * 5)
     problem = Problem("sphere5", box, lambda p: float(np.sum((np.asarray(p) - 0.4) ** 2)), "minimize")
     params = {**FAST, "initial_steps": 50}
-    optimize(problem, budget=22, initial_points=8, seed=1, method_params=params, output=tmp_path / "whole")
-    optimize(problem, budget=15, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut")
+    optimize(problem, "pinn-bo", budget=22, initial_points=8, seed=1, method_params=params, output=tmp_path / "whole")
+    optimize(problem, "pinn-bo", budget=15, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut")
     if not keep_checkpoint:
         (tmp_path / "cut" / "checkpoint.pt").unlink()
-    optimize(problem, budget=22, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut",
+    optimize(problem, "pinn-bo", budget=22, initial_points=8, seed=1, method_params=params, output=tmp_path / "cut",
              resume=True)
     whole = (tmp_path / "whole" / "evaluations.jsonl").read_bytes()
     assert (tmp_path / "cut" / "evaluations.jsonl").read_bytes() == whole
