@@ -79,7 +79,9 @@ def physics_summary(folders: dict[str, tuple[Path, Path | None]], cost: Path | N
         timed = seconds.get(case, {})
         cost_text = f"{timed[chosen] / timed['gp-ei']:.1f}" if chosen in timed and "gp-ei" in timed else "—"
         physics = " | ".join(_proposals((results.get(m) or (mine if m == chosen else {})).get(key)) for m in PHYSICS)
-        lines.append(f"| {case} | {len(summary.get('variables') or []) or '—'} | `{chosen}` | {_proposals(mine.get(key))} "
+        run = next(iter(sorted((folder / "runs").glob("*/*/summary.json"))), None)
+        dim = len(json.loads(run.read_text()).get("variables") or []) if run is not None else 0
+        lines.append(f"| {case} | {dim or '—'} | `{chosen}` | {_proposals(mine.get(key))} "
                      f"| `{g}` | {_proposals(results[g].get(key))} | {ratio} | {cost_text} | {physics} |")
     return lines
 
