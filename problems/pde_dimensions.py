@@ -116,9 +116,20 @@ def _spec(kind: str, dim: int):
     return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
 
 
-def _unknown(names: tuple[str, ...]):
-    symbols = sp.symbols(names)
-    return symbols, sp.Function("u")(*symbols)
+def _problem(kind: str, name: str, dim, equation, description: str, optimum=None) -> Problem:
+    """The problem ``kind`` in ``dim`` variables: its PDE ``equation(symbols, u) = 0`` in the
+    unknown u of the box's variables, and its optimum (found once where not given)."""
+    dim = _check_dim(dim)
+    domain, values, sense = _spec(kind, dim)
+    symbols = sp.symbols(domain.names)
+    value, location = optimum or _optimum(kind, dim)
+    return Problem(name, domain, point_oracle(values, dim, name), sense,
+                   pde=PDE(equation(symbols, sp.Function("u")(*symbols)), rhs=0), optimum=value,
+                   optimum_location=location, description=description.format(dim=dim))
+
+
+def _laplacian(symbols, u):
+    return sum(u.diff(x, 2) for x in symbols)
 
 
 @register_problem
@@ -128,13 +139,8 @@ def laplace(dim: int = 3) -> Problem:
     Args:
         dim: number of variables, 3 to 8.
     """
-    dim = _check_dim(dim)
-    domain, values, sense = _spec("laplace", dim)
-    symbols, u = _unknown(domain.names)
-    optimum, location = _optimum("laplace", dim)
-    return Problem("laplace", domain, point_oracle(values, dim, "laplace"), sense,
-                   pde=PDE(sum(u.diff(x, 2) for x in symbols), rhs=0), optimum=optimum, optimum_location=location,
-                   description=f"a harmonic function on [0, 1]^{dim}, continuous boundary data, maximum on a face")
+    return _problem("laplace", "laplace", dim, _laplacian,
+                    "a harmonic function on [0, 1]^{dim}, continuous boundary data, maximum on a face")
 
 
 @register_problem
@@ -144,14 +150,10 @@ def helmholtz_nd(dim: int = 3) -> Problem:
     Args:
         dim: number of variables, 3 to 8.
     """
-    dim = _check_dim(dim)
-    domain, values, sense = _spec("helmholtz", dim)
-    symbols, u = _unknown(domain.names)
-    location = HELMHOLTZ_2D_ARGMIN + tuple(float(c) for c in _centres(dim))
-    return Problem("helmholtz_nd", domain, point_oracle(values, dim, "helmholtz_nd"), sense,
-                   pde=PDE(sum(u.diff(x, 2) for x in symbols) + (11 + dim) * u, rhs=0), optimum=HELMHOLTZ_2D_MINIMUM,
-                   optimum_location=location,
-                   description=f"a Helmholtz solution on [0, pi]^{dim}, two global minima and a 5% local one")
+    known = None if not isinstance(dim, int) or isinstance(dim, bool) else \
+        (HELMHOLTZ_2D_MINIMUM, HELMHOLTZ_2D_ARGMIN + tuple(float(c) for c in _centres(dim)))
+    return _problem("helmholtz", "helmholtz_nd", dim, lambda xs, u: _laplacian(xs, u) + (11 + len(xs)) * u,
+                    "a Helmholtz solution on [0, pi]^{dim}, two global minima and a 5% local one", known)
 
 
 @register_problem
@@ -162,11 +164,5 @@ def heat_diffusion(dim: int = 3) -> Problem:
     Args:
         dim: number of variables, space and time, 3 to 8.
     """
-    dim = _check_dim(dim)
-    domain, values, sense = _spec("heat", dim)
-    symbols, u = _unknown(domain.names)
-    optimum, location = _optimum("heat", dim)
-    return Problem("heat_diffusion", domain, point_oracle(values, dim, "heat_diffusion"), sense,
-                   pde=PDE(u.diff(symbols[-1]) - sum(u.diff(x, 2) for x in symbols[:-1]), rhs=0), optimum=optimum,
-                   optimum_location=location,
-                   description=f"heat diffusing in {dim - 1} space variables and time, three decaying modes")
+    return _problem("heat", "heat_diffusion", dim, lambda xs, u: u.diff(xs[-1]) - _laplacian(xs[:-1], u),
+                    "heat diffusing in {dim} variables, space and time, three decaying modes")
