@@ -45,13 +45,13 @@ FAMILIES = [
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
      "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
-     "after the rule for `auto` was chosen: budget 40, 10 seeds in 3 variables and 5 in 4 and 6. `auto` chooses "
+     "after the rule for `auto` was chosen: budget 40, 10 seeds in 3 variables and 3 in 4 and 6. `auto` chooses "
      "`pde-gp` on each, so the bench runs it under that name.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in ("laplace", "helmholtz", "heat")
                                  for d in dims)
       + f" --methods {DIMENSION_METHODS} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
-      for dims, seeds in (((3,), 10), ((4, 6), 5))]),
+      for dims, seeds in (((3,), 10), ((4, 6), 3))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",

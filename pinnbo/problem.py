@@ -122,13 +122,13 @@ class Problem:
     noise_std: float = 0.0
     collocation_filter: Callable[[np.ndarray], np.ndarray] | None = None
     field_plot: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
-    boundary_continuous: bool | None = None
     constraints: tuple[Constraint, ...] = ()
     measured: bool = False
     objectives: dict[str, str] = field(default_factory=dict)
     reference: dict[str, float] | None = None
     description: str = ""
     metadata: dict = field(default_factory=dict)
+    boundary_continuous: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.domain.plain:   # the functions are written for designs by value (pinnbo.space)
