@@ -19,7 +19,10 @@ The rule, in order, the first branch that applies:
    at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
    residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
    proposal along the edge.
-8. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
+8. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
+   more: gp-ei. The PDE-conditioned posterior is confident on faces no observation has reached, and its
+   bound settles on the best face seen; the plain GP explores them.
+9. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
    PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
    which must first train its network on the residual, needed more than a plain GP on the smooth
    problems measured (docs/results.md, "Does the PDE pay?").
@@ -89,6 +92,10 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")
     own = list(getattr(pde, "own_inputs", domain.names))
+    if pde.minimum_on_boundary() and len(own) >= 3:
+        return Choice("gp-ei", f"the optimum is on the boundary (maximum principle) in {len(own)} variables, where "
+                               "the PDE-conditioned GP stays sure of faces it has not seen: a GP with expected "
+                               "improvement")
     parameters = [n for n in domain.names if n not in own]
     where = f"in {', '.join(own)}" + (f", with {', '.join(parameters)} as a parameter" if parameters else "")
     how = "conditioned on it" if pde.is_linear() else "conditioned on its linearisation about the GP's mean"

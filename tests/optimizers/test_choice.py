@@ -46,8 +46,19 @@ def test_beyond_the_dimensions_pde_gp_was_measured_in_the_network_takes_the_pde(
     for d, method in ((6, "pde-gp"), (7, "pinn-bo")):
         names = sp.symbols(f"x1:{d + 1}")
         u = sp.Function("u")(*names)
-        laplace = PDE(sum(u.diff(v, 2) for v in names), rhs=0)
-        assert choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), laplace).method == method
+        helmholtz = PDE(sum(u.diff(v, 2) for v in names) + 20 * u, rhs=0)
+        assert choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), helmholtz).method == method
+
+
+def test_a_maximum_principle_in_three_variables_or_more_runs_the_plain_gp():
+    """In its own variables: Laplace's equation in x, y with an integer parameter stays with pde-gp."""
+    names = sp.symbols("x1:4")
+    u = sp.Function("u")(*names)
+    box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
+    choice = choose_method(box, PDE(sum(u.diff(v, 2) for v in names), rhs=0))
+    assert choice.method == "gp-ei" and "maximum principle" in choice.reason
+    assert choose_method(box, PDE(sum(u.diff(v, 2) for v in names) + 14 * u, rhs=0)).method == "pde-gp"
+    assert choose_method(mixed_box("integer"), LAPLACE).method == "pde-gp"
 
 
 def test_constraints_choose_the_constrained_gp_and_say_the_pde_is_left_out():
