@@ -61,7 +61,7 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
-    sample = lower + qmc.Sobol(dim, seed=1).random(2**14) * (upper - lower)
+    sample = lower + qmc.Sobol(dim, seed=1).random(2**12) * (upper - lower)
     values = np.array([problem.objective(x) for x in sample])
     signed = problem.sign * values
     assert signed.min() >= problem.sign * problem.optimum - 1e-12
