@@ -99,7 +99,7 @@ def step_cost_section(path: Path | None) -> list[str]:
         for method, cells in rows.items():
             text = [f"{c['seconds']:.3g}" + (f" ({c['warm']:.3g} warm, {c['refit']:.3g} refit)" if "refit" in c else "")
                     for c in cells]
-            ratios = ", ".join(f"{c['seconds'] / g['seconds']:.1f}" for c, g in zip(cells, rows.get("gp-ei", [])))
+            ratios = ", ".join(f"{c['seconds'] / g['seconds']:.2g}" for c, g in zip(cells, rows.get("gp-ei", [])))
             lines.append(f"| {case} (d = {entry['dim']}) | `{method}` | " + " | ".join(text) + f" | {ratios or '—'} |")
     lines += ["", f"`{data['command']}`; commit {data['commit']}, {data['machine']}, {data['device']}, "
               f"{data['threads']} torch thread(s), {data['date']}.", ""]
