@@ -1,16 +1,18 @@
-"""benchmarks/results.py's summary of the promise: the best physics-informed method against the
-better GP on proposals to 1%, from bench summaries written by hand."""
+"""benchmarks/results.py's summary of the promise: what auto runs against the better GP on
+proposals to 1%, from bench summaries written by hand."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("results", ROOT / "benchmarks" / "results.py")
 results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(results)
+physics_tables = sys.modules["physics_tables"]   # imported by results.py from benchmarks/
 
 
 def method(median, hits, seconds):
@@ -18,26 +20,33 @@ def method(median, hits, seconds):
             "seconds_per_iteration": {"mean": seconds}}
 
 
-def test_the_physics_summary_takes_the_best_of_each_side_and_divides(tmp_path):
-    (tmp_path / "plate").mkdir()
-    (tmp_path / "plate" / "summary.json").write_text(json.dumps({"results": {
-        "pinn-bo": method(10, 9, 2.0), "pde-gp": method(None, 2, 0.5),       # pde-gp never got there in half
-        "gp-ei": method(20, 6, 0.5), "gp-ucb": method(None, 4, 0.4)}}))
-    (tmp_path / "wave").mkdir()
-    (tmp_path / "wave" / "summary.json").write_text(json.dumps({"results": {
-        "pde-gp": method(1, 7, 0.3), "gp-ei": method(None, 0, 0.2), "gp-ucb": method(None, 1, 0.2)}}))
-    rows = [line for line in results.physics_summary([tmp_path], ["plate", "wave", "absent"]) if line.startswith("| ")]
-    # the other physics-informed method in the last three columns, where the case has one
-    assert rows[1] == "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 4.0* | `pde-gp` | — [2/10] | 1.0* |"
-    assert rows[2] == "| wave | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | 1.5* | — | — | — |"
-    assert len(rows) == 3      # the header, and no row for a case not measured
-    # a sequential timing of the case (benchmarks/iteration_cost.py --output) replaces the bench's ratio
-    (tmp_path / "cost").mkdir()
-    (tmp_path / "cost" / "plate.json").write_text(json.dumps({"commit": "abc", "seconds_per_iteration": {
-        "pinn-bo": [0.3, 0.36], "pde-gp": [0.05, 0.06], "gp-ei": [0.1, 0.12]}}))
-    lines = results.physics_summary([tmp_path], ["plate"], tmp_path / "cost")
-    assert "| plate | `pinn-bo` | 10 [9/10] | `gp-ei` | 20 [6/10] | 0.50 | 3.0, 3.0 | `pde-gp` | — [2/10] | 0.5, 0.5 |" in lines
-    assert any("commit abc" in line for line in lines)
+def bench_folder(root: Path, case: str, results: dict, auto_ran: str | None = None, dim: int = 2) -> Path:
+    """A bench case folder: its summary, and one run's summary (what auto chose, the variables)."""
+    folder = root / case
+    run = folder / "runs" / ("auto" if auto_ran else next(iter(results))) / "seed0"
+    run.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"results": results}))
+    summary = {"variables": [f"x{i}" for i in range(dim)]}
+    if auto_ran:
+        summary["method"] = {"name": auto_ran, "chosen_by": "auto", "reason": "..."}
+    (run / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_the_physics_summary_sets_auto_against_the_better_gp(tmp_path):
+    # a bench that ran auto (pde-gp there): auto's own figures, and pde-gp's column reads them
+    plate = bench_folder(tmp_path, "plate", {"auto": method(2, 10, 0.3), "pinn-bo": method(10, 9, 2.0),
+                                            "gp-ei": method(20, 6, 0.5), "gp-ucb": method(None, 4, 0.4)}, "pde-gp", 3)
+    # a bench of the chosen method without auto: the rule on the case file names it (harmonic: pde-gp)
+    wave = bench_folder(tmp_path, "wave", {"pde-gp": method(1, 7, 0.3), "gp-ei": method(None, 0, 0.2),
+                                           "gp-ucb": method(None, 1, 0.2)})
+    (tmp_path / "cost.json").write_text(json.dumps({"cases": {"plate": {"dim": 3, "rows": {
+        "pde-gp": [{"seconds": 0.3}], "gp-ei": [{"seconds": 0.1}]}}}}))
+    rows = physics_tables.physics_summary({"plate": (plate, None), "wave": (wave, ROOT / "cases" / "harmonic.yaml")},
+                                          tmp_path / "cost.json")
+    assert rows[2] == "| plate | 3 | `pde-gp` | 2 [10/10] | `gp-ei` | 20 [6/10] | 0.10 | 3.0 | 2 [10/10] | 10 [9/10] |"
+    assert rows[3] == "| wave | 2 | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | — | 1 [7/10] | — |"
+    assert len(rows) == 4
 
 
 def test_the_calibration_section_without_measurements_gives_its_commands(tmp_path):
