@@ -83,7 +83,7 @@ GAUSS_NEWTON_TOLERANCE = 1e-4
 
 #: A step refits from the first fit's starts as well as from the previous step's optimum when its
 #: observations cross a point of the geometric grid RESTART_GROWTH^k (every step up to 12, then
-#: ever more rarely: 11, 12, 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
+#: ever more rarely: 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
 RESTART_GROWTH = 1.1
 
 

@@ -170,8 +170,8 @@ def run_report_html(results: RunResults, problem: Problem, *, live: bool = False
 
 
 def _case_table(case: dict, problem: Problem, history: History, summary: dict | None) -> str:
-    chosen = (summary or {}).get("method") if isinstance((summary or {}).get("method"), dict) else None
-    method = str(case.get("method")) if chosen is None else f"auto → {chosen['name']} ({chosen['reason']})"
+    chosen = (summary or {}).get("method")      # a dict only where auto chose (report.summary)
+    method = f"auto → {chosen['name']} ({chosen['reason']})" if isinstance(chosen, dict) else str(case.get("method"))
     rows = [("problem", problem.name), ("method", method), ("seed", str(case.get("seed"))),
             ("evaluations", f"{len(history)} of {case.get('budget')} ({history.n_failed} failed)"),
             ("variables", "; ".join(f"{v.name}: {v.describe()}" for v in problem.domain.variables))]
