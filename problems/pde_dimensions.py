@@ -32,10 +32,10 @@ import math
 
 import numpy as np
 import sympy as sp
-from scipy.optimize import minimize
 
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Problem, ProblemError, point_oracle, register_problem
+from problems.optimum import dense_optimum
 
 DIMENSIONS = (3, 8)       # the dimensions these problems are written for, inclusive
 HEAT_TIME = 0.25          # the time variable's upper bound
@@ -88,22 +88,9 @@ def heat_values(X: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _optimum(kind: str, dim: int) -> tuple[float, tuple[float, ...]]:
-    """(u*, x*) in the problem's own sense: L-BFGS-B from the best points of a Sobol sample and
-    the known candidates, the best result."""
+    """(u*, x*) in the problem's own sense (:func:`problems.optimum.dense_optimum`)."""
     domain, values, sense = _spec(kind, dim)
-    sign = -1.0 if sense == "maximize" else 1.0
-    lower, upper = np.asarray(domain.lower), np.asarray(domain.upper)
-    from scipy.stats import qmc
-
-    sample = lower + qmc.Sobol(dim, scramble=True, seed=0).random(4096) * (upper - lower)
-    candidates = list(sample[np.argsort(sign * values(sample))[:32]])
-    best_x, best = None, math.inf
-    for x0 in candidates:
-        result = minimize(lambda x: float(sign * values(x[None])[0]), x0, method="L-BFGS-B",
-                          bounds=list(zip(lower, upper)), options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 2000})
-        if result.fun < best:
-            best, best_x = float(result.fun), result.x
-    return sign * best, tuple(float(v) for v in best_x)
+    return dense_optimum(values, domain.lower, domain.upper, sense)
 
 
 def _spec(kind: str, dim: int):
