@@ -42,10 +42,14 @@ def test_the_physics_summary_sets_auto_against_the_better_gp(tmp_path):
                                            "gp-ucb": method(None, 1, 0.2)})
     (tmp_path / "cost.json").write_text(json.dumps({"cases": {"plate": {"dim": 3, "rows": {
         "pde-gp": [{"seconds": 0.3}], "gp-ei": [{"seconds": 0.1}]}}}}))
+    # a second cost file: its cases add to the first's, and the first file's figures win
+    (tmp_path / "more.json").write_text(json.dumps({"cases": {
+        "plate": {"dim": 3, "rows": {"pde-gp": [{"seconds": 9.0}], "gp-ei": [{"seconds": 0.1}]}},
+        "wave": {"dim": 2, "rows": {"pde-gp": [{"seconds": 0.5}], "gp-ei": [{"seconds": 0.2}]}}}}))
     rows = physics_tables.physics_summary({"plate": (plate, None), "wave": (wave, ROOT / "cases" / "harmonic.yaml")},
-                                          tmp_path / "cost.json")
+                                          [tmp_path / "cost.json", tmp_path / "more.json", tmp_path / "absent.json"])
     assert rows[2] == "| plate | 3 | `pde-gp` | 2 [10/10] | `gp-ei` | 20 [6/10] | 0.10 | 3.0 | 2 [10/10] | 10 [9/10] |"
-    assert rows[3] == "| wave | 2 | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | — | 1 [7/10] | — |"
+    assert rows[3] == "| wave | 2 | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | 2.5 | 1 [7/10] | — |"
     assert len(rows) == 4
 
 
