@@ -93,10 +93,15 @@ FAMILIES += [
     ("Noisy measurements",
      "Measurements with noise of 10 % (5 % for the heat plate) of the objective's spread, `observation_noise: "
      "learned`: the true regret of the design each run recommends (the best posterior mean) against that of its best "
-     "observed design, what a user who sees only the measurements would otherwise pick: 10 seeds, budget 40.",
-     ["harmonic_noisy", "levy_noisy", "heat_bc1_noisy"],
+     "observed design, what a user who sees only the measurements would otherwise pick: 10 seeds, budget 40. `auto` "
+     "runs `pde-gp` on the harmonic function, `pinn-bo` on the heat plate and `gp-ei` on Levy's function (no PDE); "
+     "`pde-gp`, which `auto` also runs on Helmholtz's and the Poisson problem, is measured there by its name.",
+     ["harmonic_noisy", "levy_noisy", "heat_bc1_noisy", "helmholtz_noisy", "poisson_noisy"],
      ["pinnbo bench benchmarks/noise/harmonic_noisy.yaml benchmarks/noise/levy_noisy.yaml cases/heat_bc1_noisy.yaml "
-      "--methods gp-ei,random --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output bench-results/noise"]),
+      "--methods auto,gp-ei,random --reference gp-ei --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "--output bench-results/noise",
+      "pinnbo bench benchmarks/noise/helmholtz_noisy.yaml benchmarks/noise/poisson_noisy.yaml --methods pde-gp,gp-ei "
+      "--reference gp-ei --seeds 10 --budget 40 --initial-points 10 --jobs 1 --output bench-results/noise"]),
     ("Several objectives",
      "ZDT1 and ZDT2 in 6 variables (reference (11, 11), largest hypervolume known) and the cantilever's mass against "
      "its deflection (reference 100 kg, 0.1 m; f* the best hypervolume of any run): the hypervolume after 30 "
