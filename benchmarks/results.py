@@ -56,15 +56,16 @@ FAMILIES = [
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
      "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
-     "after the rule for `auto` was first chosen: budget 40, 10 seeds in 3 variables and 3 in 4 and 6. `auto` runs "
+     "after the rule for `auto` was first chosen: budget 40, 10 seeds (3 for Laplace's in 4 and 6 variables). `auto` runs "
      "`pde-gp` on Helmholtz's and the heat equation and, from what Laplace's problems showed, `gp-ei` on them "
      "(a maximum principle in 3 variables or more), so `pde-gp` runs there under its own name too.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
-      for kinds, methods in ((("helmholtz", "heat"), DIMENSION_METHODS),
-                             (("laplace",), DIMENSION_METHODS.replace("auto,", "auto,pde-gp,")))
-      for dims, seeds in (((3,), 10), ((4, 6), 3))]),
+      for kinds, methods, runs in ((("helmholtz", "heat"), DIMENSION_METHODS, (((3,), 10), ((4, 6), 10))),
+                                   (("laplace",), DIMENSION_METHODS.replace("auto,", "auto,pde-gp,"),
+                                    (((3,), 10), ((4, 6), 3))))
+      for dims, seeds in runs]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
