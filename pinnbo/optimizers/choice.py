@@ -14,18 +14,21 @@ The rule, in order, the first branch that applies:
 6. A PDE in more than ``MEASURED_DIMENSION`` variables: pinn-bo, which was measured from 10 to 50
    variables (docs/results.md, "High-dimensional functions with a PDE"); pde-gp, whose collocation
    points thin out as the dimension grows (docs/algorithms.md, "PDE-GP"), was measured up to 6.
-7. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
+7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``): gp-ei. In
+   6 variables pde-gp matched the plain GP on the heat equation and fell behind it on Helmholtz's
+   (docs/results.md, "Three variables and more"), at two to three times its step.
+8. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
    declares discontinuous (``Problem.boundary_continuous`` False: a heat plate whose edges disagree
    at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
    residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
    proposal along the edge.
-8. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
+9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more: gp-ei. The PDE-conditioned posterior is confident on faces no observation has reached, and its
    bound settles on the best face seen; the plain GP explores them.
-9. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
-   PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
-   which must first train its network on the residual, needed more than a plain GP on the smooth
-   problems measured (docs/results.md, "Does the PDE pay?").
+10. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
+    PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
+    which must first train its network on the residual, needed more than a plain GP on the smooth
+    problems measured (docs/results.md, "Does the PDE pay?").
 
 The rule reads only declarations (nothing is evaluated), so a resumed run chooses again the
 method it chose.
@@ -41,6 +44,9 @@ AUTO = "auto"
 #: The most variables in which pde-gp was measured against the GPs (docs/results.md, "Three
 #: variables and more"); beyond, rule 6 runs pinn-bo.
 MEASURED_DIMENSION = 6
+#: The most variables in which pde-gp needed no more proposals than the GPs on every problem
+#: measured (4: as many on Helmholtz's, 0.75 of them on the heat equation); above, rule 7 runs gp-ei.
+PHYSICS_DIMENSION = 4
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,9 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if domain.dim > MEASURED_DIMENSION:
         return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
                                  "measured in: a network trained on the PDE's residual")
+    if domain.dim > PHYSICS_DIMENSION:
+        return Choice("gp-ei", f"a PDE in {domain.dim} variables, where the PDE-conditioned GP needed as many "
+                               "proposals as a plain GP or more: a GP with expected improvement; the PDE is not used")
     if boundary_continuous is False and pde.minimum_on_boundary():
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")

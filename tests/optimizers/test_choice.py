@@ -42,12 +42,14 @@ def test_the_pde_branches(pde, continuous, method):
     assert choice.reason and "\n" not in choice.reason
 
 
-def test_beyond_the_dimensions_pde_gp_was_measured_in_the_network_takes_the_pde():
-    for d, method in ((6, "pde-gp"), (7, "pinn-bo")):
+def test_the_pde_gp_up_to_four_variables_the_plain_gp_in_five_and_six_the_network_beyond():
+    for d, method in ((4, "pde-gp"), (5, "gp-ei"), (6, "gp-ei"), (7, "pinn-bo")):
         names = sp.symbols(f"x1:{d + 1}")
         u = sp.Function("u")(*names)
         helmholtz = PDE(sum(u.diff(v, 2) for v in names) + 20 * u, rhs=0)
-        assert choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), helmholtz).method == method
+        choice = choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), helmholtz)
+        assert choice.method == method
+        assert (f"in {d} variables" in choice.reason) is (d > 4)
 
 
 def test_a_maximum_principle_in_three_variables_or_more_runs_the_plain_gp():

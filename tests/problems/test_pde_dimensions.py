@@ -98,6 +98,12 @@ def test_what_auto_runs(factory, method):
     assert choice_for(factory(3)).method == method
 
 
+@pytest.mark.parametrize("dim, method", [(4, "pde-gp"), (6, "gp-ei")])
+def test_what_auto_runs_as_the_dimension_grows(dim, method):
+    """pde-gp up to 4 variables; in 6 it paid nothing against the plain GP, which auto runs there."""
+    assert choice_for(helmholtz_nd(dim)).method == method and choice_for(heat_diffusion(dim)).method == method
+
+
 @pytest.mark.parametrize("dim", [2, 9, 3.0, True])
 def test_bad_dimensions_are_named(dim):
     with pytest.raises(ProblemError, match="params.dim: expected an integer from 3 to 8"):
