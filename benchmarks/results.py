@@ -32,6 +32,7 @@ from physics_tables import STEP_COST_COMMANDS, physics_summary, step_cost_sectio
 
 PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
 DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
+WITH_PDE_GP = DIMENSION_METHODS.replace("auto,", "auto,pde-gp,")     # where auto runs gp-ei
 FAMILIES = [
     ("Problems with a PDE, 1-D and 2-D",
      "PINN-BO's real tasks (the heat plates, the beam), DropWave, and three closed-form solutions (a Helmholtz "
@@ -57,15 +58,16 @@ FAMILIES = [
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
      "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
      "after the rule for `auto` was first chosen: budget 40, 10 seeds (3 for Laplace's in 4 and 6 variables). `auto` runs "
-     "`pde-gp` on Helmholtz's and the heat equation and, from what Laplace's problems showed, `gp-ei` on them "
-     "(a maximum principle in 3 variables or more), so `pde-gp` runs there under its own name too.",
+     "`pde-gp` on Helmholtz's and the heat equation in 3 and 4 variables and, from what these problems showed, `gp-ei` "
+     "in 6 variables and on Laplace's (a maximum principle in 3 variables or more), so `pde-gp` runs there under its "
+     "own name too.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
-      for kinds, methods, runs in ((("helmholtz", "heat"), DIMENSION_METHODS, (((3,), 10), ((4, 6), 10))),
-                                   (("laplace",), DIMENSION_METHODS.replace("auto,", "auto,pde-gp,"),
-                                    (((3,), 10), ((4, 6), 3))))
-      for dims, seeds in runs]),
+      for kinds, dims, methods, seeds in ((("helmholtz", "heat"), (3, 4), DIMENSION_METHODS, 10),
+                                          (("helmholtz", "heat"), (6,), WITH_PDE_GP, 10),
+                                          (("laplace",), (3,), WITH_PDE_GP, 10),
+                                          (("laplace",), (4, 6), WITH_PDE_GP, 3))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
