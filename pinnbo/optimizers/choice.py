@@ -45,7 +45,7 @@ AUTO = "auto"
 #: variables and more"); beyond, rule 6 runs pinn-bo.
 MEASURED_DIMENSION = 6
 #: The most variables in which pde-gp needed no more proposals than the GPs on every problem
-#: measured (4: as many on Helmholtz's, 0.8 of them on the heat equation); above, rule 7 runs gp-ei.
+#: measured (docs/results.md, "Three variables and more"); above, rule 7 runs gp-ei.
 PHYSICS_DIMENSION = 4
 
 
