@@ -12,14 +12,16 @@ from pinnbo.report.format import fmt
 
 PHYSICS = ("pde-gp", "pinn-bo")
 GP = ("gp-ei", "gp-ucb")
-# Each writes one file of the cost folder; the physics table reads them all (the first naming a case wins).
-STEP_COST_COMMANDS = (
-    "python benchmarks/step_cost.py cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml "
-    "cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml benchmarks/dimensions/*.yaml "
-    "--t 40 --asks 4 --output bench-results/cost/step_cost_40.json",
-    "python benchmarks/step_cost.py benchmarks/kinds/*.yaml --t 40 --asks 4 "
-    "--output bench-results/cost/step_cost_40_kinds.json",
+# (file of the cost folder, the cases timed into it) at 40 observations; the physics table reads
+# every file (the first naming a case wins).
+STEP_COST_FILES = (
+    ("step_cost_40.json", "cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml "
+                          "cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml "
+                          "benchmarks/dimensions/*.yaml"),
+    ("step_cost_40_kinds.json", "benchmarks/kinds/*.yaml"),
 )
+STEP_COST_COMMANDS = tuple(f"python benchmarks/step_cost.py {cases} --t 40 --asks 4 --output bench-results/cost/{name}"
+                           for name, cases in STEP_COST_FILES)
 GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml "
                   "--t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
 

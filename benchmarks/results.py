@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
-from physics_tables import STEP_COST_COMMANDS, physics_summary, step_cost_section  # noqa: E402
+from physics_tables import STEP_COST_COMMANDS, STEP_COST_FILES, physics_summary, step_cost_section  # noqa: E402
 
 PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
 DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
@@ -229,7 +229,7 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "method's proposals to 1%. Where a bench ran the chosen method and not `auto`, `auto`'s figures are that "
             "method's: its runs are the chosen method's, proposal for proposal (tests/runner/test_auto.py). The "
             "tables of each case, further down, have every method.", "",
-            *physics_summary(folders, [] if cost is None else [cost / Path(c.split()[-1]).name for c in STEP_COST_COMMANDS]),
+            *physics_summary(folders, [] if cost is None else [cost / name for name, _ in STEP_COST_FILES]),
             "",
             "### A step as the data grow", "",
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "

@@ -16,7 +16,6 @@ import torch
 from scipy.stats import qmc
 
 from pinnbo.optimizers import choice_for
-from pinnbo.pde.forms import minimum_on_boundary
 from pinnbo.runner.build import build_problem
 from pinnbo.runner.case import load_case
 from problems.pde_kinds import BUMPS, DAMPING, forced_oscillator, poisson, reaction_diffusion, wave
@@ -97,7 +96,7 @@ def test_the_kinds_of_pde():
     for factory, linear in [(poisson, True), (reaction_diffusion, False), (wave, True), (forced_oscillator, True)]:
         pde = factory().pde
         assert pde.is_linear() is linear
-        assert not minimum_on_boundary(pde)
+        assert not pde.minimum_on_boundary()
 
 
 @pytest.mark.parametrize("path", sorted(KINDS.glob("*.yaml")), ids=lambda p: p.stem)
