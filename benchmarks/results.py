@@ -213,6 +213,16 @@ def _case_folder(roots: list[Path], case: str) -> Path | None:
     return next((root / case for root in roots if (root / case / "summary.json").exists()), None)
 
 
+def _step_cost_provenance(paths: list[Path]) -> list[str]:
+    """Where and when the cost column's timings were taken, one line per file that exists."""
+    found = [(path, json.loads(path.read_text())) for path in paths if path.exists()]
+    if not found:
+        return []
+    return ["Cost column: " + "; ".join(f"`{path.name}` at commit {data['commit']}, {data['machine']}, {data['device']}, "
+                                        f"{data['threads']} torch thread(s), {data['date']}" for path, data in found)
+            + ".", ""]
+
+
 def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
     """The physics tables, heading the PDE families: does the PDE pay under ``auto``, in 1 to 6
     variables, and what a step costs as the data grow."""
@@ -230,7 +240,7 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "method's: its runs are the chosen method's, proposal for proposal (tests/runner/test_auto.py). The "
             "tables of each case, further down, have every method.", "",
             *physics_summary(folders, [] if cost is None else [cost / name for name, _ in STEP_COST_FILES]),
-            "",
+            "", *_step_cost_provenance([] if cost is None else [cost / name for name, _ in STEP_COST_FILES]),
             "### A step as the data grow", "",
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
