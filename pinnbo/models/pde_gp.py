@@ -47,6 +47,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 
+from pinnbo.models.evidence import EvidenceData, negative_log_evidence
 from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
 
 #: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
@@ -96,6 +97,8 @@ class PDEGP(Model):
             identity = [[((0,) * X.shape[1], None)]]
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         self.target = torch.cat(self.targets)
+        self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
+                                      self.targets[1] if self.terms is not None else None, self._products)
         # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
         self.log_likelihood = self._fit(start, restart) if len(y) else None
         if not len(y):
@@ -158,20 +161,10 @@ class PDEGP(Model):
         evidence p(y, t) would also reward a prior whose L f̃ has no variance at all (zero PDE
         targets are then certain), and a fit to it runs to infinite lengthscales and drops the data;
         conditioning on the PDE instead asks how well the physics-informed prior predicts the
-        measurements. Given the PDE, y is Gaussian with mean K_fL K_LL⁻¹ t and covariance
-        K_ff + σ² I − K_fL K_LL⁻¹ K_Lf (one Cholesky factor of K_LL, one of that Schur complement)."""
+        measurements (:mod:`pinnbo.models.evidence`, with its gradient in closed form)."""
         lengthscale, outputscale, noise, pde_noise = self._unpack(raw)
-        K, K_fl, K_ll = self._blocks(lengthscale, outputscale, noise, pde_noise)
-        prior = _lengthscale_prior(lengthscale / self.widths)
-        y = self.targets[0]
-        if K_fl is None:
-            return _gaussian_nll(K, y) + prior
-        L, info = torch.linalg.cholesky_ex(K_ll)
-        if int(info) != 0:
-            return torch.tensor(math.inf, dtype=K.dtype, device=K.device)
-        A = torch.linalg.solve_triangular(L, K_fl.T, upper=False)                         # (rows, n)
-        b = torch.linalg.solve_triangular(L, self.targets[1][:, None], upper=False)[:, 0]
-        return _gaussian_nll(K - A.T @ A, y - A.T @ b) + prior
+        return negative_log_evidence(self._evidence, lengthscale, outputscale, noise, pde_noise) \
+            + _lengthscale_prior(lengthscale / self.widths)
 
     def _raw(self, values: dict) -> torch.Tensor:
         """Unconstrained parameters of hyper-parameter ``values`` (:meth:`hyperparameters`' keys;
@@ -350,11 +343,3 @@ def _lengthscale_prior(unit_lengthscale: torch.Tensor) -> torch.Tensor:
     log = torch.log(unit_lengthscale)
     return ((log - loc) ** 2 / (2 * scale ** 2) + log).sum()
 
-
-def _gaussian_nll(K: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """−log N(t; 0, K); inf where K does not factorise."""
-    L, info = torch.linalg.cholesky_ex(K)
-    if int(info) != 0:
-        return torch.tensor(math.inf, dtype=K.dtype, device=K.device)
-    alpha = torch.cholesky_solve(t[:, None], L)[:, 0]
-    return 0.5 * (t @ alpha) + torch.log(torch.diagonal(L)).sum() + 0.5 * len(t) * math.log(2 * math.pi)

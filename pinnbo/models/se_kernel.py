@@ -106,3 +106,38 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
             row.append(block)
         rows.append(torch.cat(row, dim=1))
     return torch.cat(rows, dim=0)
+
+
+
+def lengthscale_gradient(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
+                         products: list[list[dict]], weights: torch.Tensor) -> torch.Tensor:
+    """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K = :func:`operator_block` of these
+    ``products`` and W = ``weights`` of K's shape: the lengthscales' part of a gradient by the trace
+    formula, with no autograd graph through the blocks. In one input, with u = δ/ℓ,
+
+        ∂/∂ℓ [ℓ^{−n} Heₙ(u) e^{−u²/2}] = ℓ^{−n−1} (u Heₙ₊₁(u) − n Heₙ(u)) e^{−u²/2}
+
+    since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2}; an input of order 0 gives u²/ℓ times the block."""
+    derivatives = SEDerivatives(A, B, lengthscale, outputscale)
+    u, u2 = derivatives.u, derivatives.u ** 2
+    N, M = len(A), len(B)
+    gradient = torch.zeros_like(lengthscale)
+    for e, groups_row in enumerate(products):
+        for f, groups in enumerate(groups_row):
+            W_block = weights[e * N:(e + 1) * N, f * M:(f + 1) * M]
+            for gamma, c in groups.items():
+                W = W_block * c
+                weighted = W * derivatives.combined(gamma)
+                # every input as if of order 0, then the inputs of positive order put right
+                gradient = gradient + torch.einsum("nm,nmd->d", weighted, u2) / lengthscale
+                for i, n in enumerate(gamma):
+                    if not n:
+                        continue
+                    others = derivatives.k
+                    for j, m in enumerate(gamma):
+                        if m and j != i:
+                            others = others * lengthscale[j] ** (-m) * derivatives._he(j, m)
+                    factor = lengthscale[i] ** (-n - 1) * (u[..., i] * derivatives._he(i, n + 1)
+                                                           - n * derivatives._he(i, n))
+                    gradient[i] += (W * others * factor).sum() - (weighted * u2[..., i]).sum() / lengthscale[i]
+    return gradient

@@ -8,7 +8,7 @@ import itertools
 import pytest
 import torch
 
-from pinnbo.models.se_kernel import SEDerivatives, operator_block
+from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, lengthscale_gradient, operator_block
 
 LENGTHSCALE = torch.tensor([0.7, 1.3, 0.9], dtype=torch.float64)
 OUTPUTSCALE = torch.tensor(1.7, dtype=torch.float64)
@@ -66,3 +66,29 @@ def test_an_operator_block_is_the_sum_of_its_coefficient_weighted_derivatives():
                              None)
     assert stacked.shape == (6, 4)
     torch.testing.assert_close(stacked[3:], D((1, 0, 0), (0, 0, 0)))
+
+
+@pytest.mark.parametrize("left, right", [(None, None), ("pde", None), ("pde", "pde")])
+def test_lengthscale_gradient_equals_finite_differences_of_the_weighted_block(left, right):
+    """Σ W ⊙ ∂K/∂ℓ_i of an operator block with derivatives up to fourth order in each argument
+    (c(x) ∂xx + ∂yyyy, and a second equation ∂x ∂z), against central differences in ℓ_i."""
+    gen = torch.Generator().manual_seed(2)
+    A, B = torch.rand(5, 3, generator=gen, dtype=torch.float64), torch.rand(4, 3, generator=gen, dtype=torch.float64)
+
+    def operator(points):
+        return [[((2, 0, 0), 1 + points[:, 0] ** 2), ((0, 4, 0), None)], [((1, 0, 1), None)]]
+
+    left_op = operator(A) if left else None
+    right_op = operator(B) if right else None
+    identity = [[((0, 0, 0), None)]]
+    products = coefficient_products(left_op or identity, right_op or identity)
+    W = torch.randn(operator_block(A, B, LENGTHSCALE, OUTPUTSCALE, left_op, right_op).shape, generator=gen,
+                    dtype=torch.float64)
+    closed = lengthscale_gradient(A, B, LENGTHSCALE, OUTPUTSCALE, products, W)
+    h = 1e-5
+    for i in range(3):
+        step = torch.zeros(3, dtype=torch.float64)
+        step[i] = h
+        up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left_op, right_op)).sum()
+        down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left_op, right_op)).sum()
+        assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
