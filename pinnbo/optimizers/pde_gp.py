@@ -14,7 +14,8 @@ A nonlinear PDE R[f] = 0 conditions the GP through its Gauss–Newton linearisat
 Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f = Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f₀ −
 R[f₀] is linear (:meth:`pinnbo.pde.PDE.linearised_form`). Each step linearises about the mean of
 the GP of the data alone, conditions on that, and linearises again about the new posterior mean,
-up to ``GAUSS_NEWTON_ITERATIONS`` fits. Where the result predicts the held-out observations worse
+up to ``GAUSS_NEWTON_ITERATIONS`` fits, each from the one before (a refit's fresh starts go into
+the first only: a new linearisation moves the PDE's targets a little, not the basin). Where the result predicts the held-out observations worse
 than the data alone (leave-one-out), the step uses the GP of the data alone: the PDE never
 overrules the measurements.
 
@@ -246,7 +247,8 @@ class PDEGPOptimizer(Optimizer):
         for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
                           restart=restart)
-            start = model.hyperparameters()
+            # a later linearisation moves the PDE's targets a little: its fit starts from this one
+            start, restart = model.hyperparameters(), False
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
                    * (1.0 + float(previous[a].abs().max())) for a in needed):
