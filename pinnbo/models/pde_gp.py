@@ -26,7 +26,9 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   since the last such step, from the long starts too (``restart``; the optimiser decides when): a
   warm start alone can stay in the basin that the first few observations chose while the evidence
   of the grown data prefers another, and a geometric schedule keeps the refits' share of a step's
-  cost falling as the data grow.
+  cost falling as the data grow. A long start still ``ABANDON_MARGIN`` nats behind the warm
+  optimum after ``PROBE_ITERATIONS`` stops there. The evidence's gradient is in closed form
+  (:mod:`pinnbo.models.evidence`).
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
