@@ -57,7 +57,7 @@ FAMILIES = [
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
      "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
-     "after the rule for `auto` was first chosen: budget 40, 10 seeds (3 for Laplace's in 4 and 6 variables). `auto` runs "
+     "after the rule for `auto` was first chosen: budget 40, 10 seeds. `auto` runs "
      "`pde-gp` on Helmholtz's and the heat equation in 3 and 4 variables and, from what these problems showed, `gp-ei` "
      "in 6 variables and on Laplace's (a maximum principle in 3 variables or more), so `pde-gp` runs there under its "
      "own name too.",
@@ -66,8 +66,7 @@ FAMILIES = [
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
       for kinds, dims, methods, seeds in ((("helmholtz", "heat"), (3, 4), DIMENSION_METHODS, 10),
                                           (("helmholtz", "heat"), (6,), WITH_PDE_GP, 10),
-                                          (("laplace",), (3,), WITH_PDE_GP, 10),
-                                          (("laplace",), (4, 6), WITH_PDE_GP, 3))]),
+                                          (("laplace",), (3, 4, 6), WITH_PDE_GP, 10))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
