@@ -26,8 +26,7 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   since the last such step, from the long starts too (``restart``; the optimiser decides when): a
   warm start alone can stay in the basin that the first few observations chose while the evidence
   of the grown data prefers another, and a geometric schedule keeps the refits' share of a step's
-  cost falling as the data grow. A long start still ``ABANDON_MARGIN`` nats behind the warm
-  optimum after ``PROBE_ITERATIONS`` stops there. The evidence's gradient is in closed form
+  cost falling as the data grow. The evidence's gradient is in closed form
   (:mod:`pinnbo.models.evidence`).
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
@@ -63,12 +62,6 @@ LENGTHSCALE_RANGE = (0.01, 10.0)
 FIT_ITERATIONS = 50
 FIT_TOLERANCE = 1e-6
 FIRST_LENGTHSCALES = (0.2, 0.6)
-#: A refit's fresh start whose negative log evidence after ``PROBE_ITERATIONS`` is still more than
-#: ``ABANDON_MARGIN`` nats above the warm start's optimum (a Bayes factor of e²⁰ behind) is
-#: abandoned: such starts end in the warm start's basin or a worse one (docs/algorithms.md,
-#: "PDE-GP"), and running them out was most of a refit's cost.
-PROBE_ITERATIONS = 10
-ABANDON_MARGIN = 20.0
 #: The short start's lengthscale in collocation spacings (width · m^(−1/d) for m points in d
 #: inputs): enough points per lengthscale that the PDE constrains the function between them. It is
 #: a start only where it is shorter than the long starts (the beam's 256 points on one axis: 0.04).
@@ -196,10 +189,9 @@ class PDEGP(Model):
             return None
         return self._raw({"lengthscale": short * self.widths, "pde_noise": PDE_NOISE_FLOOR})
 
-    def _optimise(self, raw: torch.Tensor, abandon_above: float = math.inf) -> tuple[torch.Tensor, float]:
+    def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float]:
         """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value; inf where the
-        covariance does not factorise). A start whose value after ``PROBE_ITERATIONS`` is still above
-        ``abandon_above`` stops there (a refit's fresh start far behind the warm one)."""
+        covariance does not factorise)."""
         raw = raw.clone().requires_grad_(True)
         optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
                                       tolerance_change=FIT_TOLERANCE)
@@ -211,22 +203,12 @@ class PDEGP(Model):
                 loss.backward()
             return loss
 
-        def value():
-            with torch.no_grad():
-                return float(self._negative_log_likelihood(raw))
-
-        # the L-BFGS state carries over from the probe's iterations to the rest
-        rounds = [FIT_ITERATIONS] if math.isinf(abandon_above) else [PROBE_ITERATIONS,
-                                                                     FIT_ITERATIONS - PROBE_ITERATIONS]
-        for k, iterations in enumerate(rounds):
-            optimiser.param_groups[0].update(max_iter=iterations, max_eval=iterations * 5 // 4)
-            try:
-                optimiser.step(closure)
-            except RuntimeError:     # a line search into a non-positive-definite matrix
-                break
-            if k == 0 and len(rounds) > 1 and not value() <= abandon_above:
-                break
-        return raw.detach().clone(), value()
+        try:
+            optimiser.step(closure)
+        except RuntimeError:     # a line search into a non-positive-definite matrix
+            pass
+        with torch.no_grad():
+            return raw.detach().clone(), float(self._negative_log_likelihood(raw))
 
     def _fit(self, start: dict | None, restart: bool = False) -> float:
         """Fit the hyper-parameters (module docstring): from ``start`` (with ``restart``, from the
@@ -235,9 +217,8 @@ class PDEGP(Model):
         long_starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES]
         starts = [self._raw(start)] + long_starts * restart if start else long_starts
         best_raw, best = None, math.inf
-        for k, raw in enumerate(starts):
-            # a refit's fresh starts (after the warm one) go on only while they keep up with it
-            raw, value = self._optimise(raw, best + ABANDON_MARGIN if start and k else math.inf)
+        for raw in starts:
+            raw, value = self._optimise(raw)
             if value < best:
                 best, best_raw = value, raw
         short = None if start else self._short_start()

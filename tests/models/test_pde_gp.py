@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.pde_gp import ABANDON_MARGIN, PDEGP, PROBE_ITERATIONS
+from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE, PDEError
 from pinnbo.streams import sobol_unit
 
@@ -118,28 +118,3 @@ def test_leave_one_out_is_each_observation_predicted_from_the_others_and_the_pde
         mean, variance = weights @ t[rest], K[i, i] - weights @ K[rest, i]
         expected += float(-0.5 * torch.log(2 * math.pi * variance) - 0.5 * (t[i] - mean) ** 2 / variance)
     assert model._leave_one_out(raw) == pytest.approx(expected, rel=1e-9)
-
-
-def test_a_refits_fresh_start_far_behind_the_warm_one_stops_after_its_probe():
-    """A start whose evidence after the probe's iterations is still more than the margin behind stops
-    there; run out, it would have reached the optimum the warm start already holds."""
-    X, Z = sobol(30, 0), sobol(64, 1)
-    model = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS)
-    best = -model.log_likelihood
-    far = model._raw({"lengthscale": 0.012 * WIDTHS, "outputscale": 1e-3})
-    evaluations = []
-    evidence = model._negative_log_likelihood
-
-    def counted(raw):
-        if raw.requires_grad:
-            evaluations.append(1)
-        return evidence(raw)
-
-    model._negative_log_likelihood = counted
-    _, abandoned = model._optimise(far, best + ABANDON_MARGIN)
-    probe = len(evaluations)
-    _, run_out = model._optimise(far)
-    assert abandoned > best + ABANDON_MARGIN and probe <= PROBE_ITERATIONS * 5 // 4 + 1
-    assert run_out == pytest.approx(best, abs=1e-4) and len(evaluations) - probe > probe
-    refit = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=model.hyperparameters(), restart=True)
-    assert refit.log_likelihood >= model.log_likelihood - 1e-6
