@@ -343,4 +343,3 @@ def _lengthscale_prior(unit_lengthscale: torch.Tensor) -> torch.Tensor:
     loc, scale = math.sqrt(2) + 0.5 * math.log(d), math.sqrt(3)
     log = torch.log(unit_lengthscale)
     return ((log - loc) ** 2 / (2 * scale ** 2) + log).sum()
-

@@ -108,7 +108,6 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     return torch.cat(rows, dim=0)
 
 
-
 def lengthscale_gradient(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                          products: list[list[dict]], weights: torch.Tensor) -> torch.Tensor:
     """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K = :func:`operator_block` of these

@@ -15,9 +15,9 @@ Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^
 R[f₀] is linear (:meth:`pinnbo.pde.PDE.linearised_form`). Each step linearises about the mean of
 the GP of the data alone, conditions on that, and linearises again about the new posterior mean,
 up to ``GAUSS_NEWTON_ITERATIONS`` fits, each from the one before (a refit's fresh starts go into
-the first only: a new linearisation moves the PDE's targets a little, not the basin). Where the result predicts the held-out observations worse
-than the data alone (leave-one-out), the step uses the GP of the data alone: the PDE never
-overrules the measurements.
+the first only: a new linearisation moves the PDE's targets a little, not the basin). Where the
+result predicts the held-out observations worse than the data alone (leave-one-out), the step uses
+the GP of the data alone: the PDE never overrules the measurements.
 
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;

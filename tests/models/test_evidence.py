@@ -25,7 +25,8 @@ def problem(with_pde: bool):
     if not with_pde:
         return EvidenceData(X, y)
     Z = 2 * torch.rand(14, 2, generator=gen, dtype=DTYPE)
-    terms = [[((2, 0), 1 + Z[:, 0] ** 2), ((0, 2), torch.ones(14, dtype=DTYPE)), ((0, 0), -0.3 * torch.ones(14, dtype=DTYPE))]]
+    ones = torch.ones(14, dtype=DTYPE)
+    terms = [[((2, 0), 1 + Z[:, 0] ** 2), ((0, 2), ones), ((0, 0), -0.3 * ones)]]
     t = 0.1 * torch.randn(14, generator=gen, dtype=DTYPE)
     identity = [[((0, 0), None)]]
     return EvidenceData(X, y, Z, terms, t, (coefficient_products(identity, terms), coefficient_products(terms, terms)))
@@ -36,7 +37,8 @@ def dense_reference(data: EvidenceData, lengthscale, outputscale, noise, pde_noi
     def nll(K, v):
         return -torch.distributions.MultivariateNormal(torch.zeros_like(v), covariance_matrix=K).log_prob(v)
 
-    K = operator_block(data.X, data.X, lengthscale, outputscale, None, None) + noise * torch.eye(len(data.X), dtype=DTYPE)
+    K = operator_block(data.X, data.X, lengthscale, outputscale, None, None)
+    K = K + noise * torch.eye(len(data.X), dtype=DTYPE)
     if data.Z is None:
         return nll(K, data.y)
     K_fl = operator_block(data.X, data.Z, lengthscale, outputscale, None, data.terms)
@@ -47,8 +49,8 @@ def dense_reference(data: EvidenceData, lengthscale, outputscale, noise, pde_noi
 
 
 def hyperparameters():
-    return [torch.tensor([0.6, 0.9], dtype=DTYPE, requires_grad=True), torch.tensor(1.4, dtype=DTYPE, requires_grad=True),
-            torch.tensor(0.02, dtype=DTYPE, requires_grad=True), torch.tensor(0.05, dtype=DTYPE, requires_grad=True)]
+    """Lengthscales, output scale, observation noise and the PDE's relative noise, each a leaf."""
+    return [torch.tensor(value, dtype=DTYPE, requires_grad=True) for value in ([0.6, 0.9], 1.4, 0.02, 0.05)]
 
 
 @pytest.mark.parametrize("with_pde", [False, True])
