@@ -230,6 +230,7 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
                                  *(ROOT / "benchmarks" / "dimensions").glob("*.yaml")]}
     folders = {case: (folder, files.get(case)) for case in cases
                if (folder := _case_folder(family_roots(roots, ()), case)) is not None}
+    cost_files = [] if cost is None else [cost / name for name, _ in STEP_COST_FILES]
     return ["### Does the PDE pay?", "",
             "Per case, what `auto` (the default) runs and its proposals to 1% against the better of `gp-ei` and "
             "`gp-ucb` (median [seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than "
@@ -238,8 +239,7 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "method's proposals to 1%. Where a bench ran the chosen method and not `auto`, `auto`'s figures are that "
             "method's: its runs are the chosen method's, proposal for proposal (tests/runner/test_auto.py). The "
             "tables of each case, further down, have every method.", "",
-            *physics_summary(folders, [] if cost is None else [cost / name for name, _ in STEP_COST_FILES]),
-            "", *_step_cost_provenance([] if cost is None else [cost / name for name, _ in STEP_COST_FILES]),
+            *physics_summary(folders, cost_files), "", *_step_cost_provenance(cost_files),
             "### A step as the data grow", "",
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pinnbo.models.se_kernel import lengthscale_gradient, operator_block
+from pinnbo.models.se_kernel import SEDerivatives, lengthscale_gradient, operator_block
 
 
 @dataclass
@@ -41,6 +41,37 @@ class EvidenceData:
     products: tuple | None = None
 
 
+@dataclass
+class Covariance:
+    """The covariance blocks of the observations and the collocation equations: K_ff + σ²I, K_fL
+    and K_LL + ε diag K_LL (the last two None without a PDE), with what the gradient reuses: the
+    noise-free K_ff, diag K_LL floored at 10⁻¹² (its PDE noise's scale) and the kernel's derivatives
+    behind the (X, X), (X, Z) and (Z, Z) blocks."""
+
+    ff: torch.Tensor
+    fl: torch.Tensor | None
+    ll: torch.Tensor | None
+    ff_raw: torch.Tensor
+    ll_diagonal: torch.Tensor | None
+    derivatives: tuple
+
+
+def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale: torch.Tensor,
+                      noise: torch.Tensor, pde_noise: torch.Tensor) -> Covariance:
+    """The blocks of :class:`Covariance` under these hyper-parameters (differentiable in them)."""
+    X, Z = data.X, data.Z
+    ff = SEDerivatives(X, X, lengthscale, outputscale)
+    K_raw = operator_block(X, X, lengthscale, outputscale, None, None, derivatives=ff)
+    K = K_raw + noise * torch.eye(len(X), dtype=X.dtype, device=X.device)
+    if Z is None:
+        return Covariance(K, None, None, K_raw, None, (ff,))
+    fl, ll = SEDerivatives(X, Z, lengthscale, outputscale), SEDerivatives(Z, Z, lengthscale, outputscale)
+    K_fl = operator_block(X, Z, lengthscale, outputscale, None, data.terms, data.products[0], fl)
+    K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll)
+    diagonal = torch.diagonal(K_ll).clamp_min(1e-12)
+    return Covariance(K, K_fl, K_ll + torch.diag(pde_noise * diagonal), K_raw, diagonal, (ff, fl, ll))
+
+
 def negative_log_evidence(data: EvidenceData, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                           noise: torch.Tensor, pde_noise: torch.Tensor) -> torch.Tensor:
     """−log p(y | L f̃ = t) (−log p(y) without a PDE), differentiable in the four hyper-parameters;
@@ -48,71 +79,58 @@ def negative_log_evidence(data: EvidenceData, lengthscale: torch.Tensor, outputs
     return _Evidence.apply(lengthscale, outputscale, noise, pde_noise, data)
 
 
-def _identity_products(d: int) -> list:
-    return [[{(0,) * d: 1.0}]]
-
-
 class _Evidence(torch.autograd.Function):
     @staticmethod
     def forward(ctx, lengthscale, outputscale, noise, pde_noise, data: EvidenceData):
-        X, y, n = data.X, data.y, len(data.y)
-        K_raw = operator_block(X, X, lengthscale, outputscale, None, None)
-        K = K_raw + noise * torch.eye(n, dtype=X.dtype, device=X.device)
-        ctx.data, ctx.hyper = data, (lengthscale, outputscale, pde_noise)
-        infinite = torch.tensor(math.inf, dtype=X.dtype, device=X.device)
-        if data.Z is None:
-            L, info = torch.linalg.cholesky_ex(K)
+        y, n = data.y, len(data.y)
+        blocks = covariance_blocks(data, lengthscale, outputscale, noise, pde_noise)
+        ctx.data, ctx.hyper, ctx.saved = data, (outputscale, pde_noise), None
+        infinite = torch.tensor(math.inf, dtype=y.dtype, device=y.device)
+        if blocks.fl is None:
+            L_S, info = torch.linalg.cholesky_ex(blocks.ff)
             if int(info) != 0:
-                ctx.saved = None
                 return infinite
-            beta = torch.cholesky_solve(y[:, None], L)[:, 0]
-            ctx.saved = (L, beta, K_raw, None)
-            return 0.5 * (y @ beta) + torch.log(torch.diagonal(L)).sum() + 0.5 * n * math.log(2 * math.pi)
-        K_fl = operator_block(X, data.Z, lengthscale, outputscale, None, data.terms, data.products[0])
-        K_ll_raw = operator_block(data.Z, data.Z, lengthscale, outputscale, data.terms, data.terms, data.products[1])
-        diagonal = torch.diagonal(K_ll_raw).clamp_min(1e-12)
-        K_ll = K_ll_raw + torch.diag(pde_noise * diagonal)
-        L, info = torch.linalg.cholesky_ex(K_ll)
-        if int(info) != 0:
-            ctx.saved = None
-            return infinite
-        A = torch.linalg.solve_triangular(L, K_fl.T, upper=False)                         # (rows, n)
-        b = torch.linalg.solve_triangular(L, data.t[:, None], upper=False)
-        S, r = K - A.T @ A, y - (A.T @ b)[:, 0]
-        L_S, info = torch.linalg.cholesky_ex(S)
-        if int(info) != 0:
-            ctx.saved = None
-            return infinite
+            r, pde = y, None
+        else:
+            L, info = torch.linalg.cholesky_ex(blocks.ll)
+            if int(info) != 0:
+                return infinite
+            A = torch.linalg.solve_triangular(L, blocks.fl.T, upper=False)                    # (rows, n)
+            b = torch.linalg.solve_triangular(L, data.t[:, None], upper=False)
+            S, r = blocks.ff - A.T @ A, y - (A.T @ b)[:, 0]
+            L_S, info = torch.linalg.cholesky_ex(S)
+            if int(info) != 0:
+                return infinite
+            pde = (L, A, b)
         beta = torch.cholesky_solve(r[:, None], L_S)[:, 0]
-        ctx.saved = (L_S, beta, K_raw, (L, A, b, K_fl, K_ll, diagonal))
+        ctx.saved = (L_S, beta, blocks, pde)
         return 0.5 * (r @ beta) + torch.log(torch.diagonal(L_S)).sum() + 0.5 * n * math.log(2 * math.pi)
 
     @staticmethod
     def backward(ctx, grad):
         if ctx.saved is None:
             return None, None, None, None, None
-        data, (lengthscale, outputscale, pde_noise) = ctx.data, ctx.hyper
-        L_S, beta, K_raw, pde = ctx.saved
-        X, d = data.X, data.X.shape[1]
+        data, (outputscale, pde_noise) = ctx.data, ctx.hyper
+        L_S, beta, blocks, pde = ctx.saved
         P = torch.cholesky_inverse(L_S) - beta[:, None] * beta[None, :]
         W_ff = 0.5 * P
         g_noise = torch.trace(W_ff)
-        g_scale = (W_ff * K_raw).sum()
-        g_length = lengthscale_gradient(X, X, lengthscale, outputscale, _identity_products(d), W_ff)
-        g_pde = torch.zeros((), dtype=X.dtype, device=X.device)
+        g_scale = (W_ff * blocks.ff_raw).sum()
+        g_length = lengthscale_gradient(blocks.derivatives[0], None, W_ff)
+        g_pde = torch.zeros((), dtype=P.dtype, device=P.device)
         if pde is not None:
-            L, A, b, K_fl, K_ll, diagonal = pde
+            L, A, b = pde
             B = torch.linalg.solve_triangular(L.T, A, upper=True)                         # K_LL⁻¹ K_Lf
             a = torch.linalg.solve_triangular(L.T, b, upper=True)[:, 0]                  # K_LL⁻¹ t
             Bb = B @ beta
             W_fl = -(P @ B.T) - beta[:, None] * a[None, :]
             W_ll = 0.5 * (B @ P @ B.T) + Bb[:, None] * a[None, :]
             W_ll = 0.5 * (W_ll + W_ll.T)
-            g_pde = (torch.diagonal(W_ll) * diagonal).sum()
-            g_scale = g_scale + (W_fl * K_fl).sum() + (W_ll * K_ll).sum()
+            g_pde = (torch.diagonal(W_ll) * blocks.ll_diagonal).sum()
+            g_scale = g_scale + (W_fl * blocks.fl).sum() + (W_ll * blocks.ll).sum()
             # K_LL = K_raw + ε diag K_raw: the diagonal's weight counts 1 + ε times
             W_raw = W_ll + torch.diag(pde_noise * torch.diagonal(W_ll))
-            g_length = g_length + lengthscale_gradient(X, data.Z, lengthscale, outputscale, data.products[0], W_fl) \
-                + lengthscale_gradient(data.Z, data.Z, lengthscale, outputscale, data.products[1], W_raw)
+            g_length = g_length + lengthscale_gradient(blocks.derivatives[1], data.products[0], W_fl) \
+                + lengthscale_gradient(blocks.derivatives[2], data.products[1], W_raw)
         # every block is linear in the output scale
         return grad * g_length, grad * g_scale / outputscale, grad * g_noise, grad * g_pde, None

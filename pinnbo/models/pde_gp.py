@@ -48,7 +48,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 
-from pinnbo.models.evidence import EvidenceData, negative_log_evidence
+from pinnbo.models.evidence import EvidenceData, covariance_blocks, negative_log_evidence
 from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
 
 #: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
@@ -133,14 +133,8 @@ class PDEGP(Model):
     # -- the covariance -------------------------------------------------------------------------------------
     def _blocks(self, lengthscale, outputscale, noise, pde_noise):
         """K_ff + σ² I, K_fL and K_LL + ε diag(K_LL) (the last two None without a PDE)."""
-        K = operator_block(self.X, self.X, lengthscale, outputscale, None, None)
-        K = K + noise * torch.eye(len(self.X), dtype=K.dtype, device=K.device)
-        if self.terms is None:
-            return K, None, None
-        K_fl = operator_block(self.X, self.Z, lengthscale, outputscale, None, self.terms, self._products[0])
-        K_ll = operator_block(self.Z, self.Z, lengthscale, outputscale, self.terms, self.terms, self._products[1])
-        K_ll = K_ll + torch.diag(pde_noise * torch.diagonal(K_ll).clamp_min(1e-12))
-        return K, K_fl, K_ll
+        blocks = covariance_blocks(self._evidence, lengthscale, outputscale, noise, pde_noise)
+        return blocks.ff, blocks.fl, blocks.ll
 
     def _covariance(self, lengthscale, outputscale, noise, pde_noise) -> torch.Tensor:
         K, K_fl, K_ll = self._blocks(lengthscale, outputscale, noise, pde_noise)

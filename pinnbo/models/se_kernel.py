@@ -85,17 +85,26 @@ def coefficient_products(left: Operator, right: Operator) -> list[list[dict[Mult
     return products
 
 
+def _products(d: int, left: Operator | None, right: Operator | None, products: list[list[dict]] | None) -> list:
+    """``products``, or the coefficient products of ``left`` and ``right`` (None: the identity)."""
+    if products is not None:
+        return products
+    identity = [[((0,) * d, None)]]
+    return coefficient_products(left or identity, right or identity)
+
+
 def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                    left: Operator | None, right: Operator | None,
-                   products: list[list[dict]] | None = None) -> torch.Tensor:
+                   products: list[list[dict]] | None = None,
+                   derivatives: SEDerivatives | None = None) -> torch.Tensor:
     """cov(L_a f(A), L'_b f(B)) for linear operators given as, per equation, (α, c_α at the points)
     pairs (``None``: the identity, f itself). Shape (E·N, E'·M), equations stacked equation-major.
-    ``products``: :func:`coefficient_products` of the two operators, where the caller keeps them."""
-    d = A.shape[1]
-    identity = [[((0,) * d, None)]]
-    if products is None:
-        products = coefficient_products(left or identity, right or identity)
-    derivatives = SEDerivatives(A, B, lengthscale, outputscale)
+    ``products``: :func:`coefficient_products` of the two operators, where the caller keeps them;
+    ``derivatives``: the kernel's between A and B, where the caller reuses them
+    (:func:`lengthscale_gradient`)."""
+    products = _products(A.shape[1], left, right, products)
+    if derivatives is None:
+        derivatives = SEDerivatives(A, B, lengthscale, outputscale)
     rows = []
     for groups_row in products:
         row = []
@@ -108,18 +117,20 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     return torch.cat(rows, dim=0)
 
 
-def lengthscale_gradient(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
-                         products: list[list[dict]], weights: torch.Tensor) -> torch.Tensor:
-    """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K = :func:`operator_block` of these
-    ``products`` and W = ``weights`` of K's shape: the lengthscales' part of a gradient by the trace
-    formula, with no autograd graph through the blocks. In one input, with u = δ/ℓ,
+def lengthscale_gradient(derivatives: SEDerivatives, products: list[list[dict]] | None,
+                         weights: torch.Tensor) -> torch.Tensor:
+    """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K the :func:`operator_block` of these
+    ``products`` (None: the identity on both sides) built on ``derivatives`` and W = ``weights`` of
+    K's shape: the lengthscales' part of a gradient by the trace formula, with no autograd graph
+    through the blocks. In one input, with u = δ/ℓ,
 
         ∂/∂ℓ [ℓ^{−n} Heₙ(u) e^{−u²/2}] = ℓ^{−n−1} (u Heₙ₊₁(u) − n Heₙ(u)) e^{−u²/2}
 
     since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2}; an input of order 0 gives u²/ℓ times the block."""
-    derivatives = SEDerivatives(A, B, lengthscale, outputscale)
-    u, u2 = derivatives.u, derivatives.u ** 2
-    N, M = len(A), len(B)
+    lengthscale, u = derivatives.lengthscale, derivatives.u
+    N, M, d = u.shape
+    products = _products(d, None, None, products)
+    u2 = u ** 2
     gradient = torch.zeros_like(lengthscale)
     for e, groups_row in enumerate(products):
         for f, groups in enumerate(groups_row):

@@ -16,7 +16,7 @@ The rule, in order, the first branch that applies:
    points thin out as the dimension grows (docs/algorithms.md, "PDE-GP"), was measured up to 6.
 7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``): gp-ei. In
    6 variables pde-gp matched the plain GP on the heat equation and fell behind it on Helmholtz's
-   (docs/results.md, "Three variables and more"), at two to three times its step.
+   (docs/results.md, "Three variables and more"), at a dearer step.
 8. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
    declares discontinuous (``Problem.boundary_continuous`` False: a heat plate whose edges disagree
    at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
@@ -44,8 +44,9 @@ AUTO = "auto"
 #: The most variables in which pde-gp was measured against the GPs (docs/results.md, "Three
 #: variables and more"); beyond, rule 6 runs pinn-bo.
 MEASURED_DIMENSION = 6
-#: The most variables in which pde-gp needed no more proposals than the GPs on every problem
-#: measured (docs/results.md, "Three variables and more"); above, rule 7 runs gp-ei.
+#: The most variables in which pde-gp needed no more proposals than the GPs on Helmholtz's and the
+#: heat equation (docs/results.md, "Three variables and more"; Laplace's goes to gp-ei by rule 9
+#: from 3 variables); above, rule 7 runs gp-ei.
 PHYSICS_DIMENSION = 4
 
 

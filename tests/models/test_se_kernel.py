@@ -84,7 +84,7 @@ def test_lengthscale_gradient_equals_finite_differences_of_the_weighted_block(le
     products = coefficient_products(left_op or identity, right_op or identity)
     W = torch.randn(operator_block(A, B, LENGTHSCALE, OUTPUTSCALE, left_op, right_op).shape, generator=gen,
                     dtype=torch.float64)
-    closed = lengthscale_gradient(A, B, LENGTHSCALE, OUTPUTSCALE, products, W)
+    closed = lengthscale_gradient(SEDerivatives(A, B, LENGTHSCALE, OUTPUTSCALE), products, W)
     h = 1e-5
     for i in range(3):
         step = torch.zeros(3, dtype=torch.float64)
