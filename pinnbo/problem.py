@@ -169,9 +169,17 @@ class Problem:
         from pinnbo.pde import PDEError
 
         try:  # inputs matched to the design variables by name, when the problem is built
-            return pde.for_variables(self.domain.names)
+            matched = pde.for_variables(self.domain.names)
         except PDEError as exc:
             raise ProblemError(f"{field}: {exc}") from None
+        lower, upper = self.domain.lower_array, self.domain.upper_array
+        for i, condition in enumerate(getattr(matched, "boundary", ())):
+            k = self.domain.names.index(condition.input)
+            slack = 1e-12 * (upper[k] - lower[k])     # a plane at π on a box that ends at π, to rounding
+            if not lower[k] - slack <= condition.at <= upper[k] + slack:
+                raise ProblemError(f"{field}: boundary[{i}]: the plane {condition.input} = {condition.at:g} is outside "
+                                   f"the box's {condition.input} range [{lower[k]:g}, {upper[k]:g}]")
+        return matched
 
     def _check_objectives(self) -> None:
         if not self.objectives:

@@ -10,6 +10,7 @@ params:
   sense: maximize
   pde: "diff(u, x, 2) + diff(u, y, 2) = 0"  # optional; u is the unknown objective; a list for systems
   pde_variables: [x, y]                   # optional: the PDE's own variables; the others are parameters
+  pde_boundary: ["u = 0 at x = 0", "diff(u, y) = 0 at y = 2"]   # optional: boundary conditions (pde-gp)
   constraints: [stress, mass]             # optional: outputs of the same program, feasible iff each <= 0
   objectives: {cost: minimize, life: maximize}   # optional, instead of sense: several outputs, parse: json
   reference: {cost: 100, life: 1}         # optional: the hypervolume's reference point (else inferred)
@@ -39,7 +40,7 @@ UNKNOWN = "u"
 def external(bounds: dict | None = None, sense: str = "minimize", pde: str | list | dict | None = None,
              constraints: list | None = None, variables: dict | None = None,
              pde_variables: list | None = None, objectives: dict | None = None,
-             reference: dict | None = None) -> Problem:
+             reference: dict | None = None, pde_boundary: list | None = None) -> Problem:
     """Design variables declared in the case, measured outside pinnbo (oracle: command, or pinnbo ask/tell)."""
     if bounds is None and variables is None:
         raise ProblemError("params.variables: required parameter of problem 'external' (the design variables, "
@@ -64,9 +65,14 @@ def external(bounds: dict | None = None, sense: str = "minimize", pde: str | lis
             raise ProblemError(f"params.pde: the PDE's variables are real; {others[0].name} is "
                                f"{'a ' + others[0].kind if others[0].kind != 'log' else 'on a log scale'}{hint}")
         if isinstance(pde, dict):   # several objectives: an equation per objective that has one
+            if pde_boundary is not None:
+                raise ProblemError("params.pde_boundary: boundary conditions are for one PDE; with an equation per "
+                                   "objective leave them out")
             equation = {str(name): parse_pde(text, own, f"params.pde.{name}") for name, text in pde.items()}
         else:
-            equation = parse_pde(pde, own)
+            equation = parse_pde(pde, own, boundary=pde_boundary)
+    elif pde_boundary is not None:
+        raise ProblemError("params.pde_boundary: boundary conditions of a PDE, and the case has no pde")
     outputs = _constraint_names(constraints, names)
     several = _objectives(objectives, names, outputs, sense)
     if reference is not None and not several:
@@ -230,10 +236,12 @@ def parse_bounds(bounds: Any) -> tuple[tuple[str, ...], list[float], list[float]
 MAX_DERIVATIVE_OPERATIONS = 2000
 
 
-def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde") -> PDE:
+def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde",
+              boundary: list | None = None) -> PDE:
     """``"lhs = rhs"`` (or a list, one equation each) in the variables ``names`` and the unknown
-    ``u``; derivatives as ``diff(u, x, 2)``. Parsed without evaluation
-    (:mod:`pinnbo.expressions`): any other name is an error naming it."""
+    ``u``; derivatives as ``diff(u, x, 2)``; ``boundary`` its conditions, each ``"lhs = rhs at x =
+    value"``. Parsed without evaluation (:mod:`pinnbo.expressions`): any other name is an error
+    naming it."""
     items = text if isinstance(text, list) else [text]
     if not items or not all(isinstance(t, str) and t.strip() for t in items):
         raise ProblemError(f"{field}: expected an equation such as \"diff(u, x, 2) + diff(u, y, 2) = 0\" or a list of them")
@@ -267,23 +275,44 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
                                        "write it out, or simplify the expression")
         return result
 
-    lhs, rhs = [], []
-    for item in items:
-        sides = re.split(r"(?<![<>=!])=(?!=)", item)
-        if len(sides) > 2:
-            raise ProblemError(f"{field}: {shown(item)} has more than one '='")
-        parsed = [expression_of(side, {**symbols, UNKNOWN: unknown}, field, expected, specials={"diff": diff},
-                                whole=item) for side in sides]
+    def sides(item: str, where: str) -> tuple[sp.Expr, sp.Expr]:
+        parts = re.split(r"(?<![<>=!])=(?!=)", item)
+        if len(parts) > 2:
+            raise ProblemError(f"{where}: {shown(item)} has more than one '='")
+        parsed = [expression_of(side, {**symbols, UNKNOWN: unknown}, where, expected, specials={"diff": diff},
+                                whole=item) for side in parts]
         for expr in parsed:
             others = sorted({type(f).__name__ for f in expr.atoms(sp.core.function.AppliedUndef)} - {UNKNOWN})
             if others:
-                raise ProblemError(f"{field}: unknown function {shown(others[0])} in {shown(item)}; the unknown is {UNKNOWN}")
-        lhs.append(parsed[0])
-        rhs.append(parsed[1] if len(parsed) == 2 else sp.Integer(0))
+                raise ProblemError(f"{where}: unknown function {shown(others[0])} in {shown(item)}; the unknown is {UNKNOWN}")
+        return parsed[0], parsed[1] if len(parsed) == 2 else sp.Integer(0)
+
+    lhs, rhs = zip(*[sides(item, field) for item in items])
     if not any(e.has(unknown) for e in lhs + rhs):
         raise ProblemError(f"{field}: the equation does not involve the unknown {shown(UNKNOWN)}")
+    conditions = None if boundary is None else _conditions(boundary, symbols, sides)
     try:
-        return PDE(lhs if isinstance(text, list) else lhs[0], rhs if isinstance(text, list) else rhs[0],
-                   inputs=names)
+        return PDE(list(lhs) if isinstance(text, list) else lhs[0], list(rhs) if isinstance(text, list) else rhs[0],
+                   inputs=names, boundary=conditions)
     except PDEError as exc:
         raise ProblemError(f"{field}: {exc}") from None
+
+
+def _conditions(boundary: Any, symbols: dict, sides) -> list[tuple]:
+    """``params.pde_boundary``: each ``"lhs = rhs at x = value"`` as the PDE's (input, at,
+    condition), the value a formula of numbers and constants."""
+    if not isinstance(boundary, list) or not all(isinstance(b, str) for b in boundary):
+        raise ProblemError(f"params.pde_boundary: expected a list of conditions such as \"u = 0 at x = 0\", got "
+                           f"{shown(boundary)}")
+    conditions = []
+    for i, item in enumerate(boundary):
+        where = f"params.pde_boundary[{i}]"
+        condition, at, plane = item.rpartition(" at ")
+        name, equals, value = plane.partition("=")
+        if not at or not equals or name.strip() not in symbols:
+            raise ProblemError(f"{where}: expected \"condition at variable = value\" with a variable among "
+                               f"{', '.join(symbols)}, e.g. \"u = 0 at {next(iter(symbols))} = 0\", got {shown(item)}")
+        lhs, rhs = sides(condition, where)
+        place = expression_of(value, {}, where, "a number", whole=item)
+        conditions.append((symbols[name.strip()], place, sp.Eq(lhs, rhs, evaluate=False)))
+    return conditions

@@ -103,15 +103,17 @@ def _spec(kind: str, dim: int):
     return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
 
 
-def _problem(kind: str, name: str, dim, equation, description: str, optimum=None) -> Problem:
+def _problem(kind: str, name: str, dim, equation, description: str, optimum=None, boundary=None) -> Problem:
     """The problem ``kind`` in ``dim`` variables: its PDE ``equation(symbols, u) = 0`` in the
-    unknown u of the box's variables, and its optimum (found once where not given)."""
+    unknown u of the box's variables with the boundary conditions ``boundary(symbols)``, and its
+    optimum (found once where not given)."""
     dim = _check_dim(dim)
     domain, values, sense = _spec(kind, dim)
     symbols = sp.symbols(domain.names)
     value, location = optimum or _optimum(kind, dim)
-    return Problem(name, domain, point_oracle(values, dim, name), sense,
-                   pde=PDE(equation(symbols, sp.Function("u")(*symbols)), rhs=0), optimum=value,
+    pde = PDE(equation(symbols, sp.Function("u")(*symbols)), rhs=0,
+              boundary=boundary(symbols) if boundary is not None else None)
+    return Problem(name, domain, point_oracle(values, dim, name), sense, pde=pde, optimum=value,
                    optimum_location=location, description=description.format(dim=dim))
 
 
@@ -121,13 +123,15 @@ def _laplacian(symbols, u):
 
 @register_problem
 def laplace(dim: int = 3) -> Problem:
-    """A harmonic function on [0, 1]^dim with continuous boundary data, maximised on the face x_dim = 1.
+    """A harmonic function on [0, 1]^dim with continuous boundary data, maximised on the face
+    x_dim = 1; the faces at the origin are held at zero (declared).
 
     Args:
         dim: number of variables, 3 to 8.
     """
     return _problem("laplace", "laplace", dim, _laplacian,
-                    "a harmonic function on [0, 1]^{dim}, continuous boundary data, maximum on a face")
+                    "a harmonic function on [0, 1]^{dim}, continuous boundary data, maximum on a face",
+                    boundary=lambda xs: [(x, 0, 0) for x in xs])
 
 
 @register_problem
@@ -145,11 +149,12 @@ def helmholtz_nd(dim: int = 3) -> Problem:
 
 @register_problem
 def heat_diffusion(dim: int = 3) -> Problem:
-    """Heat diffusing in [0, π]^(dim−1) with zero boundary data, ∂u/∂t = ∇²u, time t in [0, ¼] the
-    last variable: maximised (at t = 0, off the centre).
+    """Heat diffusing in [0, π]^(dim−1) with zero boundary data (declared), ∂u/∂t = ∇²u, time t in
+    [0, ¼] the last variable: maximised (at t = 0, off the centre).
 
     Args:
         dim: number of variables, space and time, 3 to 8.
     """
     return _problem("heat", "heat_diffusion", dim, lambda xs, u: u.diff(xs[-1]) - _laplacian(xs[:-1], u),
-                    "heat diffusing in {dim} variables, space and time, three decaying modes")
+                    "heat diffusing in {dim} variables, space and time, three decaying modes",
+                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])

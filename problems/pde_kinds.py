@@ -121,10 +121,11 @@ def reaction_diffusion() -> Problem:
 
 @register_problem
 def wave() -> Problem:
-    """Standing waves on a string, ∂²u/∂t² = ∂²u/∂x² on [0, π] × [0, 2π]: the largest displacement
-    (u* ≈ 1.284, inside: no maximum principle)."""
+    """Standing waves on a string, ∂²u/∂t² = ∂²u/∂x² on [0, π] × [0, 2π], fixed at both ends
+    (u = 0 at x = 0 and x = π, declared): the largest displacement (u* ≈ 1.284, inside: no maximum
+    principle)."""
     x, t, u = _unknown("x t")
-    return _problem("wave", PDE(u.diff(t, 2) - u.diff(x, 2), rhs=0),
+    return _problem("wave", PDE(u.diff(t, 2) - u.diff(x, 2), rhs=0, boundary=[(x, 0, 0), (x, sp.pi, 0)]),
                     "standing waves on a string fixed at both ends, the largest displacement in space and time")
 
 

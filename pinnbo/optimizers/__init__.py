@@ -80,6 +80,10 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
         raise MethodError(f"method: {shown(method)} takes {kinds} variables and "
                           f"{other.name} is {'an' if other.kind == 'integer' else 'a'} {other.kind}; use one of "
                           f"{', '.join(able)}")
+    laws = pde.values() if isinstance(pde, dict) else [pde] if pde is not None else []
+    if cls.residual_only and any(getattr(law, "boundary", ()) for law in laws):
+        raise MethodError(f"method: {shown(method)} trains on the PDE's residual and does not take its boundary "
+                          "conditions; pde-gp conditions on them")
     if pde is not None:
         try:  # inputs matched to the design variables by name (several objectives: a PDE per objective)
             pde = {name: p.for_variables(domain.names) for name, p in pde.items()} if isinstance(pde, dict) \

@@ -88,6 +88,9 @@ class Optimizer(abc.ABC):
     # Whether the method takes several objectives (make_optimizer refuses the others by name).
     multi_objective: ClassVar[bool] = False
     several_objectives_only: ClassVar[bool] = False
+    # Whether the method trains on the PDE's residual alone: make_optimizer refuses a PDE with
+    # boundary conditions for it rather than drop them (pde-gp conditions on them).
+    residual_only: ClassVar[bool] = False
     # Built for constrained problems (they run unconstrained ones too, as plain EI): left out of
     # pinnbo bench's default method list for an unconstrained case.
     constrained_method: ClassVar[bool] = False

@@ -92,23 +92,29 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("gp-ei", "no PDE: a GP with expected improvement")
     if not _linearisable(pde):
         return Choice("pinn-bo", "a PDE with a term that cannot be linearised: a network trained on its residual")
-    if domain.dim > MEASURED_DIMENSION:
+    conditions = getattr(pde, "boundary", ())
+    if domain.dim > MEASURED_DIMENSION and not conditions:
         return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
                                  "measured in: a network trained on the PDE's residual")
     if domain.dim > PHYSICS_DIMENSION:
-        return Choice("gp-ei", f"a PDE in {domain.dim} variables, where the PDE-conditioned GP needed as many "
-                               "proposals as a plain GP or more: a GP with expected improvement; the PDE is not used")
-    if boundary_continuous is False and pde.minimum_on_boundary():
+        why = "where the PDE-conditioned GP needed as many proposals as a plain GP or more" if not conditions else \
+            "more than pde-gp was measured in with boundary conditions (pinn-bo does not take them)"
+        return Choice("gp-ei", f"a PDE in {domain.dim} variables, {why}: a GP with expected improvement; the PDE is "
+                               "not used")
+    if boundary_continuous is False and pde.minimum_on_boundary() and not conditions:
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")
     own = list(getattr(pde, "own_inputs", domain.names))
-    if pde.minimum_on_boundary() and len(own) >= 3:
+    if pde.minimum_on_boundary() and len(own) >= 3 and not conditions:
         return Choice("gp-ei", f"the optimum is on the boundary (maximum principle) in {len(own)} variables, where "
                                "the PDE-conditioned GP stays sure of faces it has not seen: a GP with expected "
                                "improvement")
     parameters = [n for n in domain.names if n not in own]
     where = f"in {', '.join(own)}" + (f", with {', '.join(parameters)} as a parameter" if parameters else "")
     how = "conditioned on it" if pde.is_linear() else "conditioned on its linearisation about the GP's mean"
+    if conditions:
+        where += f", with {len(conditions)} boundary condition{'s' if len(conditions) > 1 else ''}"
+        how += " and on them"
     return Choice("pde-gp", f"a {'linear' if pde.is_linear() else 'nonlinear'} PDE {where}: a GP {how}")
 
 

@@ -91,6 +91,7 @@ class NeuralCBO(Optimizer):
     name = "neural-cbo"
     constrained_method = True
     Settings = NeuralCBOSettings
+    residual_only = True
     handles_constraints = True
     SMOKE_PARAMS = {"hidden": [16], "initial_steps": 20, "steps_per_iteration": 5, "n_candidates": 128,
                     "pinn": {"hidden": [16, 16], "initial_steps": 20, "steps_per_iteration": 5,

@@ -62,6 +62,8 @@ from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
+from pinnbo.pde import LinearisedForm
+from pinnbo.pde.boundary import ConditionedForm, ConditionedLinearisedForm
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
 from pinnbo.streams import derived_seed, sobol_unit
@@ -71,6 +73,9 @@ from pinnbo.streams import derived_seed, sobol_unit
 MAX_COLLOCATION_ROWS = 512
 COLLOCATION_POINTS_1D = 256
 COLLOCATION_POINTS = 128
+#: Points on a boundary condition's plane: one, for one design variable; else the planes of all
+#: the conditions together get the interior's points over this share.
+BOUNDARY_SHARE = 2
 #: UCB's β (μ − σ): the PDE-conditioned posterior is confident where the PDE shapes the function,
 #: and β = 4 (gp-ucb's) spent proposals exploring basins it had already ruled out; log EI,
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
@@ -131,41 +136,64 @@ class PDEGPOptimizer(Optimizer):
         self.linear_form = self.linearised = None
         # Several objectives: a linear PDE per objective that has one (module docstring).
         self.forms: dict = {}
+        self.collocations: dict = {}
         if isinstance(pde, dict):
             for name, law in pde.items():
                 if not law.is_linear():
                     raise MethodError(f"method: pde-gp with several objectives takes linear PDEs; {name}'s is not "
                                       "(gp-ehvi takes the objectives without it)")
-                self.forms[name] = law.linear_form()
+                self.collocations[name], self.forms[name] = self._collocation(law, law.linear_form(), name)
             pde = None
+        self.collocation = None
         if pde is not None:
             if pde.is_linear():
-                self.linear_form = pde.linear_form()
+                self.collocation, self.linear_form = self._collocation(pde, pde.linear_form())
             else:
                 try:
-                    self.linearised = pde.linearised_form()
+                    form = pde.linearised_form()
                 except PDEError as exc:   # a term with no derivative to linearise by (floor, sign of u)
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
+                self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
-        self.collocation = self._collocation(self.linear_form or self.linearised)
-        self.collocations = {name: self._collocation(form, name) for name, form in self.forms.items()}
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values.
         self._fits: list[tuple[int, dict]] = []
 
-    def _collocation(self, form, *keys: str) -> torch.Tensor | None:
-        """Unit-cube collocation points (rows, d) of ``form``, equation-major blocks of equal size,
-        drawn once (``keys``: an objective's own stream)."""
-        if form is None:
-            return None
-        s = self.settings
-        wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if self.domain.dim == 1 else COLLOCATION_POINTS)
-        per_equation = max(1, min(wanted, MAX_COLLOCATION_ROWS // form.n_equations))
-        points = sobol_unit(4 * per_equation, self.domain.dim, self.seed, self.name, "collocation", *keys)
+    def _collocation(self, pde, form, *keys: str) -> tuple[torch.Tensor, object]:
+        """Unit-cube collocation points (rows, d) of ``pde``'s ``form``, equation-major blocks of
+        equal size, drawn once (``keys``: an objective's own stream), and the form to condition on
+        there: with boundary conditions, the interior's points then each condition's on its plane,
+        and the form that stacks them (:mod:`pinnbo.pde.boundary`)."""
+        s, d = self.settings, self.domain.dim
+        wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if d == 1 else COLLOCATION_POINTS)
+        # a plane of one variable is a point: one row says all there is; the faces of d − 1
+        # variables share a fraction of the interior's points
+        conditions = pde.boundary
+        on_plane = 1 if d == 1 else max(1, wanted // (BOUNDARY_SHARE * max(1, len(conditions))))
+        per_equation = max(1, min(wanted, (MAX_COLLOCATION_ROWS - on_plane * len(conditions)) // form.n_equations))
+        blocks = [self._draw(per_equation, None, "collocation", *keys)]
+        for k, condition in enumerate(conditions):
+            axis = self.domain.names.index(condition.input)
+            at = (condition.at - self.domain.lower_array[axis]) / self.domain.widths[axis]
+            blocks.append(self._draw(on_plane, (axis, min(max(at, 0.0), 1.0)), "boundary", k, *keys))
+        points = torch.as_tensor(np.concatenate(blocks), dtype=torch.float64, device=self.device)
+        if not conditions:
+            return points, form
+        forms = [c.pde.linear_form() for c in conditions]
+        sizes = [len(b) for b in blocks]
+        stacked = ConditionedLinearisedForm if isinstance(form, LinearisedForm) else ConditionedForm
+        return points, stacked(form, forms, sizes)
+
+    def _draw(self, count: int, plane: tuple[int, float] | None, *stream) -> np.ndarray:
+        """``count`` Sobol points of the unit cube (on the plane ``(axis, value)`` where given),
+        outside the problem's singular set."""
+        points = sobol_unit(4 * count, self.domain.dim, self.seed, self.name, *stream)
+        if plane is not None:
+            points[:, plane[0]] = plane[1]
         if self.collocation_filter is not None:
             points = points[np.asarray(self.collocation_filter(self.domain.from_unit(points)), dtype=bool)]
-        return torch.as_tensor(points[:per_equation], dtype=torch.float64, device=self.device)
+        return points[:count]
 
     def propose(self) -> np.ndarray:
         s = self.settings

@@ -105,6 +105,7 @@ class PINNBO(Optimizer):
 
     name = "pinn-bo"
     Settings = PINNBOSettings
+    residual_only = True
     # Settings for CI's quick runs of every case (`--smoke`): the same code paths, tiny sizes.
     SMOKE_PARAMS = {"initial_steps": 20, "initial_max_steps": 20, "steps_per_iteration": 5, "collocation_points": 64,
                     "collocation_batch": 32, "n_pool": 128, "top_k": 2, "refine_iterations": 5}

@@ -19,12 +19,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Iterable, Mapping, Sequence
 
+import math
+
 import sympy as sp
 import torch
 from sympy.core.function import AppliedUndef
 
 import pinnbo.pde.forms as forms
 from pinnbo.errors import PDEError, shown
+from pinnbo.pde.boundary import Condition
 from pinnbo.pde.compile import Atoms, MultiIndex, Residual, by_order, multi_index
 
 __all__ = ["PDE"]
@@ -43,6 +46,11 @@ class PDE:
             same order) so that a mismatch with the points' column order fails early.
         params: named constants substituted into ``lhs`` and ``rhs`` (e.g. ``{"k": 2.0}`` for a
             symbol ``k``); any other symbol that is not an input is an error.
+        boundary: boundary conditions, a list of ``(input, at, condition)``: on the plane where the
+            input (a symbol or its name) equals the number ``at``, the unknown equals ``condition``
+            (a number or an expression of the inputs), or, for a condition ``sp.Eq(lhs, rhs)``,
+            ``lhs`` (linear in the unknown and its derivatives) equals ``rhs``. A PDE of one equation
+            only; pde-gp conditions on them (:mod:`pinnbo.pde.boundary`).
 
     Attributes:
         inputs: tuple of input names, the order of ``points``' columns.
@@ -53,6 +61,7 @@ class PDE:
         n_equations: number of equations, i.e. residual columns.
         max_order: highest total derivative order that appears (0 if none).
         lhs, rhs: tuples of the sympy expressions after substitution and ``doit()``.
+        boundary: the boundary conditions, :class:`~pinnbo.pde.boundary.Condition` each.
         atoms: the unknown applied to its inputs, the input symbols and a placeholder symbol per
             derivative ``∂^α h`` (:class:`~pinnbo.pde.compile.Atoms`): what compilation reads.
 
@@ -67,6 +76,7 @@ class PDE:
         *,
         inputs: Sequence[str] | None = None,
         params: Mapping[str, float | sp.Expr] | None = None,
+        boundary: Sequence[tuple] | None = None,
     ) -> None:
         lhs_list = _as_list(lhs)
         lhs_items = [lhs] if lhs_list is None else lhs_list
@@ -89,7 +99,7 @@ class PDE:
                            "to a symbol it is not applied to into 0; apply the unknown to every input, e.g. "
                            "T = sp.Function('T')(x, y)")
 
-        raw = self._substitute_params(raw, params or {})
+        raw = self._substitute_params(raw, params or {}, _names_in(boundary))
         call = self._find_unknown(raw)
         self._call = call
         self._symbols: tuple[sp.Symbol, ...] = tuple(call.args)
@@ -129,7 +139,9 @@ class PDE:
                   for alpha in met + [(0,) * self.dim]}
         self.atoms = Atoms(call, self._symbols, {alpha: sp.Dummy(label, real=True) for alpha, label in labels.items()})
         # Compiled here, once: an unsupported construct is refused while the user declares.
+        self.boundary: tuple[Condition, ...] = ()
         self._residual = Residual(self.atoms, residuals, self._multi_indices, description=repr(self))
+        self.boundary = self._conditions(boundary, params or {})
 
     def _derivatives_met(self, residuals: list[sp.Expr]) -> list[MultiIndex]:
         """The α of each ``∂^α h`` in the equations, in the order a walk of their trees meets them."""
@@ -168,7 +180,8 @@ class PDE:
         return expr
 
     @staticmethod
-    def _substitute_params(exprs: list[sp.Expr], params: Mapping[str, object]) -> list[sp.Expr]:
+    def _substitute_params(exprs: list[sp.Expr], params: Mapping[str, object],
+                           elsewhere: frozenset[str] = frozenset()) -> list[sp.Expr]:
         if not params:
             return exprs
         values = {str(name): _sympify(v, f"params[{shown(name)}]") for name, v in params.items()}
@@ -179,7 +192,7 @@ class PDE:
         for a in arguments:
             if isinstance(a, sp.Symbol) and a.name in values:
                 raise PDEError(f"params[{shown(a.name)}]: {a.name} is an input (an argument of the unknown), not a constant")
-        used = {s.name for e in exprs for s in e.free_symbols}
+        used = {s.name for e in exprs for s in e.free_symbols} | elsewhere
         for name in values:
             if name not in used:
                 raise PDEError(f"params[{shown(name)}]: the PDE has no symbol {name}; its symbols are "
@@ -219,6 +232,63 @@ class PDE:
         if not call.args:
             raise PDEError(f"unknown {call.func.__name__}() has no arguments: apply it to the inputs")
         return call
+
+    def _conditions(self, declared, params: Mapping[str, object]) -> tuple[Condition, ...]:
+        """The ``boundary`` argument's conditions, each checked (the class docstring)."""
+        if declared is None:
+            return ()
+        if not isinstance(declared, (list, tuple)):
+            raise PDEError(f"boundary: expected a list of (input, at, condition), got {shown(declared)}")
+        if declared and self.n_equations != 1:
+            raise PDEError(f"boundary: conditions take a PDE of one equation; this one has {self.n_equations}")
+        if declared and not self.is_linear():
+            try:
+                self.linearised_form()
+            except PDEError as exc:
+                raise PDEError(f"boundary: pde-gp, the method that conditions on them, cannot linearise this PDE "
+                               f"({exc})") from None
+        values = {str(name): _sympify(v, f"params[{shown(name)}]") for name, v in params.items()}
+        return tuple(self._condition(f"boundary[{i}]", item, values) for i, item in enumerate(declared))
+
+    def _condition(self, where: str, item: object, params: Mapping[str, sp.Expr]) -> Condition:
+        if not isinstance(item, (list, tuple)) or len(item) != 3:
+            raise PDEError(f"{where}: expected (input, at, condition), got {shown(item)}")
+        name, at, condition = item
+        name = name.name if isinstance(name, sp.Symbol) else name
+        if name not in self.inputs:
+            raise PDEError(f"{where}: {shown(name)} is not an input of {self._call}; expected one of "
+                           f"{', '.join(self.inputs)}")
+        by_name = {sp.Symbol(n): v for n, v in params.items()}
+
+        def substituted(value, part: str) -> sp.Basic:
+            expr = _sympify(value, f"{where}: {part}")
+            return expr.xreplace({s: by_name[sp.Symbol(s.name)] for s in expr.free_symbols
+                                  if sp.Symbol(s.name) in by_name})
+
+        plane = substituted(at, "at")
+        try:
+            value = float(plane)
+        except TypeError:
+            raise PDEError(f"{where}: at: expected a number, got {plane}") from None
+        if not math.isfinite(value):
+            raise PDEError(f"{where}: at: expected a finite number, got {plane}")
+        if isinstance(condition, sp.Equality):
+            lhs, rhs = substituted(condition.lhs, "condition"), substituted(condition.rhs, "condition")
+        else:
+            lhs, rhs = self._call, substituted(condition, "condition")
+            if rhs.has(AppliedUndef):
+                raise PDEError(f"{where}: condition {rhs} holds the unknown: write a condition on it as "
+                               "sp.Eq(lhs, rhs), e.g. sp.Eq(T.diff(x), 0)")
+        try:
+            law = PDE(lhs, rhs)
+        except PDEError as exc:
+            raise PDEError(f"{where}: {exc}") from None
+        if law._call != self._call:
+            raise PDEError(f"{where}: the condition's unknown {law._call} is not the PDE's {self._call}")
+        if not law.is_linear():
+            raise PDEError(f"{where}: {law.lhs[0]} = {law.rhs[0]} is not linear in the unknown {self._call}")
+        law.own_inputs = self.own_inputs
+        return Condition(name, value, law)
 
     def _check_symbols(self, exprs: list[sp.Expr]) -> None:
         inputs = set(self._symbols)
@@ -274,6 +344,7 @@ class PDE:
         flipped = {self._call: -self._call}
         negated = PDE([e.xreplace(flipped).doit() for e in self.lhs], [e.xreplace(flipped).doit() for e in self.rhs])
         negated.own_inputs = self.own_inputs
+        negated.boundary = tuple(c._replace(pde=c.pde.negated()) for c in self.boundary)
         return negated
 
     def for_variables(self, names: Sequence[str]) -> "PDE":
@@ -299,10 +370,11 @@ class PDE:
         swap = {self._call: call}
         pde = PDE([e.xreplace(swap) for e in self.lhs], [e.xreplace(swap) for e in self.rhs])
         pde.own_inputs = self.own_inputs
+        pde.boundary = tuple(c._replace(pde=c.pde.for_variables(names)) for c in self.boundary)
         return pde
 
     def __repr__(self) -> str:
-        eqs = "; ".join(f"{l} = {r}" for l, r in zip(self.lhs, self.rhs))
+        eqs = "; ".join([f"{l} = {r}" for l, r in zip(self.lhs, self.rhs)] + [str(c) for c in self.boundary])
         return f"PDE({eqs}, unknown={self._call})"
 
 
@@ -317,6 +389,19 @@ def _sympify(value: object, where: str) -> sp.Basic:
         raise PDEError(
             f"{where}: expected a sympy expression or a number, got {type(value).__name__} {shown(value)}"
         ) from None
+
+
+def _names_in(boundary: object) -> frozenset[str]:
+    """The symbols' names in boundary conditions (a parameter may appear there only); whatever is
+    malformed is left to the conditions' own checks."""
+    names: set[str] = set()
+    for item in boundary if isinstance(boundary, (list, tuple)) else ():
+        for value in item[1:] if isinstance(item, (list, tuple)) else ():
+            try:
+                names |= {s.name for s in sp.sympify(value, strict=True).free_symbols}
+            except (sp.SympifyError, TypeError, AttributeError):
+                pass
+    return frozenset(names)
 
 
 def _as_list(value: object) -> list | None:

@@ -106,3 +106,28 @@ def test_auto_takes_no_settings():
 def test_a_problem_declares_its_boundary_data():
     problem = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=LAPLACE, boundary_continuous=False)
     assert choice_for(problem).method == "pinn-bo"
+
+
+WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])
+
+
+def test_boundary_conditions_choose_the_pde_gp_that_conditions_on_them():
+    """pde-gp where the rule would otherwise give the boundary to pinn-bo (which does not take the
+    conditions) or, in 3 variables and more under the maximum principle, to the plain GP; from 5
+    variables the plain GP, where pde-gp was not measured with them."""
+    choice = choose_method(BOX, WITH_EDGES, boundary_continuous=False)
+    assert choice.method == "pde-gp" and "with 1 boundary condition:" in choice.reason
+    for dim, method in [(3, "pde-gp"), (4, "pde-gp"), (5, "gp-ei"), (8, "gp-ei")]:
+        names = [f"x{i}" for i in range(dim)]
+        symbols = sp.symbols(names)
+        u = sp.Function("u")(*symbols)
+        laplace = PDE(sum(u.diff(s, 2) for s in symbols), rhs=0, boundary=[(symbols[0], 0, 0)])
+        box = Box((0.0,) * dim, (1.0,) * dim, tuple(names))
+        assert choose_method(box, laplace, boundary_continuous=True).method == method
+
+
+@pytest.mark.parametrize("method", ["pinn-bo", "neural-cbo"])
+def test_a_method_of_the_residual_alone_refuses_boundary_conditions(method):
+    with pytest.raises(MethodError, match=f"^method: '{method}' trains on the PDE's residual and does not take its "
+                                          "boundary conditions; pde-gp conditions on them$"):
+        make_optimizer(method, BOX, 0, pde=WITH_EDGES)

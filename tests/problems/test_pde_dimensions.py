@@ -82,20 +82,26 @@ def test_where_the_optima_are():
     assert abs(problem.optimum_location[0] - math.pi / 2) > 0.3
 
 
-def test_laplace_boundary_data_are_continuous_and_vanish_on_the_lower_faces():
-    problem = laplace(3)
+@pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (helmholtz_nd, 0)])
+def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes):
+    """Laplace's lower faces and the heat equation's space faces are at zero, as their PDEs declare:
+    the oracle is 0 there (Helmholtz's declares none)."""
+    problem = factory(3)
+    assert len(problem.pde.boundary) == planes
     t = np.random.default_rng(0).random((50, 3))
-    for axis in range(3):
-        on_face = t.copy()
-        on_face[:, axis] = 0.0
-        assert np.abs([problem.objective(x) for x in on_face]).max() < 1e-14
+    for condition in problem.pde.boundary:
+        axis = problem.domain.names.index(condition.input)
+        on_plane = problem.domain.from_unit(t)
+        on_plane[:, axis] = condition.at
+        assert condition.pde.lhs[0].func.__name__ == "u" and condition.pde.rhs[0] == 0
+        assert np.abs([problem.objective(x) for x in on_plane]).max() < 1e-14
 
 
-@pytest.mark.parametrize("factory, method", [(laplace, "gp-ei"), (helmholtz_nd, "pde-gp"), (heat_diffusion, "pde-gp")])
-def test_what_auto_runs(factory, method):
-    """Laplace's maximum principle in 3 variables runs the plain GP; the others the PDE-GP (the heat
-    equation is parabolic: no maximum principle of the kind the rule reads)."""
-    assert choice_for(factory(3)).method == method
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion])
+def test_what_auto_runs(factory):
+    """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
+    but the PDE-GP conditions on its faces held at zero as well."""
+    assert choice_for(factory(3)).method == "pde-gp"
 
 
 @pytest.mark.parametrize("dim, method", [(4, "pde-gp"), (6, "gp-ei")])

@@ -1,0 +1,101 @@
+"""Boundary conditions of a PDE, and the linear form a Gaussian process conditions on with them.
+
+A condition B[h] = b holds on the plane where one input takes one value (a face of the design box,
+or a plane across it): h = 0 at the fixed ends of a string, ∂h/∂x = 0 on an insulated edge. B is
+linear, so, like the PDE's own operator, it keeps a Gaussian process Gaussian: pde-gp conditions on
+B[h] = b at points of the plane as it does on L[h] = g at collocation points inside (docs/algorithms.md,
+"Boundary conditions"). Where the PDE leaves a family of solutions (every standing wave, every
+harmonic function), the conditions pick out the few that fit the boundary, and the data need only
+say which of those.
+
+:class:`ConditionedForm` and :class:`ConditionedLinearisedForm` stack the interior's equation and
+the conditions' into one equation over stacked points (the interior's first, then each condition's
+in turn), with the interface of :class:`~pinnbo.pde.forms.LinearForm` and
+:class:`~pinnbo.pde.forms.LinearisedForm`.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple, Sequence
+
+import torch
+
+from pinnbo.pde.compile import MultiIndex, by_order
+from pinnbo.pde.forms import EvaluatedForm
+
+__all__ = ["Condition", "ConditionedForm", "ConditionedLinearisedForm"]
+
+
+class Condition(NamedTuple):
+    """B[h] = b on the plane ``input`` = ``at``; ``pde`` is B[h] = b as a one-equation PDE in the
+    same unknown, whose linear form is what a Gaussian process conditions on."""
+
+    input: str
+    at: float
+    pde: object
+
+    def __str__(self) -> str:
+        return f"{self.pde.lhs[0]} = {self.pde.rhs[0]} at {self.input} = {self.at:g}"
+
+
+def _stacked(blocks: Sequence[list[tuple[MultiIndex, torch.Tensor]]], sizes: Sequence[int],
+             ref: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+    """One equation's (α, c_α) pairs over stacked points from each block's pairs over its own: a
+    derivative a block does not read has coefficient 0 on that block's points."""
+    alphas = sorted({alpha for terms in blocks for alpha, _ in terms}, key=by_order)
+    stacked = []
+    for alpha in alphas:
+        parts = []
+        for terms, size in zip(blocks, sizes):
+            c = next((c for a, c in terms if a == alpha), None)
+            parts.append(ref.new_zeros(size) if c is None else c)
+        stacked.append((alpha, torch.cat(parts)))
+    return [stacked]
+
+
+def _split(points: torch.Tensor, sizes: Sequence[int]) -> list[torch.Tensor]:
+    if len(points) != sum(sizes):
+        raise ValueError(f"{len(points)} points for blocks of {list(sizes)}: a conditioned form takes the "
+                         "stacked points it was built for")
+    return list(torch.split(points, list(sizes)))
+
+
+class ConditionedForm:
+    """A linear PDE of one equation and its boundary conditions as one linear form over stacked
+    points: ``sizes[0]`` interior points, then ``sizes[k]`` points of condition ``k``'s plane."""
+
+    def __init__(self, interior, conditions: Sequence, sizes: Sequence[int]) -> None:
+        self._interior, self._conditions, self.sizes = interior, tuple(conditions), tuple(sizes)
+        self.n_equations = 1
+        self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
+            set(interior.multi_indices).union(*(c.multi_indices for c in self._conditions)), key=by_order))
+        self.max_order = max((sum(a) for a in self.multi_indices), default=0)
+
+    def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
+        blocks = _split(points, self.sizes)
+        forms = (self._interior,) + self._conditions
+        return _stacked([form.terms(block)[0] for form, block in zip(forms, blocks)], self.sizes, points[:, 0])
+
+    def source(self, points: torch.Tensor) -> torch.Tensor:
+        blocks = _split(points, self.sizes)
+        forms = (self._interior,) + self._conditions
+        return torch.cat([form.source(block) for form, block in zip(forms, blocks)])
+
+
+class ConditionedLinearisedForm:
+    """A nonlinear PDE of one equation, linearised about h₀, and its (linear) boundary conditions
+    over stacked points, as :class:`ConditionedForm`: ``at(points, derivatives)`` linearises the
+    interior about h₀'s derivatives at its own points; the conditions need none of them."""
+
+    def __init__(self, interior, conditions: Sequence, sizes: Sequence[int]) -> None:
+        self._interior, self._conditions, self.sizes = interior, tuple(conditions), tuple(sizes)
+        self.n_equations = 1
+        self.multi_indices: tuple[MultiIndex, ...] = interior.multi_indices
+
+    def at(self, points: torch.Tensor, derivatives: Mapping[MultiIndex, torch.Tensor]) -> EvaluatedForm:
+        blocks = _split(points, self.sizes)
+        n = self.sizes[0]
+        interior = self._interior.at(blocks[0], {alpha: v[:n] for alpha, v in derivatives.items()})
+        terms = [interior.terms(blocks[0])[0]] + [c.terms(b)[0] for c, b in zip(self._conditions, blocks[1:])]
+        sources = [interior.source(blocks[0])] + [c.source(b) for c, b in zip(self._conditions, blocks[1:])]
+        return EvaluatedForm(points, _stacked(terms, self.sizes, points[:, 0]), torch.cat(sources))
