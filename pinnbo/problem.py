@@ -21,6 +21,18 @@ __all__ = ["MAX_DIMENSION", "Box", "Variable", "Constraint", "Problem", "Problem
            "point_oracle", "read_outcome", "register_problem", "PROBLEM_FACTORIES"]
 
 
+def plane_outside(conditions, domain: Box) -> tuple[int, str] | None:
+    """(index, why) of the first boundary condition whose plane is outside the box, or None."""
+    lower, upper = domain.lower_array, domain.upper_array
+    for i, condition in enumerate(conditions):
+        k = domain.names.index(condition.input)
+        slack = 1e-12 * (upper[k] - lower[k])     # a plane at π on a box that ends at π, to rounding
+        if not lower[k] - slack <= condition.at <= upper[k] + slack:
+            return i, (f"the plane {condition.input} = {condition.at:g} is outside the box's {condition.input} range "
+                       f"[{lower[k]:g}, {upper[k]:g}]")
+    return None
+
+
 def check_dimension(dim: object, minimum: int = 1, why: str = "") -> int:
     """A problem factory's ``dim`` parameter as an int in [minimum, MAX_DIMENSION], or a one-line
     ProblemError naming ``params.dim`` (``why`` says where a larger minimum comes from)."""
@@ -172,13 +184,9 @@ class Problem:
             matched = pde.for_variables(self.domain.names)
         except PDEError as exc:
             raise ProblemError(f"{field}: {exc}") from None
-        lower, upper = self.domain.lower_array, self.domain.upper_array
-        for i, condition in enumerate(getattr(matched, "boundary", ())):
-            k = self.domain.names.index(condition.input)
-            slack = 1e-12 * (upper[k] - lower[k])     # a plane at π on a box that ends at π, to rounding
-            if not lower[k] - slack <= condition.at <= upper[k] + slack:
-                raise ProblemError(f"{field}: boundary[{i}]: the plane {condition.input} = {condition.at:g} is outside "
-                                   f"the box's {condition.input} range [{lower[k]:g}, {upper[k]:g}]")
+        outside = plane_outside(getattr(matched, "boundary", ()), self.domain)
+        if outside is not None:
+            raise ProblemError(f"{field}: boundary[{outside[0]}]: {outside[1]}")
         return matched
 
     def _check_objectives(self) -> None:

@@ -31,7 +31,7 @@ import sympy as sp
 from pinnbo.errors import shown
 from pinnbo.expressions import RESERVED, FormulaError, expression_of
 from pinnbo.pde import MAX_ORDER, PDE, PDEError
-from pinnbo.problem import Box, Constraint, Problem, ProblemError, Variable, register_problem
+from pinnbo.problem import Box, Constraint, Problem, ProblemError, Variable, plane_outside, register_problem
 
 UNKNOWN = "u"
 
@@ -71,6 +71,9 @@ def external(bounds: dict | None = None, sense: str = "minimize", pde: str | lis
             equation = {str(name): parse_pde(text, own, f"params.pde.{name}") for name, text in pde.items()}
         else:
             equation = parse_pde(pde, own, boundary=pde_boundary)
+            outside = plane_outside(equation.boundary, domain)
+            if outside is not None:
+                raise ProblemError(f"params.pde_boundary[{outside[0]}]: {outside[1]}")
     elif pde_boundary is not None:
         raise ProblemError("params.pde_boundary: boundary conditions of a PDE, and the case has no pde")
     outputs = _constraint_names(constraints, names)
@@ -295,7 +298,9 @@ def parse_pde(text: str | list, names: tuple[str, ...], field: str = "params.pde
         return PDE(list(lhs) if isinstance(text, list) else lhs[0], list(rhs) if isinstance(text, list) else rhs[0],
                    inputs=names, boundary=conditions)
     except PDEError as exc:
-        raise ProblemError(f"{field}: {exc}") from None
+        # the PDE names a condition boundary[i]: in the case file that is params.pde_boundary[i]
+        where = "params.pde_" if conditions is not None and str(exc).startswith("boundary") else f"{field}: "
+        raise ProblemError(f"{where}{exc}") from None
 
 
 def _conditions(boundary: Any, symbols: dict, sides) -> list[tuple]:

@@ -195,3 +195,30 @@ def test_a_nonlinear_pde_keeps_its_conditions_through_the_linearisation():
     mean, _ = posterior_on(opt.model, grid)
     assert np.abs(mean - np.sin(math.pi * grid[:, 0])).max() < 0.01
     assert abs(mean[0]) < 1e-4 and abs(mean[-1]) < 1e-4
+
+
+def test_a_case_file_declares_them_as_text():
+    from problems.external import external
+
+    problem = external(variables={"x": [0, 1], "y": [0, 2]}, pde="diff(u, x, 2) + diff(u, y, 2) = 0",
+                       pde_boundary=["u = 0 at x = 0", "diff(u, y) = sin(x) at y = pi/2"])
+    first, second = problem.pde.boundary
+    assert (first.input, first.at, first.pde.rhs[0]) == ("x", 0.0, 0)
+    assert (second.input, second.at) == ("y", pytest.approx(math.pi / 2))
+    assert second.pde.linear_form().multi_indices == ((0, 1),) and str(second.pde.rhs[0]) == "sin(x)"
+
+
+def test_each_objectives_pde_brings_its_own_conditions():
+    """Two objectives, one with a PDE and a condition: its PDE-GP conditions on both (its own
+    collocation points, then the plane's), the other is a plain GP."""
+    pde = PDE(LAPLACIAN, rhs=0, boundary=[(x, 0, 0)])
+    box = Box((0.0, 0.0), (2.0, 3.0), ("x", "y"))
+    opt = make_optimizer("pde-gp", box, 0, params={"collocation_points": 32, "num_restarts": 2, "raw_samples": 32,
+                                                   "maxiter": 10}, pde={"a": pde}, objectives={"a": "minimize",
+                                                                                              "b": "minimize"})
+    assert set(opt.forms) == {"a"} and opt.forms["a"].sizes == (32, 16)
+    assert np.all(opt.collocations["a"][32:, 0].numpy() == 0)
+    rng = np.random.default_rng(1)
+    for p in box.from_unit(rng.uniform(size=(6, 2))):
+        opt.tell(p, np.array([math.sinh(p[0]) * math.sin(p[1]), p[0] + p[1]]))     # a: harmonic, 0 at x = 0
+    assert box.contains(opt.ask())

@@ -11,24 +11,28 @@ The rule, in order, the first branch that applies:
 4. No PDE: gp-ei.
 5. A PDE the PDE-GP cannot condition on (a nonlinear term with no derivative to linearise by):
    pinn-bo, whose residual takes any PDE.
-6. A PDE in more than ``MEASURED_DIMENSION`` variables: pinn-bo, which was measured from 10 to 50
-   variables (docs/results.md, "High-dimensional functions with a PDE"); pde-gp, whose collocation
+6. A PDE in more than ``MEASURED_DIMENSION`` variables and no boundary condition: pinn-bo, which
+   was measured from 10 to 50 variables (docs/results.md, "High-dimensional functions with a PDE"); pde-gp, whose collocation
    points thin out as the dimension grows (docs/algorithms.md, "PDE-GP"), was measured up to 6.
-7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``): gp-ei. In
-   6 variables pde-gp matched the plain GP on the heat equation and fell behind it on Helmholtz's
-   (docs/results.md, "Three variables and more"), at a dearer step.
-8. A PDE whose maximum principle puts the optimum on the boundary, and boundary data the problem
-   declares discontinuous (``Problem.boundary_continuous`` False: a heat plate whose edges disagree
-   at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
+7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``, or any
+   number with boundary conditions): gp-ei. In 6 variables pde-gp matched the plain GP on the heat
+   equation and fell behind it on Helmholtz's (docs/results.md, "Three variables and more"), at a
+   dearer step; with boundary conditions it was measured up to 4, and pinn-bo does not take them.
+8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
+   boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
+   plate whose edges disagree at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
    residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
    proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
-   more: gp-ei. The PDE-conditioned posterior is confident on faces no observation has reached, and its
-   bound settles on the best face seen; the plain GP explores them.
-10. Every other PDE, linear or nonlinear: pde-gp. Conditioned exactly on a linear
-    PDE (on a nonlinear one through its linearisation) it needs a few proposals where pinn-bo,
-    which must first train its network on the residual, needed more than a plain GP on the smooth
-    problems measured (docs/results.md, "Does the PDE pay?").
+   more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
+   PDE-conditioned posterior is confident on faces no observation has reached, and its bound
+   settles on the best face seen; the plain GP explores them. Declared conditions pin the faces
+   they hold on, which paid in 3 variables and not in 4.
+10. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
+    the one method that conditions on them. Conditioned exactly on a linear PDE (on a nonlinear one
+    through its linearisation) it needs a few proposals where pinn-bo, which must first train its
+    network on the residual, needed more than a plain GP on the smooth problems measured
+    (docs/results.md, "Does the PDE pay?").
 
 The rule reads only declarations (nothing is evaluated), so a resumed run chooses again the
 method it chose.
@@ -45,9 +49,14 @@ AUTO = "auto"
 #: variables and more"); beyond, rule 6 runs pinn-bo.
 MEASURED_DIMENSION = 6
 #: The most variables in which pde-gp needed no more proposals than the GPs on Helmholtz's and the
-#: heat equation (docs/results.md, "Three variables and more"; Laplace's goes to gp-ei by rule 9
-#: from 3 variables); above, rule 7 runs gp-ei.
+#: heat equation (docs/results.md, "Three variables and more"; Laplace's, without its faces
+#: declared, goes to gp-ei by rule 9 from 3 variables); above, rule 7 runs gp-ei.
 PHYSICS_DIMENSION = 4
+#: The most variables of its own in which pde-gp, conditioned on declared boundary conditions too,
+#: needed fewer proposals than the GPs under a maximum principle (Laplace's problem with its faces
+#: at the origin declared: half the better GP's in 3 variables, as many in 4); beyond, rule 9 runs
+#: gp-ei.
+CONDITIONED_PRINCIPLE_DIMENSION = 3
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")
     own = list(getattr(pde, "own_inputs", domain.names))
-    if pde.minimum_on_boundary() and len(own) >= 3 and not conditions:
+    if pde.minimum_on_boundary() and len(own) >= 3 and (not conditions or len(own) > CONDITIONED_PRINCIPLE_DIMENSION):
         return Choice("gp-ei", f"the optimum is on the boundary (maximum principle) in {len(own)} variables, where "
                                "the PDE-conditioned GP stays sure of faces it has not seen: a GP with expected "
                                "improvement")

@@ -113,17 +113,22 @@ WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])
 
 def test_boundary_conditions_choose_the_pde_gp_that_conditions_on_them():
     """pde-gp where the rule would otherwise give the boundary to pinn-bo (which does not take the
-    conditions) or, in 3 variables and more under the maximum principle, to the plain GP; from 5
-    variables the plain GP, where pde-gp was not measured with them."""
+    conditions) or, in 3 variables under the maximum principle, to the plain GP; the plain GP under
+    the maximum principle from 4 variables and for any PDE from 5, where pde-gp with conditions
+    paid nothing or was not measured."""
     choice = choose_method(BOX, WITH_EDGES, boundary_continuous=False)
     assert choice.method == "pde-gp" and "with 1 boundary condition:" in choice.reason
-    for dim, method in [(3, "pde-gp"), (4, "pde-gp"), (5, "gp-ei"), (8, "gp-ei")]:
+    for dim, laplace_method, heat_method in [(3, "pde-gp", "pde-gp"), (4, "gp-ei", "pde-gp"), (5, "gp-ei", "gp-ei"),
+                                             (8, "gp-ei", "gp-ei")]:
         names = [f"x{i}" for i in range(dim)]
         symbols = sp.symbols(names)
         u = sp.Function("u")(*symbols)
-        laplace = PDE(sum(u.diff(s, 2) for s in symbols), rhs=0, boundary=[(symbols[0], 0, 0)])
+        laplacian = sum(u.diff(s, 2) for s in symbols[:-1])
         box = Box((0.0,) * dim, (1.0,) * dim, tuple(names))
-        assert choose_method(box, laplace, boundary_continuous=True).method == method
+        laplace = PDE(laplacian + u.diff(symbols[-1], 2), rhs=0, boundary=[(symbols[0], 0, 0)])
+        heat = PDE(u.diff(symbols[-1]) - laplacian, rhs=0, boundary=[(symbols[0], 0, 0)])
+        assert choose_method(box, laplace, boundary_continuous=True).method == laplace_method
+        assert choose_method(box, heat).method == heat_method
 
 
 @pytest.mark.parametrize("method", ["pinn-bo", "neural-cbo"])
