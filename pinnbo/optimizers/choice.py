@@ -12,17 +12,18 @@ The rule, in order, the first branch that applies:
 5. A PDE the PDE-GP cannot condition on (a nonlinear term with no derivative to linearise by):
    pinn-bo, whose residual takes any PDE.
 6. A PDE in more than ``MEASURED_DIMENSION`` variables and no boundary condition: pinn-bo, which
-   was measured from 10 to 50 variables (docs/results.md, "High-dimensional functions with a PDE"); pde-gp, whose collocation
-   points thin out as the dimension grows (docs/algorithms.md, "PDE-GP"), was measured up to 6.
+   was measured from 10 to 50 variables (docs/results.md, "High-dimensional functions with a
+   PDE"); pde-gp, whose collocation points thin out as the dimension grows (docs/algorithms.md,
+   "PDE-GP"), was measured up to 6.
 7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``, or any
    number with boundary conditions): gp-ei. In 6 variables pde-gp matched the plain GP on the heat
    equation and fell behind it on Helmholtz's (docs/results.md, "Three variables and more"), at a
    dearer step; with boundary conditions it was measured up to 4, and pinn-bo does not take them.
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
-   plate whose edges disagree at a corner): pinn-bo. The supremum is then a limit beside the jump, which the network's
-   residual fit follows and the PDE-GP's smooth kernel approaches only slowly, proposal by
-   proposal along the edge.
+   plate whose edges disagree at a corner): pinn-bo. The supremum is then a limit beside the
+   jump, which the network's residual fit follows and the PDE-GP's smooth kernel approaches only
+   slowly, proposal by proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound

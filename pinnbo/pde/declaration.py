@@ -16,10 +16,9 @@ maximum principle are :mod:`pinnbo.pde.forms`.
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Iterable, Mapping, Sequence
-
-import math
 
 import sympy as sp
 import torch
@@ -258,12 +257,10 @@ class PDE:
         if name not in self.inputs:
             raise PDEError(f"{where}: {shown(name)} is not an input of {self._call}; expected one of "
                            f"{', '.join(self.inputs)}")
-        by_name = {sp.Symbol(n): v for n, v in params.items()}
 
         def substituted(value, part: str) -> sp.Basic:
             expr = _sympify(value, f"{where}: {part}")
-            return expr.xreplace({s: by_name[sp.Symbol(s.name)] for s in expr.free_symbols
-                                  if sp.Symbol(s.name) in by_name})
+            return expr.xreplace({s: params[s.name] for s in expr.free_symbols if s.name in params})
 
         plane = substituted(at, "at")
         try:
