@@ -62,10 +62,10 @@ from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
 from pinnbo.models.pde_gp import PDEGP
-from pinnbo.pde import LinearisedForm
-from pinnbo.pde.boundary import ConditionedForm, ConditionedLinearisedForm
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
+from pinnbo.pde import LinearisedForm
+from pinnbo.pde.boundary import ConditionedForm, ConditionedLinearisedForm
 from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on, and the points per

@@ -65,21 +65,15 @@ class ConditionedForm:
     points: ``sizes[0]`` interior points, then ``sizes[k]`` points of condition ``k``'s plane."""
 
     def __init__(self, interior, conditions: Sequence, sizes: Sequence[int]) -> None:
-        self._interior, self._conditions, self.sizes = interior, tuple(conditions), tuple(sizes)
+        self._forms, self.sizes = (interior, *conditions), tuple(sizes)
         self.n_equations = 1
-        self.multi_indices: tuple[MultiIndex, ...] = tuple(sorted(
-            set(interior.multi_indices).union(*(c.multi_indices for c in self._conditions)), key=by_order))
-        self.max_order = max((sum(a) for a in self.multi_indices), default=0)
 
     def terms(self, points: torch.Tensor) -> list[list[tuple[MultiIndex, torch.Tensor]]]:
         blocks = _split(points, self.sizes)
-        forms = (self._interior,) + self._conditions
-        return _stacked([form.terms(block)[0] for form, block in zip(forms, blocks)], self.sizes, points[:, 0])
+        return _stacked([form.terms(block)[0] for form, block in zip(self._forms, blocks)], self.sizes, points[:, 0])
 
     def source(self, points: torch.Tensor) -> torch.Tensor:
-        blocks = _split(points, self.sizes)
-        forms = (self._interior,) + self._conditions
-        return torch.cat([form.source(block) for form, block in zip(forms, blocks)])
+        return torch.cat([form.source(block) for form, block in zip(self._forms, _split(points, self.sizes))])
 
 
 class ConditionedLinearisedForm:
@@ -93,9 +87,7 @@ class ConditionedLinearisedForm:
         self.multi_indices: tuple[MultiIndex, ...] = interior.multi_indices
 
     def at(self, points: torch.Tensor, derivatives: Mapping[MultiIndex, torch.Tensor]) -> EvaluatedForm:
-        blocks = _split(points, self.sizes)
         n = self.sizes[0]
-        interior = self._interior.at(blocks[0], {alpha: v[:n] for alpha, v in derivatives.items()})
-        terms = [interior.terms(blocks[0])[0]] + [c.terms(b)[0] for c, b in zip(self._conditions, blocks[1:])]
-        sources = [interior.source(blocks[0])] + [c.source(b) for c, b in zip(self._conditions, blocks[1:])]
-        return EvaluatedForm(points, _stacked(terms, self.sizes, points[:, 0]), torch.cat(sources))
+        interior = self._interior.at(points[:n], {alpha: v[:n] for alpha, v in derivatives.items()})
+        stacked = ConditionedForm(interior, self._conditions, self.sizes)
+        return EvaluatedForm(points, stacked.terms(points), stacked.source(points))

@@ -395,8 +395,8 @@ def _names_in(boundary: object) -> frozenset[str]:
     for item in boundary if isinstance(boundary, (list, tuple)) else ():
         for value in item[1:] if isinstance(item, (list, tuple)) else ():
             try:
-                names |= {s.name for s in sp.sympify(value, strict=True).free_symbols}
-            except (sp.SympifyError, TypeError, AttributeError):
+                names |= {s.name for s in _sympify(value, "boundary").free_symbols}
+            except PDEError:
                 pass
     return frozenset(names)
 
