@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pinnbo.models.se_kernel import SEDerivatives, lengthscale_gradient, operator_block
+from pinnbo.models.se_kernel import SEDerivatives, lengthscale_gradient, operator_block, pairwise_differences
 
 
 @dataclass
@@ -39,6 +39,12 @@ class EvidenceData:
     terms: list | None = None
     t: torch.Tensor | None = None
     products: tuple | None = None
+
+    def __post_init__(self):
+        # the points' differences behind the (X, X), (X, Z) and (Z, Z) blocks, the same in every
+        # evaluation of a fit
+        pairs = [(self.X, self.X)] + ([] if self.Z is None else [(self.X, self.Z), (self.Z, self.Z)])
+        self.differences = tuple(pairwise_differences(A, B) for A, B in pairs)
 
 
 @dataclass
@@ -60,12 +66,13 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
                       noise: torch.Tensor, pde_noise: torch.Tensor) -> Covariance:
     """The blocks of :class:`Covariance` under these hyper-parameters (differentiable in them)."""
     X, Z = data.X, data.Z
-    ff = SEDerivatives(X, X, lengthscale, outputscale)
+    ff = SEDerivatives(X, X, lengthscale, outputscale, data.differences[0])
     K_raw = operator_block(X, X, lengthscale, outputscale, None, None, derivatives=ff)
     K = K_raw + noise * torch.eye(len(X), dtype=X.dtype, device=X.device)
     if Z is None:
         return Covariance(K, None, None, K_raw, None, (ff,))
-    fl, ll = SEDerivatives(X, Z, lengthscale, outputscale), SEDerivatives(Z, Z, lengthscale, outputscale)
+    fl = SEDerivatives(X, Z, lengthscale, outputscale, data.differences[1])
+    ll = SEDerivatives(Z, Z, lengthscale, outputscale, data.differences[2])
     K_fl = operator_block(X, Z, lengthscale, outputscale, None, data.terms, data.products[0], fl)
     K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll)
     diagonal = torch.diagonal(K_ll).clamp_min(1e-12)

@@ -22,19 +22,35 @@ import torch
 MultiIndex = tuple[int, ...]
 
 
+def pairwise_differences(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """a_i − b_i for every pair, shape (d, N, M): each input's differences contiguous, so the
+    Hermite recursions and the sum of squares run over whole (N, M) slabs instead of strided views.
+    A fit's evaluations share them (:class:`SEDerivatives`' ``differences``)."""
+    return A.T[:, :, None] - B.T[:, None, :]
+
+
 class SEDerivatives:
     """∂ᵃ_a ∂ᵝ_b k between two point sets A (N, d) and B (M, d) for many (α, β), sharing the
-    kernel matrix and each (dimension, order) Hermite factor between them."""
+    kernel matrix and each (dimension, order) Hermite factor between them. ``differences``: the
+    points' :func:`pairwise_differences`, where the caller keeps them."""
 
-    def __init__(self, A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor):
+    def __init__(self, A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
+                 differences: torch.Tensor | None = None):
         self.lengthscale = lengthscale
-        self.u = (A[:, None, :] - B[None, :, :]) / lengthscale                  # (N, M, d)
-        self.k = outputscale * torch.exp(-0.5 * (self.u ** 2).sum(-1))         # (N, M)
+        if differences is None:
+            differences = pairwise_differences(A, B)
+        self.u = differences / lengthscale[:, None, None]                          # (d, N, M)
+        self.u2 = self.u ** 2
+        squared = self.u2[0]
+        for i in range(1, len(self.u2)):      # slab by slab: a reduction across slabs is far slower
+            squared = squared + self.u2[i]
+        self.k = outputscale * torch.exp(-0.5 * squared)                           # (N, M)
         self._hermite: dict[tuple[int, int], torch.Tensor] = {}
+        self._combined: dict[MultiIndex, torch.Tensor] = {}
 
     def _he(self, i: int, n: int) -> torch.Tensor:
         if (i, n) not in self._hermite:
-            u = self.u[..., i]
+            u = self.u[i]
             if n == 0:
                 value = torch.ones_like(u)
             elif n == 1:
@@ -51,11 +67,23 @@ class SEDerivatives:
     def combined(self, gamma: MultiIndex) -> torch.Tensor:
         """k(A, B) Π_i ℓ_i^{−γ_i} He_{γ_i}(u_i): ∂ᵃ_a ∂ᵝ_b k up to the sign (−1)^{|α|} for every
         (α, β) with α + β = γ, shape (N, M)."""
-        out = self.k
-        for i, n in enumerate(gamma):
-            if n:
-                out = out * self.lengthscale[i] ** (-n) * self._he(i, n)
-        return out
+        if gamma not in self._combined:
+            out = self.k
+            for i, n in enumerate(gamma):
+                if n:
+                    out = out * self.lengthscale[i] ** (-n) * self._he(i, n)
+            self._combined[gamma] = out
+        return self._combined[gamma]
+
+    def squares(self) -> torch.Tensor:
+        """u_i² for each input, shape (d, N·M): one matrix product sums a weighted block against
+        every input's at once."""
+        return self.u2.reshape(len(self.u2), -1)
+
+    def correction(self, i: int, n: int) -> torch.Tensor:
+        """−n ℓ_i^{−n−1} (u_i He_{n−1}(u_i) + Heₙ(u_i)): what an input of order n > 0 adds to the
+        lengthscale derivative of its factor beyond u_i²/ℓ_i (:func:`lengthscale_gradient`)."""
+        return -n * self.lengthscale[i] ** (-n - 1) * (self.u[i] * self._he(i, n - 1) + self._he(i, n))
 
 
 Operator = Sequence[Sequence[tuple[MultiIndex, "torch.Tensor | None"]]]
@@ -125,29 +153,30 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: list[list[dict]] 
     through the blocks. In one input, with u = δ/ℓ,
 
         ∂/∂ℓ [ℓ^{−n} Heₙ(u) e^{−u²/2}] = ℓ^{−n−1} (u Heₙ₊₁(u) − n Heₙ(u)) e^{−u²/2}
+                                       = ℓ^{−n} Heₙ(u) e^{−u²/2} · u²/ℓ − n ℓ^{−n−1} (u Heₙ₋₁(u) + Heₙ(u)) e^{−u²/2}
 
-    since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2}; an input of order 0 gives u²/ℓ times the block."""
-    lengthscale, u = derivatives.lengthscale, derivatives.u
-    N, M, d = u.shape
+    since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2} and Heₙ₊₁ = u Heₙ − n Heₙ₋₁. The first term is the
+    block times u²/ℓ whatever the order, so every γ's weighted block is summed before one product
+    with u²; the second is one correction per input of positive order."""
+    lengthscale = derivatives.lengthscale
+    d, N, M = derivatives.u.shape
     products = _products(d, None, None, products)
-    u2 = u ** 2
-    gradient = torch.zeros_like(lengthscale)
+    # Σ_(e,f) W_ef ∘ c_ef,γ for each γ: the equation pairs share the kernel's derivatives
+    weighted: dict[MultiIndex, torch.Tensor] = {}
     for e, groups_row in enumerate(products):
         for f, groups in enumerate(groups_row):
             W_block = weights[e * N:(e + 1) * N, f * M:(f + 1) * M]
             for gamma, c in groups.items():
                 W = W_block * c
-                weighted = W * derivatives.combined(gamma)
-                # every input as if of order 0, then the inputs of positive order put right
-                gradient = gradient + torch.einsum("nm,nmd->d", weighted, u2) / lengthscale
-                for i, n in enumerate(gamma):
-                    if not n:
-                        continue
-                    others = derivatives.k
-                    for j, m in enumerate(gamma):
-                        if m and j != i:
-                            others = others * lengthscale[j] ** (-m) * derivatives._he(j, m)
-                    factor = lengthscale[i] ** (-n - 1) * (u[..., i] * derivatives._he(i, n + 1)
-                                                           - n * derivatives._he(i, n))
-                    gradient[i] += (W * others * factor).sum() - (weighted * u2[..., i]).sum() / lengthscale[i]
-    return gradient
+                weighted[gamma] = weighted[gamma] + W if gamma in weighted else W
+    total = 0.0
+    corrections = [0.0] * d
+    for gamma, W in weighted.items():
+        total = total + W * derivatives.combined(gamma)
+        for i, n in enumerate(gamma):
+            if n:
+                others = derivatives.combined(gamma[:i] + (0,) + gamma[i + 1:])
+                corrections[i] = corrections[i] + (W * others * derivatives.correction(i, n)).sum()
+    gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
+    return gradient + torch.stack([torch.as_tensor(c, dtype=gradient.dtype, device=gradient.device)
+                                   for c in corrections])
