@@ -20,6 +20,16 @@ from typing import Sequence
 import torch
 
 MultiIndex = tuple[int, ...]
+#: A contiguous range [start, stop) of points; None: all of them.
+Span = tuple[int, int] | None
+#: The rows and columns of a block where a coefficient product is nonzero; None: all of it.
+Window = tuple[Span, Span] | None
+
+
+def _slices(window: Window) -> tuple[slice, slice]:
+    if window is None:
+        return slice(None), slice(None)
+    return tuple(slice(None) if span is None else slice(*span) for span in window)
 
 
 def pairwise_differences(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -48,66 +58,86 @@ class SEDerivatives:
         self._hermite: dict[tuple[int, int], torch.Tensor] = {}
         self._combined: dict[MultiIndex, torch.Tensor] = {}
 
-    def _he(self, i: int, n: int) -> torch.Tensor:
-        if (i, n) not in self._hermite:
-            u = self.u[i]
+    def _he(self, i: int, n: int, window: Window = None) -> torch.Tensor:
+        if (i, n, window) not in self._hermite:
+            u = self.u[i][_slices(window)]
             if n == 0:
                 value = torch.ones_like(u)
             elif n == 1:
                 value = u
             else:
-                value = u * self._he(i, n - 1) - (n - 1) * self._he(i, n - 2)
-            self._hermite[(i, n)] = value
-        return self._hermite[(i, n)]
+                value = u * self._he(i, n - 1, window) - (n - 1) * self._he(i, n - 2, window)
+            self._hermite[(i, n, window)] = value
+        return self._hermite[(i, n, window)]
 
     def __call__(self, alpha: MultiIndex, beta: MultiIndex) -> torch.Tensor:
         """∂ᵃ_a ∂ᵝ_b k(A, B), shape (N, M)."""
         return (-1.0) ** sum(alpha) * self.combined(tuple(a + b for a, b in zip(alpha, beta)))
 
-    def combined(self, gamma: MultiIndex) -> torch.Tensor:
+    def combined(self, gamma: MultiIndex, window: Window = None) -> torch.Tensor:
         """k(A, B) Π_i ℓ_i^{−γ_i} He_{γ_i}(u_i): ∂ᵃ_a ∂ᵝ_b k up to the sign (−1)^{|α|} for every
-        (α, β) with α + β = γ, shape (N, M)."""
-        if gamma not in self._combined:
-            out = self.k
+        (α, β) with α + β = γ, shape (N, M), or that of ``window``'s rows and columns."""
+        if (gamma, window) not in self._combined:
+            out = self.k[_slices(window)]
             for i, n in enumerate(gamma):
                 if n:
-                    out = out * self.lengthscale[i] ** (-n) * self._he(i, n)
-            self._combined[gamma] = out
-        return self._combined[gamma]
+                    out = out * self.lengthscale[i] ** (-n) * self._he(i, n, window)
+            self._combined[(gamma, window)] = out
+        return self._combined[(gamma, window)]
 
     def squares(self) -> torch.Tensor:
         """u_i² for each input, shape (d, N·M): one matrix product sums a weighted block against
         every input's at once."""
         return self.u2.reshape(len(self.u2), -1)
 
-    def correction(self, i: int, n: int) -> torch.Tensor:
+    def correction(self, i: int, n: int, window: Window = None) -> torch.Tensor:
         """−n ℓ_i^{−n−1} (u_i He_{n−1}(u_i) + Heₙ(u_i)): what an input of order n > 0 adds to the
         lengthscale derivative of its factor beyond u_i²/ℓ_i (:func:`lengthscale_gradient`)."""
-        return -n * self.lengthscale[i] ** (-n - 1) * (self.u[i] * self._he(i, n - 1) + self._he(i, n))
+        return -n * self.lengthscale[i] ** (-n - 1) * (self.u[i][_slices(window)] * self._he(i, n - 1, window)
+                                                       + self._he(i, n, window))
 
 
 Operator = Sequence[Sequence[tuple[MultiIndex, "torch.Tensor | None"]]]
 
 
-def coefficient_products(left: Operator, right: Operator) -> list[list[dict[MultiIndex, "torch.Tensor | float"]]]:
-    """Per pair of equations, {γ: Σ_{α+β=γ} (−1)^{|α|} c_α ⊗ c'_β}: the part of L_a L'_b k that
-    does not depend on the hyper-parameters, each (N, M), (N, 1), (1, M) or a number. Grouping the
-    pairs (α, β) by γ leaves one kernel factor per γ (the beam's K_LL: 5 instead of 9), and a fit
-    computes the products once for all its evaluations."""
+def _span(c: torch.Tensor | None) -> Span:
+    """The range of points between a coefficient's first and last nonzero value (None: all of
+    them; (0, 0): none)."""
+    if c is None:
+        return None
+    nonzero = torch.nonzero(c).flatten()
+    if not len(nonzero):
+        return (0, 0)
+    start, stop = int(nonzero[0]), int(nonzero[-1]) + 1
+    return None if (start, stop) == (0, len(c)) else (start, stop)
+
+
+def coefficient_products(left: Operator, right: Operator) -> list[list[dict[tuple[MultiIndex, Window], "torch.Tensor | float"]]]:
+    """Per pair of equations, {(γ, window): Σ_{α+β=γ} (−1)^{|α|} c_α ⊗ c'_β}: the part of L_a L'_b k
+    that does not depend on the hyper-parameters, each of its window's shape, (N, 1), (1, M) or a
+    number. Grouping the pairs (α, β) by γ leaves one kernel factor per γ (the beam's K_LL: 5
+    instead of 9), and a fit computes the products once for all its evaluations. The window is
+    where c_α and c'_β are nonzero: stacked points where a derivative is read on some of them only
+    (a PDE's interior and its boundary conditions, :mod:`pinnbo.pde.boundary`) compute that
+    derivative's kernel factor on those points' rows and columns alone."""
     products = []
     for terms_a in left:
         row = []
         for terms_b in right:
-            groups: dict[MultiIndex, torch.Tensor | float] = {}
+            groups: dict[tuple[MultiIndex, Window], torch.Tensor | float] = {}
             for alpha, ca in terms_a:
                 for beta, cb in terms_b:
-                    gamma = tuple(a + b for a, b in zip(alpha, beta))
+                    rows, columns = _span(ca), _span(cb)
+                    if (rows is not None and rows[0] == rows[1]) or (columns is not None and columns[0] == columns[1]):
+                        continue
+                    window = None if rows is None and columns is None else (rows, columns)
+                    key = (tuple(a + b for a, b in zip(alpha, beta)), window)
                     c = (-1.0) ** sum(alpha)
                     if ca is not None:
-                        c = c * ca[:, None]
+                        c = c * ca[slice(None) if rows is None else slice(*rows), None]
                     if cb is not None:
-                        c = c * cb[None, :]
-                    groups[gamma] = groups[gamma] + c if gamma in groups else c
+                        c = c * cb[None, slice(None) if columns is None else slice(*columns)]
+                    groups[key] = groups[key] + c if key in groups else c
             row.append(groups)
         products.append(row)
     return products
@@ -133,13 +163,18 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     products = _products(A.shape[1], left, right, products)
     if derivatives is None:
         derivatives = SEDerivatives(A, B, lengthscale, outputscale)
+    N, M = derivatives.k.shape
     rows = []
     for groups_row in products:
         row = []
         for groups in groups_row:
-            block = 0.0
-            for gamma, c in groups.items():
-                block = block + derivatives.combined(gamma) * c
+            block = derivatives.k.new_zeros(N, M)
+            for (gamma, window), c in groups.items():
+                if window is None:
+                    block = block + derivatives.combined(gamma) * c
+            for (gamma, window), c in groups.items():
+                if window is not None:
+                    block[_slices(window)] += derivatives.combined(gamma, window) * c
             row.append(block)
         rows.append(torch.cat(row, dim=1))
     return torch.cat(rows, dim=0)
@@ -162,21 +197,21 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: list[list[dict]] 
     d, N, M = derivatives.u.shape
     products = _products(d, None, None, products)
     # Σ_(e,f) W_ef ∘ c_ef,γ for each γ: the equation pairs share the kernel's derivatives
-    weighted: dict[MultiIndex, torch.Tensor] = {}
+    weighted: dict[tuple[MultiIndex, Window], torch.Tensor] = {}
     for e, groups_row in enumerate(products):
         for f, groups in enumerate(groups_row):
             W_block = weights[e * N:(e + 1) * N, f * M:(f + 1) * M]
-            for gamma, c in groups.items():
-                W = W_block * c
-                weighted[gamma] = weighted[gamma] + W if gamma in weighted else W
-    total = 0.0
+            for key, c in groups.items():
+                W = W_block[_slices(key[1])] * c
+                weighted[key] = weighted[key] + W if key in weighted else W
+    total = weights.new_zeros(N, M)
     corrections = [0.0] * d
-    for gamma, W in weighted.items():
-        total = total + W * derivatives.combined(gamma)
+    for (gamma, window), W in weighted.items():
+        total[_slices(window)] += W * derivatives.combined(gamma, window)
         for i, n in enumerate(gamma):
             if n:
-                others = derivatives.combined(gamma[:i] + (0,) + gamma[i + 1:])
-                corrections[i] = corrections[i] + (W * others * derivatives.correction(i, n)).sum()
+                others = derivatives.combined(gamma[:i] + (0,) + gamma[i + 1:], window)
+                corrections[i] = corrections[i] + (W * others * derivatives.correction(i, n, window)).sum()
     gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
     return gradient + torch.stack([torch.as_tensor(c, dtype=gradient.dtype, device=gradient.device)
                                    for c in corrections])
