@@ -15,6 +15,7 @@ kernel is not (Matérn-5/2 has only two derivatives on each side).
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
@@ -26,6 +27,7 @@ Span = tuple[int, int] | None
 Window = tuple[Span, Span] | None
 
 
+@functools.lru_cache(maxsize=None)
 def _slices(window: Window) -> tuple[slice, slice]:
     if window is None:
         return slice(None), slice(None)
@@ -55,11 +57,13 @@ class SEDerivatives:
         for i in range(1, len(self.u2)):      # slab by slab: a reduction across slabs is far slower
             squared = squared + self.u2[i]
         self.k = outputscale * torch.exp(-0.5 * squared)                           # (N, M)
-        self._hermite: dict[tuple[int, int], torch.Tensor] = {}
-        self._combined: dict[MultiIndex, torch.Tensor] = {}
+        self._hermite: dict[tuple[int, int, Window], torch.Tensor] = {}
+        self._combined: dict[tuple[MultiIndex, Window], torch.Tensor] = {}
 
     def _he(self, i: int, n: int, window: Window = None) -> torch.Tensor:
-        if (i, n, window) not in self._hermite:
+        key = (i, n, window)
+        value = self._hermite.get(key)
+        if value is None:
             u = self.u[i][_slices(window)]
             if n == 0:
                 value = torch.ones_like(u)
@@ -67,8 +71,8 @@ class SEDerivatives:
                 value = u
             else:
                 value = u * self._he(i, n - 1, window) - (n - 1) * self._he(i, n - 2, window)
-            self._hermite[(i, n, window)] = value
-        return self._hermite[(i, n, window)]
+            self._hermite[key] = value
+        return value
 
     def __call__(self, alpha: MultiIndex, beta: MultiIndex) -> torch.Tensor:
         """∂ᵃ_a ∂ᵝ_b k(A, B), shape (N, M)."""
@@ -77,13 +81,15 @@ class SEDerivatives:
     def combined(self, gamma: MultiIndex, window: Window = None) -> torch.Tensor:
         """k(A, B) Π_i ℓ_i^{−γ_i} He_{γ_i}(u_i): ∂ᵃ_a ∂ᵝ_b k up to the sign (−1)^{|α|} for every
         (α, β) with α + β = γ, shape (N, M), or that of ``window``'s rows and columns."""
-        if (gamma, window) not in self._combined:
+        key = (gamma, window)
+        out = self._combined.get(key)
+        if out is None:
             out = self.k[_slices(window)]
             for i, n in enumerate(gamma):
                 if n:
                     out = out * self.lengthscale[i] ** (-n) * self._he(i, n, window)
-            self._combined[(gamma, window)] = out
-        return self._combined[(gamma, window)]
+            self._combined[key] = out
+        return out
 
     def squares(self) -> torch.Tensor:
         """u_i² for each input, shape (d, N·M): one matrix product sums a weighted block against
