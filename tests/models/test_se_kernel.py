@@ -92,3 +92,40 @@ def test_lengthscale_gradient_equals_finite_differences_of_the_weighted_block(le
         up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left_op, right_op)).sum()
         down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left_op, right_op)).sum()
         assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
+
+
+def _stacked_operator(points: torch.Tensor) -> list:
+    """c(x) ∂xx + ∂y on the first three points and f itself on the others, one equation over
+    stacked points (a PDE with a Dirichlet condition, as pinnbo.pde.boundary stacks them)."""
+    inside = torch.arange(len(points)) < 3
+    c = torch.where(inside, 1 + points[:, 0] ** 2, torch.zeros_like(points[:, 0]))
+    return [[((2, 0, 0), c), ((0, 1, 0), inside.to(points.dtype)), ((0, 0, 0), (~inside).to(points.dtype))]]
+
+
+def test_products_keep_the_rows_and_columns_where_their_coefficients_are_nonzero():
+    """A coefficient zero on a range of the stacked points leaves its products a window; the block
+    assembled window by window is the dense sum Σ c_α c'_β ∂ᵃ∂ᵝk."""
+    gen = torch.Generator().manual_seed(3)
+    A, B = torch.rand(5, 3, generator=gen, dtype=torch.float64), torch.rand(6, 3, generator=gen, dtype=torch.float64)
+    left, right = _stacked_operator(A), _stacked_operator(B)
+    products = coefficient_products(left, right)[0][0]
+    assert {window for _, window in products} == {((0, 3), (0, 3)), ((0, 3), (3, 6)), ((3, 5), (0, 3)),
+                                                  ((3, 5), (3, 6))}
+    D = SEDerivatives(A, B, LENGTHSCALE, OUTPUTSCALE)
+    expected = sum(ca[:, None] * cb[None, :] * D(alpha, beta) for alpha, ca in left[0] for beta, cb in right[0])
+    torch.testing.assert_close(operator_block(A, B, LENGTHSCALE, OUTPUTSCALE, left, right), expected)
+
+
+def test_lengthscale_gradient_over_windows_equals_finite_differences():
+    gen = torch.Generator().manual_seed(4)
+    A, B = torch.rand(5, 3, generator=gen, dtype=torch.float64), torch.rand(6, 3, generator=gen, dtype=torch.float64)
+    left, right = _stacked_operator(A), _stacked_operator(B)
+    W = torch.randn(5, 6, generator=gen, dtype=torch.float64)
+    closed = lengthscale_gradient(SEDerivatives(A, B, LENGTHSCALE, OUTPUTSCALE), coefficient_products(left, right), W)
+    h = 1e-5
+    for i in range(3):
+        step = torch.zeros(3, dtype=torch.float64)
+        step[i] = h
+        up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left, right)).sum()
+        down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left, right)).sum()
+        assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
