@@ -118,7 +118,14 @@ def _span(c: torch.Tensor | None) -> Span:
     return None if (start, stop) == (0, len(c)) else (start, stop)
 
 
-def coefficient_products(left: Operator, right: Operator) -> list[list[dict[tuple[MultiIndex, Window], "torch.Tensor | float"]]]:
+Products = list[list[dict[tuple[MultiIndex, Window], "torch.Tensor | float"]]]
+
+
+def _empty(span: Span) -> bool:
+    return span is not None and span[0] == span[1]
+
+
+def coefficient_products(left: Operator, right: Operator) -> Products:
     """Per pair of equations, {(γ, window): Σ_{α+β=γ} (−1)^{|α|} c_α ⊗ c'_β}: the part of L_a L'_b k
     that does not depend on the hyper-parameters, each of its window's shape, (N, 1), (1, M) or a
     number. Grouping the pairs (α, β) by γ leaves one kernel factor per γ (the beam's K_LL: 5
@@ -134,22 +141,22 @@ def coefficient_products(left: Operator, right: Operator) -> list[list[dict[tupl
             for alpha, ca in terms_a:
                 for beta, cb in terms_b:
                     rows, columns = _span(ca), _span(cb)
-                    if (rows is not None and rows[0] == rows[1]) or (columns is not None and columns[0] == columns[1]):
+                    if _empty(rows) or _empty(columns):      # a coefficient zero everywhere
                         continue
                     window = None if rows is None and columns is None else (rows, columns)
                     key = (tuple(a + b for a, b in zip(alpha, beta)), window)
                     c = (-1.0) ** sum(alpha)
                     if ca is not None:
-                        c = c * ca[slice(None) if rows is None else slice(*rows), None]
+                        c = c * ca[_slices((rows, None))[0], None]
                     if cb is not None:
-                        c = c * cb[None, slice(None) if columns is None else slice(*columns)]
+                        c = c * cb[None, _slices((None, columns))[1]]
                     groups[key] = groups[key] + c if key in groups else c
             row.append(groups)
         products.append(row)
     return products
 
 
-def _products(d: int, left: Operator | None, right: Operator | None, products: list[list[dict]] | None) -> list:
+def _products(d: int, left: Operator | None, right: Operator | None, products: Products | None) -> list:
     """``products``, or the coefficient products of ``left`` and ``right`` (None: the identity)."""
     if products is not None:
         return products
@@ -159,7 +166,7 @@ def _products(d: int, left: Operator | None, right: Operator | None, products: l
 
 def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                    left: Operator | None, right: Operator | None,
-                   products: list[list[dict]] | None = None,
+                   products: Products | None = None,
                    derivatives: SEDerivatives | None = None) -> torch.Tensor:
     """cov(L_a f(A), L'_b f(B)) for linear operators given as, per equation, (α, c_α at the points)
     pairs (``None``: the identity, f itself). Shape (E·N, E'·M), equations stacked equation-major.
@@ -186,7 +193,7 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     return torch.cat(rows, dim=0)
 
 
-def lengthscale_gradient(derivatives: SEDerivatives, products: list[list[dict]] | None,
+def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
                          weights: torch.Tensor) -> torch.Tensor:
     """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K the :func:`operator_block` of these
     ``products`` (None: the identity on both sides) built on ``derivatives`` and W = ``weights`` of
@@ -194,7 +201,7 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: list[list[dict]] 
     through the blocks. In one input, with u = δ/ℓ,
 
         ∂/∂ℓ [ℓ^{−n} Heₙ(u) e^{−u²/2}] = ℓ^{−n−1} (u Heₙ₊₁(u) − n Heₙ(u)) e^{−u²/2}
-                                       = ℓ^{−n} Heₙ(u) e^{−u²/2} · u²/ℓ − n ℓ^{−n−1} (u Heₙ₋₁(u) + Heₙ(u)) e^{−u²/2}
+            = ℓ^{−n} Heₙ(u) e^{−u²/2} · u²/ℓ − n ℓ^{−n−1} (u Heₙ₋₁(u) + Heₙ(u)) e^{−u²/2}
 
     since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2} and Heₙ₊₁ = u Heₙ − n Heₙ₋₁. The first term is the
     block times u²/ℓ whatever the order, so every γ's weighted block is summed before one product
