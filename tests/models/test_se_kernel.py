@@ -68,6 +68,17 @@ def test_an_operator_block_is_the_sum_of_its_coefficient_weighted_derivatives():
     torch.testing.assert_close(stacked[3:], D((1, 0, 0), (0, 0, 0)))
 
 
+def assert_finite_differences(closed, A, B, left, right, W, h=1e-5):
+    """``closed`` is Σ W ⊙ ∂K/∂ℓ_i of the operator block of ``left`` and ``right``, by central
+    differences in each ℓ_i."""
+    for i in range(3):
+        step = torch.zeros(3, dtype=torch.float64)
+        step[i] = h
+        up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left, right)).sum()
+        down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left, right)).sum()
+        assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
+
+
 @pytest.mark.parametrize("left, right", [(None, None), ("pde", None), ("pde", "pde")])
 def test_lengthscale_gradient_equals_finite_differences_of_the_weighted_block(left, right):
     """Σ W ⊙ ∂K/∂ℓ_i of an operator block with derivatives up to fourth order in each argument
@@ -85,13 +96,7 @@ def test_lengthscale_gradient_equals_finite_differences_of_the_weighted_block(le
     W = torch.randn(operator_block(A, B, LENGTHSCALE, OUTPUTSCALE, left_op, right_op).shape, generator=gen,
                     dtype=torch.float64)
     closed = lengthscale_gradient(SEDerivatives(A, B, LENGTHSCALE, OUTPUTSCALE), products, W)
-    h = 1e-5
-    for i in range(3):
-        step = torch.zeros(3, dtype=torch.float64)
-        step[i] = h
-        up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left_op, right_op)).sum()
-        down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left_op, right_op)).sum()
-        assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
+    assert_finite_differences(closed, A, B, left_op, right_op, W)
 
 
 def _stacked_operator(points: torch.Tensor) -> list:
@@ -122,10 +127,4 @@ def test_lengthscale_gradient_over_windows_equals_finite_differences():
     left, right = _stacked_operator(A), _stacked_operator(B)
     W = torch.randn(5, 6, generator=gen, dtype=torch.float64)
     closed = lengthscale_gradient(SEDerivatives(A, B, LENGTHSCALE, OUTPUTSCALE), coefficient_products(left, right), W)
-    h = 1e-5
-    for i in range(3):
-        step = torch.zeros(3, dtype=torch.float64)
-        step[i] = h
-        up = (W * operator_block(A, B, LENGTHSCALE + step, OUTPUTSCALE, left, right)).sum()
-        down = (W * operator_block(A, B, LENGTHSCALE - step, OUTPUTSCALE, left, right)).sum()
-        assert float(closed[i]) == pytest.approx(float((up - down) / (2 * h)), rel=1e-6, abs=1e-8)
+    assert_finite_differences(closed, A, B, left, right, W)
