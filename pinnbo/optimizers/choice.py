@@ -18,7 +18,8 @@ The rule, in order, the first branch that applies:
 7. A PDE in more than ``PHYSICS_DIMENSION`` variables (and at most ``MEASURED_DIMENSION``, or any
    number with boundary conditions): gp-ei. In 6 variables pde-gp matched the plain GP on the heat
    equation and fell behind it on Helmholtz's (docs/results.md, "Three variables and more"), at a
-   dearer step; with boundary conditions it was measured up to 4, and pinn-bo does not take them.
+   dearer step, and with its boundary conditions declared it still matched it on the heat equation;
+   pinn-bo does not take them.
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
    plate whose edges disagree at a corner): pinn-bo. The supremum is then a limit beside the
