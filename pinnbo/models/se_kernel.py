@@ -15,7 +15,6 @@ kernel is not (Matérn-5/2 has only two derivatives on each side).
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 import torch
@@ -27,11 +26,12 @@ Span = tuple[int, int] | None
 Window = tuple[Span, Span] | None
 
 
-@functools.lru_cache(maxsize=None)
+def _slice(span: Span) -> slice:
+    return slice(None) if span is None else slice(*span)
+
+
 def _slices(window: Window) -> tuple[slice, slice]:
-    if window is None:
-        return slice(None), slice(None)
-    return tuple(slice(None) if span is None else slice(*span) for span in window)
+    return (slice(None), slice(None)) if window is None else (_slice(window[0]), _slice(window[1]))
 
 
 def pairwise_differences(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -147,9 +147,9 @@ def coefficient_products(left: Operator, right: Operator) -> Products:
                     key = (tuple(a + b for a, b in zip(alpha, beta)), window)
                     c = (-1.0) ** sum(alpha)
                     if ca is not None:
-                        c = c * ca[_slices((rows, None))[0], None]
+                        c = c * ca[_slice(rows), None]
                     if cb is not None:
-                        c = c * cb[None, _slices((None, columns))[1]]
+                        c = c * cb[None, _slice(columns)]
                     groups[key] = groups[key] + c if key in groups else c
             row.append(groups)
         products.append(row)
@@ -183,11 +183,7 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
         for groups in groups_row:
             block = derivatives.k.new_zeros(N, M)
             for (gamma, window), c in groups.items():
-                if window is None:
-                    block = block + derivatives.combined(gamma) * c
-            for (gamma, window), c in groups.items():
-                if window is not None:
-                    block[_slices(window)] += derivatives.combined(gamma, window) * c
+                block[_slices(window)] += derivatives.combined(gamma, window) * c
             row.append(block)
         rows.append(torch.cat(row, dim=1))
     return torch.cat(rows, dim=0)
