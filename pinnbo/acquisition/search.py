@@ -34,6 +34,31 @@ def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
     return bool(np.min(np.max(np.abs(evaluated_unit - u), axis=1)) < tol)
 
 
+#: The stall rule (docs/algorithms.md, "The stall rule"): once STALL_COUNT evaluations since the best
+#: last improved by STALL_GAIN of the observed range lay each within STALL_RADIUS (sup norm, unit box)
+#: of an earlier design, a proposal that would be one more such repeat is replaced by the best one
+#: ESCAPE_DISTANCE from every design, until the best improves.
+STALL_COUNT, STALL_RADIUS, STALL_GAIN, ESCAPE_DISTANCE = 3, 1e-3, 1e-3, 0.1
+
+
+def stalled(unit_X: np.ndarray, y: np.ndarray) -> bool:
+    """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
+    designs (n, d), minimised values (n,)).
+
+    An optimistic acquisition (UCB) keeps re-measuring a resolved local optimum when its model is
+    certain everywhere else. A run approaching a discontinuity repeats itself too, but improves the
+    best on the way; so, as trust-region methods count failures since the last success (TuRBO), the
+    repeats are counted since the best last improved."""
+    unit_X, y = np.asarray(unit_X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = len(y)
+    if n <= STALL_COUNT or not np.all(np.isfinite(y)):
+        return False
+    best_before = np.minimum.accumulate(y)[:-1]
+    improved = np.flatnonzero(y[1:] < best_before - STALL_GAIN * float(np.ptp(y))) + 1
+    since = int(improved[-1]) + 1 if len(improved) else 1
+    return sum(is_duplicate(unit_X[i], unit_X[:i], STALL_RADIUS) for i in range(since, n)) >= STALL_COUNT
+
+
 def farthest_from(points: np.ndarray, evaluated_unit: np.ndarray) -> int:
     """Index of the row of ``points`` (N, d) whose sup-norm distance to the nearest evaluated design
     is largest: the fallback when every candidate repeats an evaluated design."""

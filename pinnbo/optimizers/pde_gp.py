@@ -57,7 +57,7 @@ from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
 from pinnbo.acquisition.optimize import maximize_acquisition
-from pinnbo.acquisition.search import faces_only
+from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit
@@ -225,15 +225,21 @@ class PDEGPOptimizer(Optimizer):
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
-            unit = self._maximise(acq, pool, evaluated, self.boundary_minimum and faces_only(unit_X, y))
+            on_boundary = self.boundary_minimum and faces_only(unit_X, y)
+            unit = self._maximise(acq, pool, evaluated, on_boundary)
+            # The stall rule; noise-free only: under declared noise a replicate is information.
+            if self.duplicate_tol > 0 and is_duplicate(unit, evaluated, STALL_RADIUS) and stalled(unit_X, y):
+                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE)
         return self.domain.from_unit(unit)
 
-    def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False) -> np.ndarray:
-        """The acquisition's argmax among new designs, over the levels of an integer parameter too."""
+    def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
+                  keep_off: float | None = None) -> np.ndarray:
+        """The acquisition's argmax among new designs, over the levels of an integer parameter too;
+        ``keep_off``: the distance from every evaluated design instead of the duplicate rule's."""
         s = self.settings
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                    duplicate_tol=self.duplicate_tol, device=self.device, on_boundary=on_boundary,
-                                    domain=self.domain)
+                                    duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
+                                    device=self.device, on_boundary=on_boundary, domain=self.domain)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

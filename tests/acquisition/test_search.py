@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pinnbo.acquisition.search import (best_allowed, best_new, bound_snaps, candidate_pool, faces_only, is_duplicate,
-                                      minimize_surrogate)
+from pinnbo.acquisition.search import (STALL_COUNT, STALL_GAIN, STALL_RADIUS, best_allowed, best_new, bound_snaps,
+                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, stalled)
 
 
 def bowl(u: torch.Tensor) -> torch.Tensor:
@@ -116,3 +116,24 @@ def test_the_best_new_and_the_best_allowed_skip_repeats():
     assert best_new(points[:1], values[:1], evaluated, 1e-4) is None
     # a known violation ranks first: the best by value among the points without one
     np.testing.assert_array_equal(best_allowed(points, values, np.array([0.0, 1.0, 0.0]), evaluated, 1e-4), [0.9, 0.9])
+
+
+def test_a_stall_is_repeats_since_the_best_last_improved():
+    rng = np.random.default_rng(0)
+    spread = rng.random((6, 2))
+    values = np.array([3.0, 2.0, 1.0, 2.5, 4.0, 1.5])               # best 1.0 at spread[2], range 3
+    repeats = spread[2] + STALL_RADIUS / 2 * np.array([[1, 0], [0, 1], [-1, -1]])
+    flat = np.full(STALL_COUNT, 1.0 - 0.5 * STALL_GAIN * 3.0)        # improves by half the threshold
+    X, y = np.vstack([spread, repeats]), np.concatenate([values, flat])
+    assert stalled(X, y)
+    # approaching a jump: the same repeats, each improving the best clearly
+    assert not stalled(X, np.concatenate([values, [0.9, 0.8, 0.7]]))
+    # one of them new, or too few evaluations: no stall
+    far = repeats.copy()
+    far[1] = spread[2] + 2 * STALL_RADIUS
+    assert not stalled(np.vstack([spread, far]), y)
+    assert not stalled(X[-STALL_COUNT:], flat)
+    # a new design elsewhere that does not beat the stalled best leaves the stall; one that does ends it
+    elsewhere = np.vstack([X, [[0.95, 0.05]]])
+    assert stalled(elsewhere, np.append(y, 1.2))
+    assert not stalled(elsewhere, np.append(y, 0.5))

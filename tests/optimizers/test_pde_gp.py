@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
@@ -54,6 +55,21 @@ def test_with_laplaces_equation_the_proposals_are_on_the_faces():
     assert np.all(np.min(np.minimum(proposed, 1 - proposed), axis=1) < 1e-12)
     helmholtz = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T))
     assert not helmholtz.boundary_minimum
+
+
+def test_a_stalled_search_does_not_repeat_itself_once_more():
+    # UCB finds the minimum in five proposals, then re-measures beside it until the stall rule
+    # takes over: from then on no proposal lies within the stall radius of an evaluated design
+    opt, stalls = started(), 0
+    for _ in range(10):
+        evaluated = BOX.to_unit(np.stack(opt.X))
+        stall = stalled(evaluated, np.array(opt.y))
+        p = opt.ask()
+        assert not (stall and is_duplicate(BOX.to_unit(p), evaluated, STALL_RADIUS))
+        stalls += stall
+        opt.tell(p, harmonic(p))
+    assert stalls >= 2
+    assert min(opt.y) < -np.exp(2) + 1e-4
 
 
 def test_ask_is_deterministic_and_checkpoints_round_trip():
