@@ -42,14 +42,16 @@ def test_the_pde_branches(pde, continuous, method):
     assert choice.reason and "\n" not in choice.reason
 
 
-def test_the_pde_gp_up_to_four_variables_the_plain_gp_in_five_and_six_the_network_beyond():
-    for d, method in ((4, "pde-gp"), (5, "gp-ei"), (6, "gp-ei"), (7, "pinn-bo")):
+def test_the_pde_gp_up_to_three_variables_the_plain_gp_in_four_to_six_the_network_beyond():
+    """Without boundary conditions; with them, the pde-gp in 4 variables too
+    (test_boundary_conditions_choose_the_pde_gp_that_conditions_on_them)."""
+    for d, method in ((3, "pde-gp"), (4, "gp-ei"), (5, "gp-ei"), (6, "gp-ei"), (7, "pinn-bo")):
         names = sp.symbols(f"x1:{d + 1}")
         u = sp.Function("u")(*names)
         helmholtz = PDE(sum(u.diff(v, 2) for v in names) + 20 * u, rhs=0)
         choice = choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), helmholtz)
         assert choice.method == method
-        assert (f"in {d} variables" in choice.reason) is (d > 4)
+        assert (f"in {d} variables" in choice.reason) is (d > 3)
 
 
 def test_a_maximum_principle_in_three_variables_or_more_runs_the_plain_gp():
