@@ -65,8 +65,9 @@ FAMILIES = [
      "origin held at zero and the heat equation its zero edges, as boundary conditions (which `pinn-bo` refuses); "
      "Helmholtz's has none to declare. `auto` runs `pde-gp` in 3 variables and on the heat equation, with its "
      "declared edges, in 4; from what these problems showed, `gp-ei` on Helmholtz's and Laplace's in 4 and on every "
-     "one in 6, where `pde-gp` runs under its own name too. The Laplace and Helmholtz tables in 3 and 4 variables are of `pde-gp` with its stall rule "
-     "(algorithms.md, \"The stall rule\"), which brought the seeds it had missed in 3 variables to 1 %.",
+     "one in 6, where `pde-gp` runs under its own name too. The Laplace and Helmholtz tables in 3 and 4 variables "
+     "are of `pde-gp` with its stall rule (algorithms.md, \"The stall rule\"), which brought the seeds it had "
+     "missed in 3 variables to 1 %.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
