@@ -149,7 +149,8 @@ def test_mixed_parameters_map_to_pinnbo_variables_and_back():
     for t in study.trials:
         assert t.params["width"] in (16, 32, 48, 64) and t.params["kind"] in ("relu", None, 3)
         assert math.isclose(round(t.params["dropout"] / 0.1) * 0.1, t.params["dropout"], abs_tol=1e-9)
-    assert study.best_value < 1.5
+    # the told values reach the model: its proposals improve on the initial design's best
+    assert study.best_value < min(t.value for t in study.trials[:5]) - 1.0
 
 
 def test_a_pde_variable_must_be_a_plain_float_and_an_unknown_method_is_refused():
