@@ -158,8 +158,10 @@ class PDEGPOptimizer(Optimizer):
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
-        # of an earlier step, so asking twice before a tell starts from the same values.
+        # of an earlier step, so asking twice before a tell starts from the same values. A
+        # nonlinear PDE's GP of the data alone keeps its own.
         self._fits: list[tuple[int, dict]] = []
+        self._data_fits: list[tuple[int, dict]] = []
 
     def _collocation(self, pde, form, *keys: str) -> tuple[torch.Tensor, object]:
         """Unit-cube collocation points (rows, d) of ``pde``'s ``form``, equation-major blocks of
@@ -274,10 +276,13 @@ class PDEGPOptimizer(Optimizer):
         alone, which stands in for it where it predicts the held-out data better (module
         docstring)."""
         Z, needed = self.collocation, self.linearised.multi_indices
-        # the data alone, fitted afresh (cheap: no collocation rows), not from the previous step's
-        # values: a fit whose output scale collapsed (a flat function, the data as noise) would
-        # stay there, for the linearisation point and for the fallback below
-        data_only = PDEGP(unit_X, y, None, None, lower, widths)
+        # The data alone, from its own previous fit and afresh on the refit schedule, never from the
+        # PDE-GP's values: a PDE fit whose output scale collapsed (a flat function, the data as
+        # noise) would pass that on to the linearisation point and to the fallback below.
+        data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier_fit(self._data_fits, self.n_told),
+                          restart=restart)
+        self._data_fits = [f for f in self._data_fits if f[0] < self.n_told][-1:] + [(self.n_told,
+                                                                                       data_only.hyperparameters())]
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         for k in range(GAUSS_NEWTON_ITERATIONS):
@@ -298,7 +303,8 @@ class PDEGPOptimizer(Optimizer):
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"fits": copy.deepcopy(self._fits)}
+        return {"fits": copy.deepcopy(self._fits), "data_fits": copy.deepcopy(self._data_fits)}
 
     def load_state_dict(self, state: dict) -> None:
         self._fits = copy.deepcopy(state["fits"])
+        self._data_fits = copy.deepcopy(state.get("data_fits", []))     # none: the next fit starts afresh

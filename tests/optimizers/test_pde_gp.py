@@ -109,6 +109,35 @@ def test_a_nonlinear_pdes_solution_is_found_through_its_linearisation():
     assert np.abs(proposals["data alone"] - center).max() > 0.02
 
 
+def test_a_nonlinear_pdes_fits_checkpoint_and_resume_as_if_uninterrupted():
+    """Past the every-step refits (13 observations) both GPs of a Gauss–Newton step start from
+    their previous fits: a restored optimiser asks what the uninterrupted one asks, and starting its
+    GP of the data alone afresh instead does not."""
+    from problems.pde_solutions import liouville
+
+    problem = liouville()
+    params = {"collocation_points": 64, "num_restarts": 4, "raw_samples": 128, "maxiter": 50}
+
+    def told(points):
+        opt = make_optimizer("pde-gp", problem.domain, 0, params=params, pde=problem.minimised_pde)
+        for p in points:
+            opt.tell(p, -problem.objective(p))
+        return opt
+
+    a = told(initial_design(problem.domain, 10, 0))
+    for _ in range(3):
+        p = a.ask()
+        a.tell(p, -problem.objective(p))
+    state = a.state_dict()
+    assert [step for step, _ in state["data_fits"]] == [11, 12]
+    restored, afresh = told(a.X), told(a.X)
+    restored.load_state_dict(state)
+    afresh.load_state_dict({"fits": state["fits"]})
+    proposal = a.ask()
+    np.testing.assert_array_equal(proposal, restored.ask())
+    assert not np.array_equal(proposal, afresh.ask())
+
+
 def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
     xs = sp.symbols("x1:41")
     f = sp.Function("f")(*xs)
