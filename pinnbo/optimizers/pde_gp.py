@@ -102,6 +102,12 @@ def restart_due(n: int) -> bool:
     return math.floor(math.log(n) / step) > math.floor(math.log(n - 1) / step)
 
 
+def _recorded(fits: list[tuple[int, dict]], step: int, values: dict) -> list[tuple[int, dict]]:
+    """``fits`` with ``step``'s ``values``: the latest fit of an earlier step and this one (what
+    :func:`~pinnbo.models.gp.earlier_fit` reads and a checkpoint keeps)."""
+    return [f for f in fits if f[0] < step][-1:] + [(step, values)]
+
+
 @dataclass
 class PDEGPSettings(MethodSettings):
     """Documented defaults of PDE-GP (override with ``method_params``)."""
@@ -223,8 +229,7 @@ class PDEGPOptimizer(Optimizer):
                                    restart=restart)
             else:
                 self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
-            self._fits = [f for f in self._fits if f[0] < self.n_told][-1:] + [(self.n_told,
-                                                                                 self.model.hyperparameters())]
+            self._fits = _recorded(self._fits, self.n_told, self.model.hyperparameters())
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
@@ -281,8 +286,7 @@ class PDEGPOptimizer(Optimizer):
         # noise) would pass that on to the linearisation point and to the fallback below.
         data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier_fit(self._data_fits, self.n_told),
                           restart=restart)
-        self._data_fits = [f for f in self._data_fits if f[0] < self.n_told][-1:] + [(self.n_told,
-                                                                                       data_only.hyperparameters())]
+        self._data_fits = _recorded(self._data_fits, self.n_told, data_only.hyperparameters())
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         for k in range(GAUSS_NEWTON_ITERATIONS):
