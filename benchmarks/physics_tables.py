@@ -22,8 +22,10 @@ STEP_COST_FILES = (
 )
 STEP_COST_COMMANDS = tuple(f"python benchmarks/step_cost.py {cases} --t 40 --asks 4 --output bench-results/cost/{name}"
                            for name, cases in STEP_COST_FILES)
-GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml "
-                  "--t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
+GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/beam.yaml cases/liouville.yaml "
+                  "benchmarks/kinds/beam_clamped.yaml benchmarks/kinds/reaction_diffusion.yaml "
+                  "benchmarks/dimensions/laplace_3d.yaml benchmarks/dimensions/heat_4d.yaml "
+                  "benchmarks/dimensions/helmholtz_6d.yaml --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
 
 
 def _to_target(result: dict | None) -> tuple[float, int]:
