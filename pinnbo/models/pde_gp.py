@@ -76,13 +76,11 @@ class PDEGP(Model):
     and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``restart`` to fit from the first fit's long
-    starts as well, keeping the best evidence; ``fit`` False: condition under ``start``'s values,
-    unfitted. The fit happens at construction.
+    starts as well, keeping the best evidence. The fit happens at construction.
     """
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
-                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None, restart: bool = False,
-                 fit: bool = True) -> None:
+                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None, restart: bool = False) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
         X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
@@ -102,12 +100,9 @@ class PDEGP(Model):
         self.target = torch.cat(self.targets)
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
                                       self.targets[1] if self.terms is not None else None, self._products)
-        # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values;
-        # ``fit`` False keeps ``start``'s values too.
-        if len(y) and (fit or not start):
-            self.log_likelihood = self._fit(start, restart)
-        else:
-            self.log_likelihood = None
+        # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
+        self.log_likelihood = self._fit(start, restart) if len(y) else None
+        if not len(y):
             self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
         self._factorise()
 

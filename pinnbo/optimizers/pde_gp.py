@@ -14,9 +14,8 @@ A nonlinear PDE R[f] = 0 conditions the GP through its Gauss–Newton linearisat
 Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f = Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f₀ −
 R[f₀] is linear (:meth:`pinnbo.pde.PDE.linearised_form`). Each step linearises about the mean of
 the GP of the data alone, conditions on that, and linearises again about the new posterior mean,
-up to ``GAUSS_NEWTON_ITERATIONS`` linearisations. The hyper-parameters are fitted to the first
-(with a refit's fresh starts) and kept for the later ones, as Chen et al. keep the kernel's: a new
-linearisation moves the PDE's coefficients and targets a little, not the evidence's basin. Where the
+up to ``GAUSS_NEWTON_ITERATIONS`` fits, each from the one before (a refit's fresh starts go into
+the first only: a new linearisation moves the PDE's targets a little, not the basin). Where the
 result predicts the held-out observations worse than the data alone (leave-one-out), the step uses
 the GP of the data alone: the PDE never overrules the measurements.
 
@@ -82,8 +81,8 @@ BOUNDARY_SHARE = 2
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
 #: (docs/archive/retired-options.md, "PDE-GP").
 UCB_BETA = 1.0
-#: Gauss–Newton linearisations per step for a nonlinear PDE, at most, and the relative change of
-#: the linearisation point (the mean's derivatives at the collocation points) below which they stop.
+#: Gauss–Newton fits per step for a nonlinear PDE, at most, and the relative change of the
+#: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
 
@@ -275,9 +274,8 @@ class PDEGPOptimizer(Optimizer):
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
                       start: dict | None, restart: bool) -> PDEGP:
         """PDE-GP conditioned on the nonlinear PDE linearised about its own posterior mean at the
-        collocation points, conditioned again about each new mean (at most
-        ``GAUSS_NEWTON_ITERATIONS`` linearisations, fewer once the mean stops moving; the
-        hyper-parameters fitted to the first); the first linearisation is about the GP of the data
+        collocation points, refitted about each new mean (at most ``GAUSS_NEWTON_ITERATIONS`` fits,
+        fewer once the mean stops moving); the first linearisation is about the GP of the data
         alone, which stands in for it where it predicts the held-out data better (module
         docstring)."""
         Z, needed = self.collocation, self.linearised.multi_indices
@@ -289,12 +287,11 @@ class PDEGPOptimizer(Optimizer):
         self._data_fits = _recorded(self._data_fits, self.n_told, data_only.hyperparameters())
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
-        for k in range(GAUSS_NEWTON_ITERATIONS):
-            # the hyper-parameters are fitted to the first linearisation; the later ones move the
-            # PDE's coefficients and targets a little and are conditioned on under the same values
+        for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
-                          restart=restart, fit=k == 0)
-            start = model.hyperparameters()
+                          restart=restart)
+            # a later linearisation moves the PDE's targets a little: its fit starts from this one
+            start, restart = model.hyperparameters(), False
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
                    * (1.0 + float(previous[a].abs().max())) for a in needed):

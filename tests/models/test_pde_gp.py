@@ -96,24 +96,6 @@ def test_a_pde_the_data_contradict_never_overrules_them():
     assert right.log_likelihood > model.log_likelihood + 20
 
 
-def test_unfitted_it_conditions_under_the_values_it_was_given():
-    """``fit=False`` (a Gauss–Newton step's later linearisations): the hyper-parameters are the
-    start's, and started at a fitted model's optimum it is that model, posterior and all; fitted
-    from the same start, on more data, they move."""
-    X, Z = sobol(12, 0), sobol(64, 1)
-    fitted = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS)
-    kept = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=fitted.hyperparameters(), fit=False)
-    assert kept.log_likelihood is None
-    for name, value in fitted.hyperparameters().items():      # a noise at its floor within 1e-12
-        torch.testing.assert_close(torch.as_tensor(kept.hyperparameters()[name]), torch.as_tensor(value),
-                                   rtol=1e-9, atol=1e-12)
-    new = torch.rand(5, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    torch.testing.assert_close(kept.posterior(new[None]).mean, fitted.posterior(new[None]).mean, rtol=1e-6, atol=1e-9)
-    more = sobol(20, 0)
-    refitted = PDEGP(more, harmonic(more), Z, LAPLACE, LOWER, WIDTHS, start=fitted.hyperparameters())
-    assert not torch.allclose(refitted.lengthscale, fitted.lengthscale, rtol=1e-3)
-
-
 def test_a_nonlinear_pde_has_no_linear_form():
     with pytest.raises(PDEError, match=r"equation 0: .* is not linear in the unknown T\(x, y\)"):
         PDE(T * T.diff(x) + T.diff(y, 2), rhs=0).linear_form()
