@@ -208,14 +208,20 @@ def earlier_fit(fits: list[tuple[int, dict]], step: int) -> dict | None:
     return earlier[-1] if earlier else None
 
 
+def record_fit(fits: list[tuple[int, dict]], step: int, params: dict) -> list[tuple[int, dict]]:
+    """``fits`` with ``step``'s hyper-parameters ``params`` recorded: the latest earlier fit and this
+    one, (step, values) each (what :func:`earlier_fit` reads; checkpointed by the optimisers that
+    warm-start)."""
+    return [f for f in fits if f[0] < step][-1:] + [(step, params)]
+
+
 def remember_fit(fits: list[tuple[int, dict]], step: int, model) -> list[tuple[int, dict]]:
-    """``fits`` with ``step``'s fit of ``model`` recorded: the latest earlier fit and this one,
-    (step, named parameters) each (checkpointed by the optimisers that warm-start); a screened
-    fit's ``outlier_indices`` are recorded with them, under that name (no parameter has it)."""
+    """:func:`record_fit` of ``model``'s named parameters; a screened fit's ``outlier_indices`` are
+    recorded with them, under that name (no parameter has it)."""
     params = fitted_parameters(model)
     if hasattr(model, "outlier_indices"):
         params["outlier_indices"] = torch.as_tensor(model.outlier_indices, dtype=torch.long)
-    return [f for f in fits if f[0] < step][-1:] + [(step, params)]
+    return record_fit(fits, step, params)
 
 
 def fitted_parameters(model) -> dict[str, torch.Tensor]:

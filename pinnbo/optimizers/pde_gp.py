@@ -60,7 +60,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.gp import earlier_fit
+from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
@@ -99,12 +99,6 @@ def restart_due(n: int) -> bool:
         return True
     step = math.log(RESTART_GROWTH)
     return math.floor(math.log(n) / step) > math.floor(math.log(n - 1) / step)
-
-
-def _recorded(fits: list[tuple[int, dict]], step: int, values: dict) -> list[tuple[int, dict]]:
-    """``fits`` with ``step``'s ``values``: the latest fit of an earlier step and this one (what
-    :func:`~pinnbo.models.gp.earlier_fit` reads and a checkpoint keeps)."""
-    return [f for f in fits if f[0] < step][-1:] + [(step, values)]
 
 
 @dataclass
@@ -228,7 +222,7 @@ class PDEGPOptimizer(Optimizer):
                                    restart=restart)
             else:
                 self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
-            self._fits = _recorded(self._fits, self.n_told, self.model.hyperparameters())
+            self._fits = record_fit(self._fits, self.n_told, self.model.hyperparameters())
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
@@ -284,7 +278,7 @@ class PDEGPOptimizer(Optimizer):
         # noise) would pass that on to the linearisation point and to the fallback below.
         data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier_fit(self._data_fits, self.n_told),
                           restart=restart)
-        self._data_fits = _recorded(self._data_fits, self.n_told, data_only.hyperparameters())
+        self._data_fits = record_fit(self._data_fits, self.n_told, data_only.hyperparameters())
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         for _ in range(GAUSS_NEWTON_ITERATIONS):
