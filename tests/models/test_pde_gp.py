@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.pde_gp import FLOOR_MARGIN, NOISE_FLOOR, PDE_NOISE_FLOOR, PDEGP, START_NOISES
+from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE, PDEError
 from pinnbo.streams import sobol_unit
 
@@ -118,39 +118,3 @@ def test_leave_one_out_is_each_observation_predicted_from_the_others_and_the_pde
         mean, variance = weights @ t[rest], K[i, i] - weights @ K[rest, i]
         expected += float(-0.5 * torch.log(2 * math.pi * variance) - 0.5 * (t[i] - mean) ** 2 / variance)
     assert model._leave_one_out(raw) == pytest.approx(expected, rel=1e-9)
-
-
-def test_noises_fitted_to_their_floors_stop_a_thousandth_above_them_and_restart_there():
-    """Twelve exact values of a harmonic function and Laplace's equation, exact too: both noises
-    end at their floors plus the margin (not an ever smaller excess that L-BFGS would go on
-    halving), and the next fit starts from those very values."""
-    X = sobol(12, 0)
-    model = PDEGP(X, harmonic(X), sobol(128, 1), LAPLACE, LOWER, WIDTHS)
-    assert float(model.noise) == pytest.approx(NOISE_FLOOR * (1 + FLOOR_MARGIN), rel=1e-12)
-    assert float(model.pde_noise) == pytest.approx(PDE_NOISE_FLOOR * (1 + FLOOR_MARGIN), rel=1e-12)
-    values = model.hyperparameters()
-    _, outputscale, noise, pde_noise = model._unpack(model._raw(values))
-    assert (float(outputscale), float(noise), float(pde_noise)) == pytest.approx(
-        (values["outputscale"], values["noise"], values["pde_noise"]), rel=1e-12)
-
-
-@pytest.mark.parametrize("fraction", [0.2, 0.6])
-def test_a_long_start_begins_under_the_noise_whose_evidence_is_best(fraction):
-    """A long start's noise is the one of ``START_NOISES`` with the least −log evidence: the smooth
-    harmonic function at lengthscale 0.2 of the box takes the least noise, sin 20x sin 20y, which no
-    long lengthscale explains, the most."""
-    X = sobol(12, 0)
-    rough = lambda unit: torch.sin(20 * (LOWER + unit * WIDTHS)).prod(-1)  # noqa: E731
-    chosen = {}
-    for name, f in (("harmonic", harmonic), ("rough", rough)):
-        model = PDEGP(X, f(X), None, None, LOWER, WIDTHS)
-        start = model._long_start(fraction)
-        noise = float(model._unpack(start)[2])
-        with torch.no_grad():
-            losses = [float(model._negative_log_likelihood(model._raw({"lengthscale": fraction * WIDTHS, "noise": v})))
-                      for v in START_NOISES]
-        assert noise == pytest.approx(START_NOISES[losses.index(min(losses))], rel=1e-9)
-        chosen[name] = noise
-    assert chosen["rough"] == pytest.approx(max(START_NOISES), rel=1e-9)
-    if fraction == 0.2:
-        assert chosen["harmonic"] == pytest.approx(min(START_NOISES), rel=1e-9)
