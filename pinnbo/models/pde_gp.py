@@ -51,13 +51,9 @@ from linear_operator import to_linear_operator
 from pinnbo.models.evidence import EvidenceData, covariance_blocks, negative_log_evidence
 from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
 
-#: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise, and
-#: the least either adds above its floor: below it a noise is the floor to every digit that matters,
-#: and an L-BFGS start that runs to the floor stops there instead of halving an ever smaller excess
-#: for a dozen evaluations that move the evidence by less than 10⁻².
+#: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
 NOISE_FLOOR = 1e-6
 PDE_NOISE_FLOOR = 1e-6
-FLOOR_MARGIN = 1e-3
 #: Lengthscale range as a fraction of the box's width in each input.
 LENGTHSCALE_RANGE = (0.01, 10.0)
 #: L-BFGS iterations of the hyper-parameter fit and the change of the objective below which it
@@ -66,10 +62,6 @@ LENGTHSCALE_RANGE = (0.01, 10.0)
 FIT_ITERATIONS = 50
 FIT_TOLERANCE = 1e-6
 FIRST_LENGTHSCALES = (0.2, 0.6)
-#: The observation noises a long start may begin from, the one under which the evidence is best: a
-#: long lengthscale may leave the data unexplained (the beam's), and L-BFGS climbs a noise that
-#: starts too low by about a factor of two per evaluation.
-START_NOISES = (1e-4, 1e-2, 1.0)
 #: The short start's lengthscale in collocation spacings (width · m^(−1/d) for m points in d
 #: inputs): enough points per lengthscale that the PDE constrains the function between them. It is
 #: a start only where it is shorter than the long starts (the beam's 256 points on one axis: 0.04).
@@ -155,8 +147,8 @@ class PDEGP(Model):
         lo, hi = LENGTHSCALE_RANGE
         lengthscale = self.widths * (lo + (hi - lo) * torch.sigmoid(raw[:d]))
         outputscale = torch.exp(raw[d])
-        noise = NOISE_FLOOR + torch.exp(raw[d + 1].clamp_min(math.log(FLOOR_MARGIN * NOISE_FLOOR)))
-        pde_noise = PDE_NOISE_FLOOR + torch.exp(raw[d + 2].clamp_min(math.log(FLOOR_MARGIN * PDE_NOISE_FLOOR)))
+        noise = NOISE_FLOOR + torch.exp(raw[d + 1])
+        pde_noise = PDE_NOISE_FLOOR + torch.exp(raw[d + 2])
         return lengthscale, outputscale, noise, pde_noise
 
     def _negative_log_likelihood(self, raw: torch.Tensor) -> torch.Tensor:
@@ -177,18 +169,9 @@ class PDEGP(Model):
         fractions = (torch.as_tensor(values["lengthscale"], dtype=dtype, device=device) / self.widths
                      ).clamp(lo * 1.001, hi * 0.999)
         p = (fractions - lo) / (hi - lo)
-        rest = [values.get("outputscale", 1.0),
-                max(values.get("noise", 1e-4) - NOISE_FLOOR, FLOOR_MARGIN * NOISE_FLOOR),
-                max(values.get("pde_noise", 1e-4) - PDE_NOISE_FLOOR, FLOOR_MARGIN * PDE_NOISE_FLOOR)]
+        rest = [values.get("outputscale", 1.0), max(values.get("noise", 1e-4) - NOISE_FLOOR, 1e-12),
+                max(values.get("pde_noise", 1e-4) - PDE_NOISE_FLOOR, 1e-12)]
         return torch.cat([torch.log(p / (1 - p)), torch.log(torch.tensor(rest, dtype=dtype, device=device))])
-
-    def _long_start(self, fraction: float) -> torch.Tensor:
-        """A long start: lengthscales ``fraction`` of the box, under the best of ``START_NOISES``."""
-        candidates = [self._raw({"lengthscale": fraction * self.widths, "noise": noise}) for noise in START_NOISES]
-        with torch.no_grad():
-            values = [float(self._negative_log_likelihood(raw)) for raw in candidates]
-        best = min(range(len(values)), key=lambda i: values[i] if math.isfinite(values[i]) else math.inf)
-        return candidates[best]
 
     def _short_start(self) -> torch.Tensor | None:
         """The first fit's short start with the PDE exact, where the collocation resolves it
@@ -225,8 +208,8 @@ class PDEGP(Model):
         """Fit the hyper-parameters (module docstring): from ``start`` (with ``restart``, from the
         long starts too), or from the long starts, the best evidence among them, replaced by the
         short start's optimum where that predicts the held-out observations better."""
-        long_starts = [self._long_start(f) for f in FIRST_LENGTHSCALES] if restart or not start else []
-        starts = [self._raw(start)] + long_starts if start else long_starts
+        long_starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES]
+        starts = [self._raw(start)] + long_starts * restart if start else long_starts
         best_raw, best = None, math.inf
         for raw in starts:
             raw, value = self._optimise(raw)
