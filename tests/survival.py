@@ -104,19 +104,20 @@ def environment(**extra: str) -> dict:
 STARTED: list[subprocess.Popen] = []
 
 
-def _default_sigint() -> None:
+def default_sigint() -> None:
+    """A child's SIGINT back to its default (``preexec_fn``): a test suite started in the background
+    by a non-interactive shell inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, which the Ctrl-C tests send."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_cli(*args: str, **env: str) -> subprocess.Popen:
     """``python -m pinnbo.cli ARGS`` in its own session (so a test can kill it and all it started).
 
-    SIGINT is reset to its default in the child: a test suite started in the background by a
-    non-interactive shell inherits SIGINT ignored, and Python then never raises KeyboardInterrupt,
-    which is what these tests send."""
+    SIGINT is reset to its default in the child (:func:`default_sigint`)."""
     process = subprocess.Popen([sys.executable, "-m", "pinnbo.cli", *args], cwd=ROOT, env=environment(**env),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=_default_sigint)
+                               preexec_fn=default_sigint)
     STARTED.append(process)
     return process
 

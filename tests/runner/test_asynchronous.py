@@ -17,7 +17,7 @@ import pytest
 
 from pinnbo.runner.asynchronous import read_asks
 from pinnbo.runner.history import History
-from tests.survival import ExternalDask
+from tests.survival import ExternalDask, default_sigint
 
 PROBLEM = Path(__file__).with_name("sleepy_problem.py")
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
@@ -177,7 +177,8 @@ def test_ctrl_c_to_the_process_group_stops_cleanly_then_resumes(tmp_path):
     budget = 12
     case = write_case(tmp_path, seconds=2.0, budget=budget)
     out = tmp_path / "out"
-    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out), start_new_session=True)
+    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out), start_new_session=True,
+                    preexec_fn=default_sigint)
     wait_for(lambda: (out / "evaluations.jsonl").exists() and len(records(out)) >= 2
              and len(read_asks(out)) > len(records(out)), what="evaluations recorded and in flight")
     below = [p.pid for p in psutil.Process(runner.pid).children(recursive=True)]
