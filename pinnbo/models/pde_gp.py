@@ -100,9 +100,10 @@ class PDEGP(Model):
         self.target = torch.cat(self.targets)
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
                                       self.targets[1] if self.terms is not None else None, self._products)
-        # Without observations there is no evidence to fit: the PDE alone, under ``start``'s values.
-        self.log_likelihood = self._fit(start, restart) if len(y) else None
-        if not len(y):
+        if len(y):
+            self.log_likelihood = self._fit(start, restart)
+        else:     # no evidence to fit: the PDE alone, under ``start``'s values
+            self.log_likelihood = None
             self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
         self._factorise()
 

@@ -31,8 +31,11 @@ def write_case(folder: Path, *, seconds: float, budget: int, method: str = "rand
 
 
 def pinnbo(*args: str, **kwargs) -> subprocess.Popen:
+    """``python -m pinnbo.cli ARGS --quiet``, SIGINT at its default in the child (a Ctrl-C test's
+    signal must reach it however the suite was launched: :func:`tests.survival.default_sigint`)."""
     return subprocess.Popen([sys.executable, "-m", "pinnbo.cli", *args, "--quiet"], env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+                            **kwargs)
 
 
 def finish(process: subprocess.Popen, timeout: float = 240) -> str:
@@ -177,8 +180,7 @@ def test_ctrl_c_to_the_process_group_stops_cleanly_then_resumes(tmp_path):
     budget = 12
     case = write_case(tmp_path, seconds=2.0, budget=budget)
     out = tmp_path / "out"
-    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out), start_new_session=True,
-                    preexec_fn=default_sigint)
+    runner = pinnbo("run", str(case), "--workers", "2", "--output", str(out), start_new_session=True)
     wait_for(lambda: (out / "evaluations.jsonl").exists() and len(records(out)) >= 2
              and len(read_asks(out)) > len(records(out)), what="evaluations recorded and in flight")
     below = [p.pid for p in psutil.Process(runner.pid).children(recursive=True)]
