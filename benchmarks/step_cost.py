@@ -4,10 +4,13 @@ within 2× gp-ei's step at every size on CPU).
 
 For each method and each t the optimiser is told t designs (the case's scrambled Sobol sequence
 from the seed) with their true values, asked once untimed, then ``--asks`` further ask/tell rounds
-are timed. pde-gp refits its hyper-parameters from fresh starts only when its observations cross
-a point of a geometric grid (:func:`pinnbo.optimizers.pde_gp.restart_due`, about 10.5/t of the
-steps near t), which a few consecutive asks mostly miss: its refit step is timed on its own and the
-figure reported for it is the average over the schedule, warm + (refit − warm) · 10.5/t.
+are timed. pde-gp refits its hyper-parameters from the long starts only when its observations
+cross a point of a geometric grid (:func:`pinnbo.optimizers.pde_gp.restart_due`, about one step in
+t·ln 1.1 near t), and not while they trail by more than the observations since could close
+(:func:`pinnbo.optimizers.pde_gp.long_starts_due`: D nats behind, again after D / 10 more
+observations), which a few consecutive asks mostly miss. Its refit step is timed on its own, with
+the long starts, and the figure reported for it is the average over the schedule, warm + (refit −
+warm) / every, where every = max(t·ln 1.1, D / 10) observations and D is the timed refit's deficit.
 
     python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml \\
         --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json
@@ -60,13 +63,15 @@ def measure(case, problem, method: str, t: int, asks: int) -> dict:
         pde_gp.restart_due = due
     row = {"seconds": steady}
     if method == "pde-gp":
-        pde_gp.restart_due = lambda n: True
+        due = pde_gp.long_starts_due
+        pde_gp.long_starts_due = lambda n, earlier: True
         try:
             refit = float(np.mean(timed_asks(optimizer, problem, 1)))
         finally:
-            pde_gp.restart_due = due
-        share = 1.0 / (t * math.log(pde_gp.RESTART_GROWTH))
-        row = {"warm": steady, "refit": refit, "seconds": steady + (refit - steady) * share}
+            pde_gp.long_starts_due = due
+        deficit = optimizer.state_dict()["fits"][-1][1].get("long_starts_deficit") or 0.0
+        every = max(t * math.log(pde_gp.RESTART_GROWTH), deficit / pde_gp.DEFICIT_PER_OBSERVATION)
+        row = {"warm": steady, "refit": refit, "long_starts_every": every, "seconds": steady + (refit - steady) / every}
     return row
 
 

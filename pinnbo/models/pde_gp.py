@@ -100,6 +100,7 @@ class PDEGP(Model):
         self.target = torch.cat(self.targets)
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
                                       self.targets[1] if self.terms is not None else None, self._products)
+        self.long_start_deficit = None
         if len(y):
             self.log_likelihood = self._fit(start, restart)
         else:     # no evidence to fit: the PDE alone, under ``start``'s values
@@ -209,13 +210,17 @@ class PDEGP(Model):
         """Fit the hyper-parameters (module docstring): from ``start`` (with ``restart``, from the
         long starts too), or from the long starts, the best evidence among them, replaced by the
         short start's optimum where that predicts the held-out observations better."""
-        long_starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES]
-        starts = [self._raw(start)] + long_starts * restart if start else long_starts
-        best_raw, best = None, math.inf
-        for raw in starts:
+        warm = [self._raw(start)] if start else []
+        long_starts = [self._raw({"lengthscale": f * self.widths}) for f in FIRST_LENGTHSCALES] \
+            if restart or not start else []
+        starts = warm + long_starts
+        best_raw, best, long_best = None, math.inf, math.inf
+        for k, raw in enumerate(starts):
             raw, value = self._optimise(raw)
             if value < best:
                 best, best_raw = value, raw
+            if k >= len(warm):
+                long_best = min(long_best, value)
         short = None if start else self._short_start()
         if short is not None:
             raw, value = self._optimise(short)
@@ -224,6 +229,10 @@ class PDEGP(Model):
         if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter
             best_raw = starts[0]
         self.raw = best_raw
+        # how far the long starts ended behind the chosen fit (None where none ran or it is not
+        # finite): the optimiser skips them while they trail by more than new data could close
+        deficit = long_best - best
+        self.long_start_deficit = deficit if math.isfinite(deficit) else None
         return -best
 
     def _leave_one_out(self, raw: torch.Tensor) -> float:

@@ -101,6 +101,37 @@ def restart_due(n: int) -> bool:
     return math.floor(math.log(n) / step) > math.floor(math.log(n - 1) / step)
 
 
+#: A due refit skips the long starts while they trail: where they last ended D nats of log evidence
+#: behind the chosen fit, at n₀ observations, until D ≤ DEFICIT_PER_OBSERVATION · (n − n₀). Each
+#: observation shifts two fits' log evidence by its log predictive density under each, a few nats
+#: where both predict it; a beam's long starts settle on a flat function that calls the data
+#: noise and fall behind by about four nats per observation (docs/algorithms.md, "PDE-GP").
+DEFICIT_PER_OBSERVATION = 10.0
+
+
+def long_starts_due(n: int, earlier: dict | None) -> bool:
+    """Whether the fit on ``n`` observations starts afresh as well as from ``earlier`` (the fit it
+    warm-starts from, with the long starts' bookkeeping :func:`with_long_starts` put there): on the
+    refit grid (:func:`restart_due`), unless they last trailed by more than the observations since
+    could close (``DEFICIT_PER_OBSERVATION``)."""
+    if not restart_due(n):
+        return False
+    if earlier is None or earlier.get("long_starts_deficit") is None:
+        return True
+    return earlier["long_starts_deficit"] <= DEFICIT_PER_OBSERVATION * (n - earlier["long_starts_at"])
+
+
+def with_long_starts(params: dict, n: int, deficit: float | None, earlier: dict | None) -> dict:
+    """``params`` (a fit's hyper-parameters) with the long starts' last deficit and the observations
+    it was measured at: this fit's where its long starts ran, else carried over from ``earlier``."""
+    if deficit is not None:
+        return {**params, "long_starts_at": n, "long_starts_deficit": float(deficit)}
+    if earlier is not None and earlier.get("long_starts_deficit") is not None:
+        return {**params, "long_starts_at": earlier["long_starts_at"],
+                "long_starts_deficit": earlier["long_starts_deficit"]}
+    return params
+
+
 @dataclass
 class PDEGPSettings(MethodSettings):
     """Documented defaults of PDE-GP (override with ``method_params``)."""
@@ -216,13 +247,16 @@ class PDEGPOptimizer(Optimizer):
                 pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
                 return self.domain.from_unit(self._maximise(acq, pool, evaluated))
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
-            start, restart = earlier_fit(self._fits, self.n_told), restart_due(len(y))
+            start = earlier_fit(self._fits, self.n_told)
+            restart = long_starts_due(len(y), start)
             if self.linearised is None:
                 self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
                                    restart=restart)
+                deficit = self.model.long_start_deficit
             else:
-                self.model = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
-            self._fits = record_fit(self._fits, self.n_told, self.model.hyperparameters())
+                self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
+            self._fits = record_fit(self._fits, self.n_told,
+                                    with_long_starts(self.model.hyperparameters(), len(y), deficit, start))
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
@@ -266,12 +300,12 @@ class PDEGPOptimizer(Optimizer):
                 if self.pending else None)
 
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
-                      start: dict | None, restart: bool) -> PDEGP:
+                      start: dict | None, restart: bool) -> tuple[PDEGP, float | None]:
         """PDE-GP conditioned on the nonlinear PDE linearised about its own posterior mean at the
         collocation points, refitted about each new mean (at most ``GAUSS_NEWTON_ITERATIONS`` fits,
         fewer once the mean stops moving); the first linearisation is about the GP of the data
         alone, which stands in for it where it predicts the held-out data better (module
-        docstring)."""
+        docstring). With it, the first fit's long-start deficit (the only fit that has long starts)."""
         Z, needed = self.collocation, self.linearised.multi_indices
         # The data alone, from its own previous fit and afresh on the refit schedule, never from the
         # PDE-GP's values: a PDE fit whose output scale collapsed (a flat function, the data as
@@ -281,9 +315,11 @@ class PDEGPOptimizer(Optimizer):
         self._data_fits = record_fit(self._data_fits, self.n_told, data_only.hyperparameters())
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
+        deficit = None
         for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
                           restart=restart)
+            deficit = model.long_start_deficit if deficit is None else deficit
             # a later linearisation moves the PDE's targets a little: its fit starts from this one
             start, restart = model.hyperparameters(), False
             previous, point = point, model.mean_derivatives(Z, needed)
@@ -293,8 +329,8 @@ class PDEGPOptimizer(Optimizer):
         # The PDE never overrules the data: a linearisation that predicts the held-out observations
         # worse than the data alone do (a wrong branch of the nonlinear PDE's solutions) sits out.
         if model.leave_one_out() < data_only.leave_one_out():
-            return data_only
-        return model
+            return data_only, deficit
+        return model, deficit
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

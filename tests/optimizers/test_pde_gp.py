@@ -4,6 +4,8 @@ PDE's solution through its linearisation."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -185,3 +187,37 @@ def test_a_pde_with_nothing_to_linearise_by_is_refused_pointing_to_pinn_bo():
     with pytest.raises(MethodError, match=r"pde-gp cannot linearise this PDE \(.*DiracDelta.*\); pinn-bo takes it"):
         make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1))
     assert make_optimizer("pde-gp", BOX, 0, params=FAST, pde=PDE(sp.Abs(T.diff(x)) + T.diff(y, 2), rhs=1)).linearised
+
+
+def test_long_starts_run_on_the_refit_grid_unless_they_trail_by_more_than_the_new_data_could_close():
+    """A due refit runs the long starts unless they last ended D nats behind at n₀ observations and
+    D > DEFICIT_PER_OBSERVATION · (n − n₀); a fit without long starts carries the last deficit on."""
+    from pinnbo.optimizers.pde_gp import DEFICIT_PER_OBSERVATION, long_starts_due, restart_due, with_long_starts
+
+    assert long_starts_due(11, None) and not long_starts_due(13, None)     # the grid: 11, 12, 14, ...
+    behind = with_long_starts({"noise": 1e-4}, 20, 3.5 * DEFICIT_PER_OBSERVATION, None)
+    carried = with_long_starts({"noise": 2e-4}, 21, None, behind)
+    assert (carried["noise"], carried["long_starts_at"], carried["long_starts_deficit"]) == \
+        (2e-4, 20, 3.5 * DEFICIT_PER_OBSERVATION)
+    due = [n for n in range(21, 40) if restart_due(n)]
+    assert [n for n in due if long_starts_due(n, carried)] == [n for n in due if n - 20 >= 3.5] != due
+    won = with_long_starts({}, 20, -0.5, None)                  # they won: every point of the grid
+    assert [n for n in due if long_starts_due(n, won)] == due
+    assert "long_starts_at" not in with_long_starts({"noise": 1e-4}, 21, None, None)
+
+
+def test_the_long_starts_deficit_is_checkpointed_with_the_fit():
+    """The first fit records where its long starts ended; a step off the refit grid carries that on,
+    and a restored optimiser asks what the uninterrupted one asks."""
+    opt = started(n_init=12)
+    first = opt.ask()
+    recorded = opt.state_dict()["fits"][-1][1]
+    assert recorded["long_starts_at"] == 12 and math.isfinite(recorded["long_starts_deficit"])
+    opt.tell(first, harmonic(first))                            # 13 observations: off the grid
+    restored = started(n_init=12)
+    restored.load_state_dict(opt.state_dict())
+    restored.tell(first, harmonic(first))
+    np.testing.assert_array_equal(opt.ask(), restored.ask())
+    carried = opt.state_dict()["fits"][-1][1]
+    assert (carried["long_starts_at"], carried["long_starts_deficit"]) == \
+        (12, recorded["long_starts_deficit"])
