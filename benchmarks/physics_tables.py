@@ -116,3 +116,30 @@ def step_cost_section(path: Path | None) -> list[str]:
     lines += ["", f"`{data['command']}`; commit {data['commit']}, {data['machine']}, {data['device']}, "
               f"{data['threads']} torch thread(s), {data['date']}.", ""]
     return lines
+
+
+REFIT_COMMAND = "python benchmarks/refit_outcomes.py CASE ROOT/CASE/runs/METHOD --output bench-results/refits/CASE.json"
+
+
+def refit_section(folder: Path | None) -> list[str]:
+    """Where pde-gp's long starts end at its due refits, and what the deficit gate skips
+    (benchmarks/refit_outcomes.py, one file per case)."""
+    out = ["### Where a refit's long starts end", "",
+           "pde-gp's fits replayed on finished runs (benchmarks/refit_outcomes.py): at every due refit after the first "
+           "fit, whether the long starts' best evidence beat the warm fit's by more than 0.1 nats (won), came within "
+           "0.1 (tied: the same basin) or fell behind (lost), and the refits the deficit gate skips "
+           "(docs/algorithms.md, \"PDE-GP\"); a skipped refit whose long starts would have lost leaves the run as it "
+           "was, the others are where a run with the gate first differs.", "", "```bash", REFIT_COMMAND, "```", ""]
+    found = sorted(folder.glob("*.json")) if folder is not None and folder.is_dir() else []
+    if not found:
+        return out + ["Not measured yet: run the command above for each case.", ""]
+    out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would not have lost | runs made at |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    commits = set()
+    for path in found:
+        data = json.loads(path.read_text())
+        t = data["tally"]
+        commits.add(data["commit"])
+        out.append(f"| {data['case']} | {t['runs']} | {t['refits']} | {t['won']} | {t['tied']} | {t['lost']} "
+                   f"| {t['skipped']} | {t['skipped_not_lost']} | {', '.join(data['runs_made_at'])} |")
+    return out + ["", f"Replayed at commit {', '.join(sorted(commits))}.", ""]

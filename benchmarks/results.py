@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
-from physics_tables import STEP_COST_COMMANDS, STEP_COST_FILES, physics_summary, step_cost_section  # noqa: E402
+from physics_tables import (STEP_COST_COMMANDS, STEP_COST_FILES, physics_summary, refit_section,  # noqa: E402
+                            step_cost_section)
 
 PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
 DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
@@ -253,7 +254,8 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
             "warm and refit steps beside it.", "",
-            *step_cost_section(None if cost is None else cost / "step_cost.json")]
+            *step_cost_section(None if cost is None else cost / "step_cost.json"),
+            *refit_section(None if cost is None else cost.parent / "refits")]
 
 
 MIXED_COST_COMMAND = ("python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4 "

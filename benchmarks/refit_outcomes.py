@@ -1,0 +1,116 @@
+"""Where pde-gp's long starts end at each due refit, replayed on finished runs, and what the deficit
+gate (:func:`pinnbo.optimizers.pde_gp.long_starts_due`) makes of it.
+
+A run's history is told back to a pde-gp optimiser, step by step, with each proposal replaced by the
+design the run recorded (the acquisition is not optimised): the fits are the run's own where the run
+was pde-gp at this commit. Every due refit runs its long starts (the gate held open), and their
+best −log evidence is set against the warm fit's: the deficit D, won (D < −0.1 nats), tied
+(|D| ≤ 0.1: the same basin) or lost. The gate is then played over those outcomes: the refits it
+skips, and of those the ones whose long starts would have won or tied, which are where a run with
+the gate can first differ from one without it (a skipped refit whose long starts lose changes
+nothing: the warm fit is chosen either way).
+
+    python benchmarks/refit_outcomes.py cases/beam.yaml R/beam/runs/pde-gp --output bench-results/refits/beam.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+import pinnbo.models.pde_gp as pde_gp_model
+import pinnbo.optimizers.pde_gp as pde_gp
+from pinnbo.files import write_text
+from pinnbo.report.summary import versions
+from pinnbo.runner.build import build_optimizer, build_problem
+from pinnbo.runner.case import load_case
+
+TIE = 0.1
+
+
+def refits(case, problem, run: Path) -> list[tuple[int, float]]:
+    """(observations, deficit) of each fit with long starts in the replay of ``run`` (the PDE fit's;
+    the first fit's against the chosen start, the others' against the warm fit)."""
+    records = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    seed = json.loads((run / "case.json").read_text())["seed"]     # the run's collocation points
+    optimizer = build_optimizer(case.model_copy(update={"method": "pde-gp", "method_params": {}, "seed": seed}),
+                                problem)
+    found, design = [], {}
+    fit = pde_gp_model.PDEGP._fit
+
+    def recording(self, start, restart=False):
+        value = fit(self, start, restart)
+        if self.Z is not None and self.long_start_deficit is not None:
+            found.append((len(self.targets[0]), self.long_start_deficit))
+        return value
+
+    def recorded(self, *args, **kwargs):
+        return self.domain.to_unit(np.asarray(design["x"])[None])[0]
+
+    saved = pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise, pde_gp.DEFICIT_PER_OBSERVATION
+    pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise = recording, recorded
+    pde_gp.DEFICIT_PER_OBSERVATION = math.inf
+    try:
+        for record in records:
+            y = record["y"] if record["status"] == "ok" and record["y"] is not None else None
+            if record["phase"] != "initial":
+                design["x"] = record["x"]
+                optimizer.ask()
+            optimizer.tell(np.asarray(record["x"]), None if y is None else problem.sign * y)
+    finally:
+        pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise, pde_gp.DEFICIT_PER_OBSERVATION = saved
+    return found
+
+
+def gated(found: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The refits the gate skips, played over ``found`` (the first entry is the first fit)."""
+    skipped, last = [], None
+    for n, deficit in found:
+        if last is not None and not pde_gp.long_starts_due(n, last):
+            skipped.append((n, deficit))
+        else:
+            last = {"long_starts_at": n, "long_starts_deficit": deficit}
+    return skipped
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("case", type=Path)
+    parser.add_argument("runs", type=Path, help="a bench folder's runs/<method>, one seedN folder per run")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    case = load_case(args.case, {"device": "cpu"})
+    problem = build_problem(case)
+    runs = sorted((p for p in args.runs.iterdir() if (p / "evaluations.jsonl").is_file()), key=lambda p: p.name)
+    out = {"command": "python benchmarks/refit_outcomes.py " + " ".join(sys.argv[1:] if argv is None else argv),
+           "commit": versions().get("pinnbo_commit"), "case": case.name, "runs": {}}
+    tally, made = Counter(), set()
+    for run in runs:
+        summary = run / "summary.json"
+        if summary.is_file():
+            made.add(json.loads(summary.read_text()).get("versions", {}).get("pinnbo_commit"))
+        found = refits(case, problem, run)
+        skipped = gated(found)
+        later = [d for _, d in found[1:]]
+        tally.update(refits=len(later), won=sum(d < -TIE for d in later), tied=sum(abs(d) <= TIE for d in later),
+                     lost=sum(d > TIE for d in later), skipped=len(skipped),
+                     skipped_not_lost=sum(d <= 0 for _, d in skipped), runs=1)
+        out["runs"][run.name] = {"refits": found, "skipped": skipped}
+        print(f"{run.name}: " + " ".join(f"{n}:{d:+.1f}" for n, d in found[1:])
+              + f"; skipped {[n for n, _ in skipped]}", flush=True)
+    out["tally"], out["runs_made_at"] = dict(tally), sorted(str(c) for c in made)
+    print(f"{case.name}: {dict(tally)}")
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        write_text(args.output, json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""benchmarks/refit_outcomes.py plays pde-gp's deficit gate over replayed refit outcomes as the
+optimiser would: a skipped refit keeps the last deficit, one that runs its long starts replaces it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from pinnbo.optimizers.pde_gp import DEFICIT_PER_OBSERVATION
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("refit_outcomes", ROOT / "benchmarks" / "refit_outcomes.py")
+refit_outcomes = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(refit_outcomes)
+
+
+def test_the_gate_is_played_from_the_last_refit_that_ran_its_long_starts():
+    k = DEFICIT_PER_OBSERVATION
+    # the first fit at 10 trails by 1.5k: 11 is skipped (1.5k > 1k) and 12 runs (1.5k <= 2k); that
+    # trails by 5k, so 14, 15 and 16 are skipped (5k > 2k, 3k, 4k) and 18 runs (5k <= 6k)
+    found = [(10, 1.5 * k), (11, -1.0), (12, 5 * k), (14, 2.0), (15, 0.0), (16, 3.0), (18, -2.0), (20, 0.0)]
+    assert refit_outcomes.gated(found) == [(11, -1.0), (14, 2.0), (15, 0.0), (16, 3.0)]
+    # long starts that never trail are never skipped
+    assert refit_outcomes.gated([(10, 0.0), (11, -3.0), (12, 0.05)]) == []
