@@ -5,10 +5,10 @@ The surrogate (:class:`pinnbo.models.pde_gp.PDEGP`) is a squared-exponential GP 
 observations and on L f = g at collocation points drawn once from the seed (space-filling Sobol
 points in the box, outside the problem's singular set). Each step refits its hyper-parameters by
 the evidence of the data given the PDE, warm-started from the previous step's (and afresh as the
-data grow by each tenth, :func:`restart_due`), and proposes the
-minimiser of BoTorch's lower confidence bound μ − σ on it (``UpperConfidenceBound`` with
-``maximize=False``, ``optimize_acqf`` from Sobol starts, never a repeat). Without a PDE the method
-is a plain GP with the same kernel.
+data grow by each tenth, :func:`restart_due`, unless the fresh starts trail far behind,
+:func:`long_starts_due`), and proposes the minimiser of BoTorch's lower confidence bound μ − σ on
+it (``UpperConfidenceBound`` with ``maximize=False``, ``optimize_acqf`` from Sobol starts, never a
+repeat). Without a PDE the method is a plain GP with the same kernel.
 
 A nonlinear PDE R[f] = 0 conditions the GP through its Gauss–Newton linearisation (Chen, Hosseini,
 Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f = Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f₀ −
@@ -102,10 +102,11 @@ def restart_due(n: int) -> bool:
 
 
 #: A due refit skips the long starts while they trail: where they last ended D nats of log evidence
-#: behind the chosen fit, at n₀ observations, until D ≤ DEFICIT_PER_OBSERVATION · (n − n₀). Each
-#: observation shifts two fits' log evidence by its log predictive density under each, a few nats
-#: where both predict it; a beam's long starts settle on a flat function that calls the data
-#: noise and fall behind by about four nats per observation (docs/algorithms.md, "PDE-GP").
+#: behind the chosen fit, at n₀ observations, until D ≤ DEFICIT_PER_OBSERVATION · (n − n₀). A new
+#: observation moves two fits' log evidence apart by the difference of its log predictive densities
+#: under them, a few nats where both predict it; a beam's long starts settle on a flat function that
+#: calls the data noise and fall behind by about four nats per observation (docs/algorithms.md,
+#: "PDE-GP"). A skipped refit whose long starts would have lost leaves the fit as it was.
 DEFICIT_PER_OBSERVATION = 10.0
 
 
