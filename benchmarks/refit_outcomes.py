@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import pinnbo.models.pde_gp as pde_gp_model
 import pinnbo.optimizers.pde_gp as pde_gp
@@ -85,6 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("runs", type=Path, help="a bench folder's runs/<method>, one seedN folder per run")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)          # replays of several cases share the machine
     case = load_case(args.case, {"device": "cpu"})
     problem = build_problem(case)
     runs = sorted((p for p in args.runs.iterdir() if (p / "evaluations.jsonl").is_file()), key=lambda p: p.name)
