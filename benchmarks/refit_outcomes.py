@@ -4,8 +4,8 @@ gate (:func:`pinnbo.optimizers.pde_gp.long_starts_due`) makes of it.
 A run's history is told back to a pde-gp optimiser, step by step, with each proposal replaced by the
 design the run recorded (the acquisition is not optimised): the fits are the run's own where the run
 was pde-gp at this commit. Every due refit runs its long starts (the gate held open), and their
-best −log evidence is set against the warm fit's: the deficit D, won (D < −0.1 nats), tied
-(|D| ≤ 0.1: the same basin) or lost. The gate is then played over those outcomes: the refits it
+best −log evidence is set against the warm start's optimum: won (by more than 0.1 nats), tied
+(within 0.1: the same basin) or lost. The gate is then played over those outcomes: the refits it
 skips, and of those the ones whose long starts would have won or tied, which are where a run with
 the gate can first differ from one without it (a skipped refit whose long starts lose changes
 nothing: the warm fit is chosen either way).
@@ -35,27 +35,37 @@ from pinnbo.runner.case import load_case
 TIE = 0.1
 
 
-def refits(case, problem, run: Path) -> list[tuple[int, float]]:
-    """(observations, deficit) of each fit with long starts in the replay of ``run`` (the PDE fit's;
-    the first fit's against the chosen start, the others' against the warm fit)."""
+def refits(case, problem, run: Path) -> list[tuple[int, float, float | None]]:
+    """(observations, deficit, long − warm) of each PDE fit with long starts in the replay of ``run``:
+    the deficit the optimiser records (the long starts' best −log evidence against the chosen fit's,
+    :attr:`pinnbo.models.pde_gp.PDEGP.long_start_deficit`) and theirs against the warm start's (None
+    for the first fit, which has none)."""
     records = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     seed = json.loads((run / "case.json").read_text())["seed"]     # the run's collocation points
     optimizer = build_optimizer(case.model_copy(update={"method": "pde-gp", "method_params": {}, "seed": seed}),
                                 problem)
-    found, design = [], {}
-    fit = pde_gp_model.PDEGP._fit
+    found, design, values = [], {}, []
+    fit, optimise = pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise
+
+    def tracing(self, raw):
+        result = optimise(self, raw)
+        values.append(result[1])
+        return result
 
     def recording(self, start, restart=False):
+        values.clear()
         value = fit(self, start, restart)
         if self.Z is not None and self.long_start_deficit is not None:
-            found.append((len(self.targets[0]), self.long_start_deficit))
+            longs = values[1:1 + len(pde_gp_model.FIRST_LENGTHSCALES)] if start else None
+            found.append((len(self.targets[0]), self.long_start_deficit, min(longs) - values[0] if longs else None))
         return value
 
     def recorded(self, *args, **kwargs):
         return self.domain.to_unit(np.asarray(design["x"])[None])[0]
 
-    saved = pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise, pde_gp.DEFICIT_PER_OBSERVATION
-    pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise = recording, recorded
+    saved = (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise,
+             pde_gp.DEFICIT_PER_OBSERVATION)
+    pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise = recording, tracing, recorded
     pde_gp.DEFICIT_PER_OBSERVATION = math.inf
     try:
         for record in records:
@@ -65,16 +75,18 @@ def refits(case, problem, run: Path) -> list[tuple[int, float]]:
                 optimizer.ask()
             optimizer.tell(np.asarray(record["x"]), None if y is None else problem.sign * y)
     finally:
-        pde_gp_model.PDEGP._fit, pde_gp.PDEGPOptimizer._maximise, pde_gp.DEFICIT_PER_OBSERVATION = saved
+        (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise,
+         pde_gp.DEFICIT_PER_OBSERVATION) = saved
     return found
 
 
-def gated(found: list[tuple[int, float]]) -> list[tuple[int, float]]:
+def gated(found: list[tuple]) -> list[tuple]:
     """The refits the gate skips, played over ``found`` (the first entry is the first fit)."""
     skipped, last = [], None
-    for n, deficit in found:
+    for entry in found:
+        n, deficit = entry[0], entry[1]
         if last is not None and not pde_gp.long_starts_due(n, last):
-            skipped.append((n, deficit))
+            skipped.append(entry)
         else:
             last = {"long_starts_at": n, "long_starts_deficit": deficit}
     return skipped
@@ -99,13 +111,13 @@ def main(argv=None) -> int:
             made.add(json.loads(summary.read_text()).get("versions", {}).get("pinnbo_commit"))
         found = refits(case, problem, run)
         skipped = gated(found)
-        later = [d for _, d in found[1:]]
+        later = [e[2] for e in found[1:]]
         tally.update(refits=len(later), won=sum(d < -TIE for d in later), tied=sum(abs(d) <= TIE for d in later),
                      lost=sum(d > TIE for d in later), skipped=len(skipped),
-                     skipped_not_lost=sum(d <= 0 for _, d in skipped), runs=1)
+                     skipped_not_lost=sum(e[2] <= 0 for e in skipped), runs=1)
         out["runs"][run.name] = {"refits": found, "skipped": skipped}
-        print(f"{run.name}: " + " ".join(f"{n}:{d:+.1f}" for n, d in found[1:])
-              + f"; skipped {[n for n, _ in skipped]}", flush=True)
+        print(f"{run.name}: " + " ".join(f"{e[0]}:{e[2]:+.1f}" for e in found[1:])
+              + f"; skipped {[e[0] for e in skipped]}", flush=True)
     out["tally"], out["runs_made_at"] = dict(tally), sorted(str(c) for c in made)
     print(f"{case.name}: {dict(tally)}")
     if args.output is not None:
