@@ -128,12 +128,12 @@ def refit_section(folder: Path | None) -> list[str]:
            "pde-gp's fits replayed on finished runs (benchmarks/refit_outcomes.py): at every due refit after the first "
            "fit, whether the long starts' best evidence beat the warm fit's by more than 0.1 nats (won), came within "
            "0.1 (tied: the same basin) or fell behind (lost), and the refits the deficit gate skips "
-           "(docs/algorithms.md, \"PDE-GP\"); a skipped refit whose long starts would have lost leaves the run as it "
-           "was, the others are where a run with the gate first differs.", "", "```bash", REFIT_COMMAND, "```", ""]
+           "(docs/algorithms.md, \"PDE-GP\"); a skipped refit whose long starts end behind the warm fit leaves the run "
+           "as it was, the others are where a run with the gate can first differ.", "", "```bash", REFIT_COMMAND, "```", ""]
     found = sorted(folder.glob("*.json")) if folder is not None and folder.is_dir() else []
     if not found:
         return out + ["Not measured yet: run the command above for each case.", ""]
-    out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would not have lost | runs made at |",
+    out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would have replaced the warm fit | runs made at |",
             "|---|---|---|---|---|---|---|---|---|"]
     commits = set()
     for path in found:
@@ -141,5 +141,5 @@ def refit_section(folder: Path | None) -> list[str]:
         t = data["tally"]
         commits.add(data["commit"])
         out.append(f"| {data['case']} | {t['runs']} | {t['refits']} | {t['won']} | {t['tied']} | {t['lost']} "
-                   f"| {t['skipped']} | {t['skipped_not_lost']} | {', '.join(data['runs_made_at'])} |")
+                   f"| {t['skipped']} | {t['skipped_would_replace']} | {', '.join(data['runs_made_at'])} |")
     return out + ["", f"Replayed at commit {', '.join(sorted(commits))}.", ""]

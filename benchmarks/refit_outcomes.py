@@ -6,9 +6,9 @@ design the run recorded (the acquisition is not optimised): the fits are the run
 was pde-gp at this commit. Every due refit runs its long starts (the gate held open), and their
 best −log evidence is set against the warm start's optimum: won (by more than 0.1 nats), tied
 (within 0.1: the same basin) or lost. The gate is then played over those outcomes: the refits it
-skips, and of those the ones whose long starts would have won or tied, which are where a run with
-the gate can first differ from one without it (a skipped refit whose long starts lose changes
-nothing: the warm fit is chosen either way).
+skips, and of those the ones whose long starts would have replaced the warm fit (by any margin),
+which are where a run with the gate can first differ from one without it (a skipped refit whose
+long starts end behind changes nothing: the warm fit is chosen either way).
 
     python benchmarks/refit_outcomes.py cases/beam.yaml R/beam/runs/pde-gp --output bench-results/refits/beam.json
 """
@@ -92,6 +92,14 @@ def gated(found: list[tuple]) -> list[tuple]:
     return skipped
 
 
+def counted(found: list[tuple], skipped: list[tuple]) -> Counter:
+    """One run's refits after the first fit by outcome, the gate's skips, and those of its skips whose
+    long starts would have replaced the warm fit (the only ones that change a run)."""
+    later = [e[2] for e in found[1:]]
+    return Counter(runs=1, refits=len(later), won=sum(d < -TIE for d in later), tied=sum(abs(d) <= TIE for d in later),
+                   lost=sum(d > TIE for d in later), skipped=len(skipped), skipped_would_replace=sum(e[2] < 0 for e in skipped))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("case", type=Path)
@@ -111,11 +119,8 @@ def main(argv=None) -> int:
             made.add(json.loads(summary.read_text()).get("versions", {}).get("pinnbo_commit"))
         found = refits(case, problem, run)
         skipped = gated(found)
-        later = [e[2] for e in found[1:]]
-        tally.update(refits=len(later), won=sum(d < -TIE for d in later), tied=sum(abs(d) <= TIE for d in later),
-                     lost=sum(d > TIE for d in later), skipped=len(skipped),
-                     skipped_not_lost=sum(e[2] <= 0 for e in skipped), runs=1)
         out["runs"][run.name] = {"refits": found, "skipped": skipped}
+        tally.update(counted(found, skipped))
         print(f"{run.name}: " + " ".join(f"{e[0]}:{e[2]:+.1f}" for e in found[1:])
               + f"; skipped {[e[0] for e in skipped]}", flush=True)
     out["tally"], out["runs_made_at"] = dict(tally), sorted(str(c) for c in made)

@@ -22,3 +22,11 @@ def test_the_gate_is_played_from_the_last_refit_that_ran_its_long_starts():
     assert refit_outcomes.gated(found) == [(11, -1.0), (14, 2.0), (15, 0.0), (16, 3.0)]
     # long starts that never trail are never skipped
     assert refit_outcomes.gated([(10, 0.0), (11, -3.0), (12, 0.05)]) == []
+
+
+def test_a_skip_counts_against_the_gate_only_where_the_long_starts_would_have_replaced_the_warm_fit():
+    # (observations, deficit against the chosen fit, long starts against the warm start)
+    found = [(10, 30.0, None), (11, 0.0, -0.5), (12, 0.05, 0.05), (14, 40.0, 40.0), (15, 0.0, -1e-4)]
+    skipped = [(15, 0.0, -1e-4)]
+    assert refit_outcomes.counted(found, skipped) == {"runs": 1, "refits": 4, "won": 1, "tied": 2, "lost": 1,
+                                                      "skipped": 1, "skipped_would_replace": 1}

@@ -72,6 +72,6 @@ def test_the_refit_section_tallies_each_cases_replay(tmp_path):
     assert "Not measured yet" in "\n".join(physics_tables.refit_section(tmp_path / "none"))
     (tmp_path / "beam.json").write_text(json.dumps({
         "case": "beam", "commit": "abc", "runs_made_at": ["abc"],
-        "tally": {"runs": 2, "refits": 28, "won": 0, "tied": 1, "lost": 27, "skipped": 16, "skipped_not_lost": 1}}))
+        "tally": {"runs": 2, "refits": 28, "won": 0, "tied": 1, "lost": 27, "skipped": 16, "skipped_would_replace": 1}}))
     lines = physics_tables.refit_section(tmp_path)
     assert "| beam | 2 | 28 | 0 | 1 | 27 | 16 | 1 | abc |" in lines and "Replayed at commit abc." in lines
