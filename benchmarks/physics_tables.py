@@ -129,7 +129,8 @@ def refit_section(folder: Path | None) -> list[str]:
            "fit, whether the long starts' best evidence beat the warm fit's by more than 0.1 nats (won), came within "
            "0.1 (tied: the same basin) or fell behind (lost), and the refits the deficit gate skips "
            "(docs/algorithms.md, \"PDE-GP\"); a skipped refit whose long starts end behind the warm fit leaves the run "
-           "as it was, the others are where a run with the gate can first differ.", "", "```bash", REFIT_COMMAND, "```", ""]
+           "as it was, the others are where a run with the gate can first differ. A run made at another commit is "
+           "replayed under this commit's fits: its designs are a sample of histories, its fits this commit's.", "", "```bash", REFIT_COMMAND, "```", ""]
     found = sorted(folder.glob("*.json")) if folder is not None and folder.is_dir() else []
     if not found:
         return out + ["Not measured yet: run the command above for each case.", ""]
