@@ -118,7 +118,8 @@ def step_cost_section(path: Path | None) -> list[str]:
     return lines
 
 
-REFIT_COMMAND = "python benchmarks/refit_outcomes.py CASE ROOT/CASE/runs/METHOD --output bench-results/refits/CASE.json"
+REFIT_COMMAND = ("python benchmarks/refit_outcomes.py CASE ROOT/CASE/runs/METHOD "
+                 "--output bench-results/refits/CASE.json")
 
 
 def refit_section(folder: Path | None) -> list[str]:
@@ -130,12 +131,13 @@ def refit_section(folder: Path | None) -> list[str]:
            "0.1 (tied: the same basin) or fell behind (lost), and the refits the deficit gate skips "
            "(docs/algorithms.md, \"PDE-GP\"); a skipped refit whose long starts end behind the warm fit leaves the run "
            "as it was, the others are where a run with the gate can first differ. A run made at another commit is "
-           "replayed under this commit's fits: its designs are a sample of histories, its fits this commit's.", "", "```bash", REFIT_COMMAND, "```", ""]
+           "replayed under this commit's fits: its designs are a sample of histories, its fits this commit's.", "",
+           "```bash", REFIT_COMMAND, "```", ""]
     found = sorted(folder.glob("*.json")) if folder is not None and folder.is_dir() else []
     if not found:
         return out + ["Not measured yet: run the command above for each case.", ""]
-    out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would have replaced the warm fit | runs made at |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would have replaced the warm fit "
+            "| runs made at |", "|---|---|---|---|---|---|---|---|---|"]
     commits = set()
     for path in found:
         data = json.loads(path.read_text())

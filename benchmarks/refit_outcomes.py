@@ -65,7 +65,8 @@ def refits(case, problem, run: Path) -> list[tuple[int, float, float | None]]:
 
     saved = (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise,
              pde_gp.DEFICIT_PER_OBSERVATION)
-    pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise = recording, tracing, recorded
+    pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise = recording, tracing
+    pde_gp.PDEGPOptimizer._maximise = recorded
     pde_gp.DEFICIT_PER_OBSERVATION = math.inf
     try:
         for record in records:
@@ -96,8 +97,9 @@ def counted(found: list[tuple], skipped: list[tuple]) -> Counter:
     """One run's refits after the first fit by outcome, the gate's skips, and those of its skips whose
     long starts would have replaced the warm fit (the only ones that change a run)."""
     later = [e[2] for e in found[1:]]
-    return Counter(runs=1, refits=len(later), won=sum(d < -TIE for d in later), tied=sum(abs(d) <= TIE for d in later),
-                   lost=sum(d > TIE for d in later), skipped=len(skipped), skipped_would_replace=sum(e[2] < 0 for e in skipped))
+    return Counter(runs=1, refits=len(later), won=sum(d < -TIE for d in later),
+                   tied=sum(abs(d) <= TIE for d in later), lost=sum(d > TIE for d in later),
+                   skipped=len(skipped), skipped_would_replace=sum(e[2] < 0 for e in skipped))
 
 
 def main(argv=None) -> int:
