@@ -71,7 +71,8 @@ def measure(case, problem, method: str, t: int, asks: int) -> dict:
             pde_gp.long_starts_due = due
         deficit = optimizer.state_dict()["fits"][-1][1].get("long_starts_deficit") or 0.0
         every = max(t * math.log(pde_gp.RESTART_GROWTH), deficit / pde_gp.DEFICIT_PER_OBSERVATION)
-        row = {"warm": steady, "refit": refit, "long_starts_every": every, "seconds": steady + (refit - steady) / every}
+        row = {"warm": steady, "refit": refit, "long_starts_every": every,
+               "seconds": steady + (refit - steady) / every}
     return row
 
 

@@ -201,7 +201,8 @@ def test_long_starts_run_on_the_refit_grid_unless_they_trail_by_more_than_the_ne
         (2e-4, 20, 3.5 * DEFICIT_PER_OBSERVATION)
     due = [n for n in range(21, 40) if restart_due(n)]
     assert [n for n in due if long_starts_due(n, carried)] == [n for n in due if n - 20 >= 3.5] != due
-    won = with_long_starts({}, 20, -0.5, None)                  # they won: every point of the grid
+    # ahead of the chosen fit (a first fit whose short start leave-one-out chose): every grid point
+    won = with_long_starts({}, 20, -0.5, None)
     assert [n for n in due if long_starts_due(n, won)] == due
     assert "long_starts_at" not in with_long_starts({"noise": 1e-4}, 21, None, None)
 
