@@ -89,7 +89,7 @@ def gated(found: list[tuple]) -> list[tuple]:
         if last is not None and not pde_gp.long_starts_due(n, last):
             skipped.append(entry)
         else:
-            last = {"long_starts_at": n, "long_starts_deficit": deficit}
+            last = pde_gp.with_long_starts({}, n, deficit, last)
     return skipped
 
 
