@@ -138,11 +138,14 @@ def refit_section(folder: Path | None) -> list[str]:
         return out + ["Not measured yet: run the command above for each case.", ""]
     out += ["| case | runs | refits | won | tied | lost | skipped | skipped, would have replaced the warm fit "
             "| runs made at |", "|---|---|---|---|---|---|---|---|---|"]
-    commits = set()
+    commits, made_on = set(), set()
     for path in found:
         data = json.loads(path.read_text())
         t = data["tally"]
         commits.add(data["commit"])
+        if "machine" in data:
+            made_on.add(f"{data['machine']}, {data['date']}")
         out.append(f"| {data['case']} | {t['runs']} | {t['refits']} | {t['won']} | {t['tied']} | {t['lost']} "
                    f"| {t['skipped']} | {t['skipped_would_replace']} | {', '.join(data['runs_made_at'])} |")
-    return out + ["", f"Replayed at commit {', '.join(sorted(commits))}.", ""]
+    where = "".join(f"; {m}" for m in sorted(made_on))
+    return out + ["", f"Replayed at commit {', '.join(sorted(commits))}{where}.", ""]

@@ -20,6 +20,7 @@ import json
 import math
 import sys
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -112,8 +113,10 @@ def main(argv=None) -> int:
     case = load_case(args.case, {"device": "cpu"})
     problem = build_problem(case)
     runs = sorted((p for p in args.runs.iterdir() if (p / "evaluations.jsonl").is_file()), key=lambda p: p.name)
+    produced = versions()
     out = {"command": "python benchmarks/refit_outcomes.py " + " ".join(sys.argv[1:] if argv is None else argv),
-           "commit": versions().get("pinnbo_commit"), "case": case.name, "runs": {}}
+           "commit": produced.get("pinnbo_commit"), "machine": produced["cpu"], "date": str(date.today()),
+           "case": case.name, "runs": {}}
     tally, made = Counter(), set()
     for run in runs:
         summary = run / "summary.json"

@@ -75,3 +75,10 @@ def test_the_refit_section_tallies_each_cases_replay(tmp_path):
         "tally": {"runs": 2, "refits": 28, "won": 0, "tied": 1, "lost": 27, "skipped": 16, "skipped_would_replace": 1}}))
     lines = physics_tables.refit_section(tmp_path)
     assert "| beam | 2 | 28 | 0 | 1 | 27 | 16 | 1 | abc |" in lines and "Replayed at commit abc." in lines
+
+
+def test_the_refit_section_names_the_machine_and_date_of_each_replay(tmp_path):
+    (tmp_path / "beam.json").write_text(json.dumps({
+        "case": "beam", "commit": "abc", "machine": "Some CPU, 2 cores", "date": "2026-11-28", "runs_made_at": ["abc"],
+        "tally": {"runs": 1, "refits": 14, "won": 0, "tied": 0, "lost": 14, "skipped": 8, "skipped_would_replace": 0}}))
+    assert "Replayed at commit abc; Some CPU, 2 cores, 2026-11-28." in physics_tables.refit_section(tmp_path)
