@@ -7,6 +7,9 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+from ask_seconds import window_seconds
+
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key
 from pinnbo.report.format import fmt
 
@@ -26,6 +29,50 @@ GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/beam
                   "benchmarks/kinds/beam_clamped.yaml benchmarks/kinds/reaction_diffusion.yaml "
                   "benchmarks/dimensions/laplace_3d.yaml benchmarks/dimensions/heat_4d.yaml "
                   "benchmarks/dimensions/helmholtz_6d.yaml --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
+
+# What a budget-40 run pays: the cases where auto runs a physics method, auto and gp-ei from the
+# same initial designs, one job alone on the machine, read over evaluations 11-40 (14 of their 30
+# asks are pde-gp's refits, which step_cost.py's one timed refit averages over its grid instead).
+RUNS_COST_COMMAND = ("pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml "
+                     "cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml "
+                     "benchmarks/kinds/*.yaml benchmarks/dimensions/laplace_3d.yaml "
+                     "benchmarks/dimensions/helmholtz_3d.yaml benchmarks/dimensions/heat_3d.yaml "
+                     "benchmarks/dimensions/heat_4d.yaml --methods auto,gp-ei --reference auto --seeds 3 --budget 40 "
+                     "--initial-points 10 --jobs 1 --output bench-results/runs-cost")
+RUNS_COST_WINDOW = (10, 40)
+
+
+def runs_seconds(folder: Path, method: str = "auto", baseline: str = "gp-ei") -> dict[str, tuple[float, float]]:
+    """{seed: (``method``'s mean seconds per ask, ``baseline``'s)} over evaluations 11-40 of a bench
+    case folder's runs, for the seeds that have both: each seed against the same initial design."""
+    out = {}
+    for run in sorted((folder / "runs" / method).glob("*/timings.jsonl")):
+        other = folder / "runs" / baseline / run.parent.name
+        if not (other / "timings.jsonl").exists():
+            continue
+        mine, theirs = (window_seconds(r, *RUNS_COST_WINDOW) for r in (run.parent, other))
+        if mine and theirs:
+            out[run.parent.name] = (float(np.mean(mine)), float(np.mean(theirs)))
+    return out
+
+
+def runs_cost_rows(folders: dict[str, Path]) -> list[str]:
+    """Per case (its folder from :data:`RUNS_COST_COMMAND`'s bench): what ``auto`` ran, its seconds
+    per proposal and gp-ei's (means over seeds), and auto's over gp-ei's, per seed and their mean."""
+    lines = ["| case | d | `auto` runs | s/proposal | `gp-ei` | × gp-ei, per seed | × gp-ei |",
+             "|---|---|---|---|---|---|---|"]
+    for case, folder in folders.items():
+        seconds = runs_seconds(folder)
+        chosen = auto_choice(folder, None)
+        if not seconds or chosen is None:
+            continue
+        run = next(iter(sorted((folder / "runs" / "auto").glob("*/summary.json"))))
+        dim = len(json.loads(run.read_text()).get("variables") or [])
+        ratios = [a / g for a, g in seconds.values()]
+        mine, theirs = (float(np.mean([pair[k] for pair in seconds.values()])) for k in (0, 1))
+        lines.append(f"| {case} | {dim} | `{chosen}` | {mine:.3f} | {theirs:.3f} | "
+                     f"{', '.join(f'{r:.2f}' for r in ratios)} | {np.mean(ratios):.1f} |")
+    return lines
 
 
 def _to_target(result: dict | None) -> tuple[float, int]:

@@ -27,9 +27,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
+from pinnbo.optimizers.pde_gp import restart_due  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
-from physics_tables import (STEP_COST_COMMANDS, STEP_COST_FILES, physics_summary, refit_section,  # noqa: E402
-                            step_cost_section)
+from physics_tables import (RUNS_COST_COMMAND, RUNS_COST_WINDOW, STEP_COST_COMMANDS, STEP_COST_FILES,  # noqa: E402
+                            physics_summary, refit_section, runs_cost_rows, step_cost_section)
 
 PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
 DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
@@ -255,7 +256,35 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
             "warm and refit steps beside it.", "",
             *step_cost_section(None if cost is None else cost / "step_cost.json"),
+            *runs_cost_section(None if cost is None else cost.parent / "runs-cost", cases),
             *refit_section(None if cost is None else cost.parent / "refits")]
+
+
+def runs_cost_section(root: Path | None, cases: list[str]) -> list[str]:
+    """What a budget-40 run pays per proposal against gp-ei (physics_tables.RUNS_COST_COMMAND's
+    bench), with where and when its runs were made."""
+    first, *refits = [n for n in range(*RUNS_COST_WINDOW) if restart_due(n)]
+    out = ["### A step's cost in runs", "",
+           "Seconds per proposal in budget-40 runs of `auto` and `gp-ei` from the same initial designs, over "
+           f"evaluations {RUNS_COST_WINDOW[0] + 1}–{RUNS_COST_WINDOW[1]}, one job alone on the machine: what a run "
+           f"pays, its first fit and refits included (`pde-gp` fits from its fresh starts at {first} observations "
+           f"and refits with them at {', '.join(map(str, refits[:-1]))} and {refits[-1]}, unless they trail; "
+           "benchmarks/step_cost.py's figure above spreads one timed refit over its grid at 40 observations). "
+           "The ratio is each seed's against the same seed's `gp-ei`, then their mean.", "",
+           "```bash", RUNS_COST_COMMAND, "```", ""]
+    folders = {case: root / case for case in cases if root is not None and (root / case / "runs").is_dir()}
+    if not folders:
+        return out + ["Not measured yet: run the command above.", ""]
+    commits, cpus, dates = Counter(), Counter(), set()
+    for folder in folders.values():
+        found = provenance(folder)
+        commits.update(found[0])
+        cpus.update(found[1])
+        dates.update(found[2])
+    span = " to ".join(sorted({min(dates), max(dates)}))
+    return out + [*runs_cost_rows(folders), "",
+                  f"Commit {', '.join(c for c, _ in commits.most_common())}; "
+                  f"{'; '.join(c for c, _ in cpus.most_common())}; {span}.", ""]
 
 
 MIXED_COST_COMMAND = ("python benchmarks/mixed_step_cost.py --dims 4 8 --t 20 60 --asks 4 "

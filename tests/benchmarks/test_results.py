@@ -82,3 +82,40 @@ def test_the_refit_section_names_the_machine_and_date_of_each_replay(tmp_path):
         "case": "beam", "commit": "abc", "machine": "Some CPU, 2 cores", "date": "2026-11-28", "runs_made_at": ["abc"],
         "tally": {"runs": 1, "refits": 14, "won": 0, "tied": 0, "lost": 14, "skipped": 8, "skipped_would_replace": 0}}))
     assert "Replayed at commit abc; Some CPU, 2 cores, 2026-11-28." in physics_tables.refit_section(tmp_path)
+
+
+def timed_run(folder: Path, method: str, seed: str, seconds: list[float], chosen: str | None = None) -> None:
+    """A run of a budget-40 bench: its summary (what auto chose), and timings.jsonl with ten initial
+    designs (no ask time to speak of), ``seconds`` for the asks from evaluation 11 on, and an ask
+    past evaluation 40 that the window leaves out."""
+    run = folder / "runs" / method / seed
+    run.mkdir(parents=True)
+    summary = {"variables": ["x", "y"], "versions": {"pinnbo_commit": "abc", "cpu": "Some CPU, 2 cores"}}
+    if chosen:
+        summary["method"] = {"name": chosen, "chosen_by": "auto", "reason": "..."}
+    (run / "summary.json").write_text(json.dumps(summary))
+    rows = [{"index": i, "ask_seconds": None if i == 0 else 1e-5, "oracle_seconds": 0.01} for i in range(10)]
+    rows += [{"index": 10 + i, "ask_seconds": s, "oracle_seconds": 0.01} for i, s in enumerate(seconds)]
+    rows.append({"index": 40, "ask_seconds": 100.0, "oracle_seconds": 0.01})
+    (run / "timings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_steps_cost_in_runs_sets_each_seed_against_the_same_seed_of_gp_ei(tmp_path):
+    plate = tmp_path / "runs-cost" / "plate"
+    timed_run(plate, "auto", "seed0", [0.3, 0.5], "pde-gp")
+    timed_run(plate, "gp-ei", "seed0", [0.2, 0.2])
+    timed_run(plate, "auto", "seed1", [0.8, 0.8], "pde-gp")
+    timed_run(plate, "gp-ei", "seed1", [0.1, 0.3])
+    timed_run(plate, "auto", "seed2", [9.0, 9.0], "pde-gp")       # no gp-ei run of this seed: left out
+    assert physics_tables.runs_seconds(plate) == {"seed0": (0.4, 0.2), "seed1": (0.8, 0.2)}
+    # the mean of the seeds' ratios (2 and 4), not the ratio of the means (0.6 / 0.2)
+    assert physics_tables.runs_cost_rows({"plate": plate})[2] == \
+        "| plate | 2 | `pde-gp` | 0.600 | 0.200 | 2.00, 4.00 | 3.0 |"
+    lines = results.runs_cost_section(tmp_path / "runs-cost", ["wave", "plate"])
+    assert "| plate | 2 | `pde-gp` | 0.600 | 0.200 | 2.00, 4.00 | 3.0 |" in lines and not any(x.startswith("| wave") for x in lines)
+    assert any(x.startswith("Commit abc; Some CPU, 2 cores; ") for x in lines)
+    # the refits named are pde-gp's own grid inside the window
+    grid = [n for n in range(10, 40) if results.restart_due(n)]
+    text = "\n".join(lines)
+    assert f"fresh starts at {grid[0]} observations" in text and f"{grid[-2]} and {grid[-1]}, unless" in text
+    assert "Not measured yet" in "\n".join(results.runs_cost_section(tmp_path / "none", ["plate"]))
