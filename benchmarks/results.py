@@ -451,7 +451,9 @@ def render(roots: list[Path], calibration: Path | None = None, parallel: Path | 
            "Columns as in [guide/bench.md](guide/bench.md#what-the-table-says): best and regret are means ± "
            "standard error over seeds; `to 10%` / `to 1%` the median proposals after the initial design until "
            "the normalised regret |f* − best| / |f* − m0| reaches 0.1 / 0.01 [seeds that got there]; s/iter the "
-           "seconds per proposal (fit + acquisition, oracle excluded; wall time on the machine named, which other benches may have shared, so compare it within a table); p (BH) the one-sided Welch test of the "
+           "seconds per proposal (fit + acquisition, oracle excluded; wall time on the machine named, which other benches may have shared, so compare it within a table, "
+           "and of the commits named; \"A step's cost in runs\" has the physics default's against gp-ei's at a later "
+           "commit); p (BH) the one-sided Welch test of the "
            "first method's final best against each other's and p to 1% (BH) the rank test on proposals to 1 %, "
            "Benjamini–Hochberg adjusted (`*`: significant at 0.05). Every method of a seed starts from the same "
            "initial design. The algorithms: [algorithms.md](algorithms.md); older measurements, with the "
@@ -497,7 +499,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=Path, default=Path("bench-results/parallel"),
                         help="the asynchronous-run benchmarks' output folder")
     parser.add_argument("--cost", type=Path, default=Path("bench-results/cost"),
-                        help="benchmarks/iteration_cost.py's JSON files, <case>.json")
+                        help="the timings' folder (step_cost.py's, mixed_step_cost.py's and report_cost.py's JSON "
+                             "files); beside it, runs-cost/ (the in-runs bench) and refits/ (refit_outcomes.py's)")
     parser.add_argument("--optuna", type=Path, default=Path("bench-results/optuna"),
                         help="benchmarks/optuna/compare.py's output folder (compare.json)")
     parser.add_argument("--output", default=str(ROOT / "docs" / "results.md"), help="file to write, or - to print")
