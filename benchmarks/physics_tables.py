@@ -31,8 +31,8 @@ GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/beam
                   "benchmarks/dimensions/helmholtz_6d.yaml --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
 
 # What a budget-40 run pays: the cases where auto runs a physics method, auto and gp-ei from the
-# same initial designs, one job alone on the machine, read over evaluations 11-40 (14 of their 30
-# asks are pde-gp's refits, which step_cost.py's one timed refit averages over its grid instead).
+# same initial designs, one job alone on the machine, read over evaluations 11-40, where half of
+# pde-gp's asks fit from fresh starts (step_cost.py spreads one timed refit over its grid instead).
 RUNS_COST_COMMAND = ("pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml "
                      "cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml "
                      "benchmarks/kinds/*.yaml benchmarks/dimensions/laplace_3d.yaml "
