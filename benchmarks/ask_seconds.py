@@ -25,19 +25,25 @@ import numpy as np
 from pinnbo.optimizers.pde_gp import restart_due
 
 
+def window_asks(run: Path, start: int, stop: int) -> list[tuple[int, float]]:
+    """(index, ask_seconds) of the run's evaluations with start <= index < stop (optimizer phase only)."""
+    rows = [json.loads(line) for line in (run / "timings.jsonl").read_text().splitlines() if line.strip()]
+    return [(r["index"], r["ask_seconds"]) for r in rows
+            if r.get("ask_seconds") is not None and start <= r["index"] < stop]
+
+
 def window_seconds(run: Path, start: int, stop: int) -> list[float]:
     """ask_seconds of the run's evaluations with start <= index < stop (optimizer phase only)."""
-    rows = [json.loads(line) for line in (run / "timings.jsonl").read_text().splitlines() if line.strip()]
-    return [r["ask_seconds"] for r in rows if r.get("ask_seconds") is not None and start <= r["index"] < stop]
+    return [seconds for _, seconds in window_asks(run, start, stop)]
 
 
 def refit_split(run: Path, start: int, stop: int) -> tuple[list[float], list[float]]:
     """(the ask_seconds on pde-gp's refit grid, the others) of the run's evaluations with
     start <= index < stop (optimizer phase only)."""
-    rows = [json.loads(line) for line in (run / "timings.jsonl").read_text().splitlines() if line.strip()]
-    timed = [(r["index"], r["ask_seconds"]) for r in rows
-             if r.get("ask_seconds") is not None and start <= r["index"] < stop]
-    return [s for i, s in timed if restart_due(i)], [s for i, s in timed if not restart_due(i)]
+    grid, between = [], []
+    for index, seconds in window_asks(run, start, stop):
+        (grid if restart_due(index) else between).append(seconds)
+    return grid, between
 
 
 def main(argv: list[str] | None = None) -> None:
