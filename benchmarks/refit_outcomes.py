@@ -8,9 +8,13 @@ best −log evidence is set against the warm start's optimum: won (by more than 
 (within 0.1: the same basin) or lost. The gate is then played over those outcomes: the refits it
 skips, and of those the ones whose long starts would have replaced the warm fit (by any margin),
 which are where a run with the gate can first differ from one without it (a skipped refit whose
-long starts end behind changes nothing: the warm fit is chosen either way).
+long starts end behind changes nothing: the warm fit is chosen either way). ``--refit-starts``
+replays the refits past the first few with other long starts (fractions of the box, as
+:data:`pinnbo.optimizers.pde_gp.REFIT_LENGTHSCALES`), and each start's refits where it alone ends
+best, by more than 0.1 nats and by any margin, say which of them decide the fits.
 
     python benchmarks/refit_outcomes.py cases/beam.yaml R/beam/runs/pde-gp --output bench-results/refits/beam.json
+    python benchmarks/refit_outcomes.py cases/dropwave.yaml R/dropwave/runs/pde-gp --refit-starts 0.2 0.6
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from pinnbo.runner.case import load_case
 TIE = 0.1
 
 
-def refits(case, problem, run: Path) -> list[tuple[int, float, float | None]]:
-    """(observations, deficit, long − warm) of each PDE fit with long starts in the replay of ``run``:
-    the deficit the optimiser records (the long starts' best −log evidence against the chosen fit's,
-    :attr:`pinnbo.models.pde_gp.PDEGP.long_start_deficit`) and theirs against the warm start's (None
-    for the first fit, which has none)."""
+def refits(case, problem, run: Path) -> list[tuple[int, float, float | None, dict | None]]:
+    """(observations, deficit, long − warm, each long start − warm) of each PDE fit with long starts
+    in the replay of ``run``: the deficit the optimiser records (the long starts' best −log evidence
+    against the chosen fit's, :attr:`pinnbo.models.pde_gp.PDEGP.long_start_deficit`), and the
+    best of theirs and each one's against the warm start's (None for the first fit, which has
+    none)."""
     records = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
     seed = json.loads((run / "case.json").read_text())["seed"]     # the run's collocation points
     optimizer = build_optimizer(case.model_copy(update={"method": "pde-gp", "method_params": {}, "seed": seed}),
@@ -53,12 +58,13 @@ def refits(case, problem, run: Path) -> list[tuple[int, float, float | None]]:
         values.append(result[1])
         return result
 
-    def recording(self, start, restart=False):
+    def recording(self, start, long_starts=()):
         values.clear()
-        value = fit(self, start, restart)
+        value = fit(self, start, long_starts)
         if self.Z is not None and self.long_start_deficit is not None:
-            longs = values[1:1 + len(pde_gp_model.FIRST_LENGTHSCALES)] if start else None
-            found.append((len(self.targets[0]), self.long_start_deficit, min(longs) - values[0] if longs else None))
+            longs = values[1:1 + len(long_starts)] if start else None
+            found.append((len(self.targets[0]), self.long_start_deficit, min(longs) - values[0] if longs else None,
+                          {f"{f:g}": v - values[0] for f, v in zip(long_starts, longs)} if longs else None))
         return value
 
     def recorded(self, *args, **kwargs):
@@ -103,12 +109,31 @@ def counted(found: list[tuple], skipped: list[tuple]) -> Counter:
                    skipped=len(skipped), skipped_would_replace=sum(e[2] < 0 for e in skipped))
 
 
+def decided(found: list[tuple]) -> dict[str, Counter]:
+    """Per long start, the refits after the first fit where it alone ends best, ahead of the warm
+    start and every other long start: by more than ``TIE`` (a fit in another basin) and by any
+    margin (the same basin to a hair, which still moves a run's last digits)."""
+    tallies: dict[str, Counter] = {}
+    for entry in found[1:]:
+        ends = {"warm": 0.0, **entry[3]}        # each start's −log evidence − the warm start's
+        for start in entry[3]:
+            margin = min(v for k, v in ends.items() if k != start) - ends[start]
+            tally = tallies.setdefault(start, Counter(alone=0, ahead=0))
+            tally["alone"] += margin > TIE
+            tally["ahead"] += margin > 0
+    return tallies
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("case", type=Path)
     parser.add_argument("runs", type=Path, help="a bench folder's runs/<method>, one seedN folder per run")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--refit-starts", type=float, nargs="+", default=None, metavar="F",
+                        help="the long starts a refit runs, fractions of the box (default: pde-gp's)")
     args = parser.parse_args(argv)
+    if args.refit_starts is not None:
+        pde_gp.REFIT_LENGTHSCALES = tuple(args.refit_starts)
     torch.set_num_threads(1)          # replays of several cases share the machine
     case = load_case(args.case, {"device": "cpu"})
     problem = build_problem(case)
@@ -116,8 +141,9 @@ def main(argv=None) -> int:
     produced = versions()
     out = {"command": "python benchmarks/refit_outcomes.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "commit": produced.get("pinnbo_commit"), "machine": produced["cpu"], "date": str(date.today()),
-           "case": case.name, "runs": {}}
+           "case": case.name, "refit_starts": list(pde_gp.REFIT_LENGTHSCALES), "runs": {}}
     tally, made = Counter(), set()
+    starts: dict[str, Counter] = {}
     for run in runs:
         summary = run / "summary.json"
         if summary.is_file():
@@ -126,10 +152,14 @@ def main(argv=None) -> int:
         skipped = gated(found)
         out["runs"][run.name] = {"refits": found, "skipped": skipped}
         tally.update(counted(found, skipped))
+        for start, one in decided(found).items():
+            starts.setdefault(start, Counter()).update(one)
         print(f"{run.name}: " + " ".join(f"{e[0]}:{e[2]:+.1f}" for e in found[1:])
               + f"; skipped {[e[0] for e in skipped]}", flush=True)
     out["tally"], out["runs_made_at"] = dict(tally), sorted(str(c) for c in made)
-    print(f"{case.name}: {dict(tally)}")
+    out["starts"] = {start: dict(c) for start, c in starts.items()}
+    print(f"{case.name}: {dict(tally)}; ends best alone (> {TIE} nats, by any margin): "
+          + ", ".join(f"from {f}: {c['alone']}, {c['ahead']}" for f, c in out["starts"].items()))
     if args.output is not None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         write_text(args.output, json.dumps(out, indent=1))

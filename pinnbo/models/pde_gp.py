@@ -23,11 +23,11 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   contradict (a wrong source, a corner where the data jump) gets a large ε, so it never overrules
   the measurements.
 - Later fits start from the previous step's optimum, and, whenever the data have grown by a tenth
-  since the last such step, from the long starts too (``restart``; the optimiser decides when): a
-  warm start alone can stay in the basin that the first few observations chose while the evidence
-  of the grown data prefers another, and a geometric schedule keeps the refits' share of a step's
-  cost falling as the data grow. The evidence's gradient is in closed form
-  (:mod:`pinnbo.models.evidence`).
+  since the last such step, from long starts too (``long_starts``; the optimiser decides when and
+  which): a warm start alone can stay in the basin that the first few
+  observations chose while the evidence of the grown data prefers another, and a geometric
+  schedule keeps the refits' share of a step's cost falling as the data grow. The evidence's
+  gradient is in closed form (:mod:`pinnbo.models.evidence`).
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
@@ -41,6 +41,7 @@ gives the whole gradient) the posterior is nearly the true function after a few 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import torch
 from botorch.models.model import Model
@@ -62,11 +63,6 @@ LENGTHSCALE_RANGE = (0.01, 10.0)
 FIT_ITERATIONS = 50
 FIT_TOLERANCE = 1e-6
 FIRST_LENGTHSCALES = (0.2, 0.6)
-#: The long starts of a refit (one with an earlier fit to warm-start from): the shorter of the first
-#: fit's. Once the warm start holds the data's basin, the start from 0.6 ends where the start from
-#: 0.2 or the warm one does, to a hair, on all but a few refits in a hundred, and it is the dearer
-#: of the two (docs/algorithms.md, "PDE-GP").
-REFIT_LENGTHSCALES = FIRST_LENGTHSCALES[:1]
 #: The short start's lengthscale in collocation spacings (width · m^(−1/d) for m points in d
 #: inputs): enough points per lengthscale that the PDE constrains the function between them. It is
 #: a start only where it is shorter than the long starts (the beam's 256 points on one axis: 0.04).
@@ -80,12 +76,13 @@ class PDEGP(Model):
     the kernel and the PDE act on physical ones, x = ``lower`` + u · ``widths``. ``unit_X`` (n, d)
     and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
-    hyper-parameters (:meth:`hyperparameters`), and ``restart`` to fit from the first fit's long
-    starts as well, keeping the best evidence. The fit happens at construction.
+    hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
+    to fit from as well, a refit, keeping the best evidence. The fit happens at construction.
     """
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
-                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None, restart: bool = False) -> None:
+                 lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None,
+                 long_starts: Sequence[float] = ()) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
         X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
@@ -107,7 +104,7 @@ class PDEGP(Model):
                                       self.targets[1] if self.terms is not None else None, self._products)
         self.long_start_deficit = None
         if len(y):
-            self.log_likelihood = self._fit(start, restart)
+            self.log_likelihood = self._fit(start, long_starts)
         else:     # no evidence to fit: the PDE alone, under ``start``'s values
             self.log_likelihood = None
             self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
@@ -211,14 +208,13 @@ class PDEGP(Model):
         with torch.no_grad():
             return raw.detach().clone(), float(self._negative_log_likelihood(raw))
 
-    def _fit(self, start: dict | None, restart: bool = False) -> float:
-        """Fit the hyper-parameters (module docstring): from ``start`` (with ``restart``, from the
-        long starts too), or from the long starts, the best evidence among them, replaced by the
+    def _fit(self, start: dict | None, long_starts: Sequence[float] = ()) -> float:
+        """Fit the hyper-parameters (module docstring): from ``start`` (and from ``long_starts``, a
+        refit), or from the first fit's long starts, the best evidence among them, replaced by the
         short start's optimum where that predicts the held-out observations better."""
         warm = [self._raw(start)] if start else []
-        lengthscales = REFIT_LENGTHSCALES if start else FIRST_LENGTHSCALES
-        long_starts = [self._raw({"lengthscale": f * self.widths}) for f in lengthscales] \
-            if restart or not start else []
+        long_starts = [self._raw({"lengthscale": f * self.widths})
+                       for f in (long_starts if start else FIRST_LENGTHSCALES)]
         starts = warm + long_starts
         best_raw, best, long_best = None, math.inf, math.inf
         for k, raw in enumerate(starts):

@@ -61,7 +61,7 @@ from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only,
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.gp import earlier_fit, record_fit
-from pinnbo.models.pde_gp import PDEGP
+from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
 from pinnbo.pde import LinearisedForm
@@ -87,9 +87,9 @@ GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
 
 
-#: A step refits from the first fit's starts as well as from the previous step's optimum when its
-#: observations cross a point of the geometric grid RESTART_GROWTH^k (every step up to 12, then
-#: ever more rarely: 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
+#: A step refits from long starts (:func:`refit_starts`) as well as from the previous step's optimum
+#: when its observations cross a point of the geometric grid RESTART_GROWTH^k (every step up to 12,
+#: then ever more rarely: 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
 RESTART_GROWTH = 1.1
 
 
@@ -110,6 +110,16 @@ def restart_due(n: int) -> bool:
 DEFICIT_PER_OBSERVATION = 10.0
 
 
+#: The long starts of a refit (lengthscales, fractions of the box): the shorter of the first fit's
+#: (:data:`pinnbo.models.pde_gp.FIRST_LENGTHSCALES`), and both while the observations are fewer than
+#: ``EARLY_REFITS`` times the first fit's. The start from 0.6 decides a refit, ending best by more
+#: than a tie, on a few refits in a hundred, most of them among the first two after the first fit,
+#: while the evidence of a dozen points still has several basins; elsewhere it ends where the warm
+#: start or the start from 0.2 does, and it costs half a refit (docs/algorithms.md, "PDE-GP").
+REFIT_LENGTHSCALES = FIRST_LENGTHSCALES[:1]
+EARLY_REFITS = 1.25
+
+
 def long_starts_due(n: int, earlier: dict | None) -> bool:
     """Whether the fit on ``n`` observations starts afresh as well as from ``earlier`` (the fit it
     warm-starts from, with the long starts' bookkeeping :func:`with_long_starts` put there): on the
@@ -122,9 +132,23 @@ def long_starts_due(n: int, earlier: dict | None) -> bool:
     return earlier["long_starts_deficit"] <= DEFICIT_PER_OBSERVATION * (n - earlier["long_starts_at"])
 
 
+def refit_starts(n: int, earlier: dict | None) -> tuple[float, ...]:
+    """The long starts of the fit on ``n`` observations that warm-starts from ``earlier`` (none where
+    :func:`long_starts_due` says so): ``REFIT_LENGTHSCALES``, or the first fit's while the data are
+    few (``EARLY_REFITS``; a fit recorded without the first fit's observations counts as late)."""
+    if not long_starts_due(n, earlier):
+        return ()
+    first = None if earlier is None else earlier.get("first_fit_at")
+    return FIRST_LENGTHSCALES if first is not None and n < EARLY_REFITS * first else REFIT_LENGTHSCALES
+
+
 def with_long_starts(params: dict, n: int, deficit: float | None, earlier: dict | None) -> dict:
-    """``params`` (a fit's hyper-parameters) with the long starts' last deficit and the observations
-    it was measured at: this fit's where its long starts ran, else carried over from ``earlier``."""
+    """``params`` (a fit's hyper-parameters) with the observations of the first fit and the long
+    starts' last deficit and the observations it was measured at: this fit's where its long starts
+    ran, else carried over from ``earlier``."""
+    first = n if earlier is None else earlier.get("first_fit_at")
+    if first is not None:
+        params = {**params, "first_fit_at": first}
     if deficit is not None:
         return {**params, "long_starts_at": n, "long_starts_deficit": float(deficit)}
     if earlier is not None and earlier.get("long_starts_deficit") is not None:
@@ -249,13 +273,13 @@ class PDEGPOptimizer(Optimizer):
                 return self.domain.from_unit(self._maximise(acq, pool, evaluated))
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
             start = earlier_fit(self._fits, self.n_told)
-            restart = long_starts_due(len(y), start)
+            long_starts = refit_starts(len(y), start)
             if self.linearised is None:
                 self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
-                                   restart=restart)
+                                   long_starts=long_starts)
                 deficit = self.model.long_start_deficit
             else:
-                self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, restart)
+                self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
             self._fits = record_fit(self._fits, self.n_told,
                                     with_long_starts(self.model.hyperparameters(), len(y), deficit, start))
             acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
@@ -301,7 +325,7 @@ class PDEGPOptimizer(Optimizer):
                 if self.pending else None)
 
     def _gauss_newton(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
-                      start: dict | None, restart: bool) -> tuple[PDEGP, float | None]:
+                      start: dict | None, long_starts: tuple) -> tuple[PDEGP, float | None]:
         """PDE-GP conditioned on the nonlinear PDE linearised about its own posterior mean at the
         collocation points, refitted about each new mean (at most ``GAUSS_NEWTON_ITERATIONS`` fits,
         fewer once the mean stops moving); the first linearisation is about the GP of the data
@@ -312,17 +336,17 @@ class PDEGPOptimizer(Optimizer):
         # PDE-GP's values: a PDE fit whose output scale collapsed (a flat function, the data as
         # noise) would pass that on to the linearisation point and to the fallback below.
         data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier_fit(self._data_fits, self.n_told),
-                          restart=restart)
+                          long_starts=long_starts)
         self._data_fits = record_fit(self._data_fits, self.n_told, data_only.hyperparameters())
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         deficit = None
         for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
-                          restart=restart)
+                          long_starts=long_starts)
             deficit = model.long_start_deficit if deficit is None else deficit
             # a later linearisation moves the PDE's targets a little: its fit starts from this one
-            start, restart = model.hyperparameters(), False
+            start, long_starts = model.hyperparameters(), ()
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
                    * (1.0 + float(previous[a].abs().max())) for a in needed):

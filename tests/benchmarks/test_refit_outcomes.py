@@ -30,3 +30,16 @@ def test_a_skip_counts_against_the_gate_only_where_the_long_starts_would_have_re
     skipped = [(15, 0.0, -1e-4)]
     assert refit_outcomes.counted(found, skipped) == {"runs": 1, "refits": 4, "won": 1, "tied": 2, "lost": 1,
                                                       "skipped": 1, "skipped_would_replace": 1}
+
+
+def test_a_long_start_decides_a_refit_only_where_it_alone_ends_best():
+    # (observations, deficit, best long − warm, each long start − warm); the first fit has none
+    found = [(10, 0.0, None, None),
+             (11, 0.0, -0.5, {"0.2": -0.5, "0.6": -0.2}),    # the first start, by 0.3 nats over the second
+             (12, 0.0, -1e-4, {"0.2": 0.0, "0.6": -1e-4}),   # the second, by a hair over the others
+             (14, 0.0, -0.3, {"0.2": -0.3, "0.6": -0.3}),    # both alike: neither alone
+             (15, 2.0, 2.0, {"0.2": 2.0, "0.6": 5.0}),       # the warm start
+             (16, 0.0, -0.4, {"0.2": -0.4})]                 # one long start only: it, by 0.4
+    tallies = refit_outcomes.decided(found)
+    assert (tallies["0.2"]["alone"], tallies["0.2"]["ahead"]) == (2, 2)
+    assert (tallies["0.6"]["alone"], tallies["0.6"]["ahead"]) == (0, 1)

@@ -118,3 +118,35 @@ def test_leave_one_out_is_each_observation_predicted_from_the_others_and_the_pde
         mean, variance = weights @ t[rest], K[i, i] - weights @ K[rest, i]
         expected += float(-0.5 * torch.log(2 * math.pi * variance) - 0.5 * (t[i] - mean) ** 2 / variance)
     assert model._leave_one_out(raw) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_refit_starts_from_the_warm_fit_and_its_long_starts():
+    """The first fit runs every long start of ``FIRST_LENGTHSCALES`` (and the short one where the
+    collocation resolves it); a refit runs the warm start and the long starts it is given, and keeps
+    whichever ends with the better evidence, so it is never worse than the warm start alone."""
+    from pinnbo.models.pde_gp import FIRST_LENGTHSCALES
+
+    X, Z = sobol(12, 0), sobol(64, 1)
+    begun = []
+    optimise = PDEGP._optimise
+
+    def recording(self, raw):
+        begun.append((self._unpack(raw)[0] / WIDTHS).tolist())
+        return optimise(self, raw)
+
+    PDEGP._optimise = recording
+    try:
+        first = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS)
+        firsts = list(begun)
+        begun.clear()
+        refit = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=first.hyperparameters(), long_starts=(0.3,))
+        refits = list(begun)
+        begun.clear()
+        warm = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=first.hyperparameters())
+        warms = list(begun)
+    finally:
+        PDEGP._optimise = optimise
+    assert firsts[:2] == [[pytest.approx(f)] * 2 for f in FIRST_LENGTHSCALES]
+    assert refits == [pytest.approx((first.lengthscale / WIDTHS).tolist()), [pytest.approx(0.3)] * 2]
+    assert warms == refits[:1]
+    assert refit.log_likelihood >= warm.log_likelihood
