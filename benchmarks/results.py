@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
-from pinnbo.optimizers.pde_gp import restart_due  # noqa: E402
+from pinnbo.optimizers.pde_gp import EARLY_REFITS, restart_due  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
 from physics_tables import (RUNS_COST_COMMAND, RUNS_COST_WINDOW, STEP_COST_COMMANDS, STEP_COST_FILES,  # noqa: E402
                             physics_summary, refit_section, runs_cost_rows, step_cost_section)
@@ -264,11 +264,14 @@ def runs_cost_section(root: Path | None, cases: list[str]) -> list[str]:
     """What a budget-40 run pays per proposal against gp-ei (physics_tables.RUNS_COST_COMMAND's
     bench), with where and when its runs were made."""
     first, *refits = [n for n in range(*RUNS_COST_WINDOW) if restart_due(n)]
+    early = [n for n in refits if n < EARLY_REFITS * first]
+    late = [n for n in refits if n not in early]
     out = ["### A step's cost in runs", "",
            "Seconds per proposal in budget-40 runs of `auto` and `gp-ei` from the same initial designs, over "
            f"evaluations {RUNS_COST_WINDOW[0] + 1}–{RUNS_COST_WINDOW[1]}, one job alone on the machine: what a run "
-           f"pays, its first fit and refits included (`pde-gp` fits from its fresh starts at {first} observations "
-           f"and refits with them at {', '.join(map(str, refits[:-1]))} and {refits[-1]}, unless they trail; "
+           f"pays, its first fit and refits included (`pde-gp` fits from its fresh starts at {first} observations, "
+           f"refits with both its long starts at {' and '.join(map(str, early))} and with the shorter one at "
+           f"{', '.join(map(str, late[:-1]))} and {late[-1]}, unless they trail; "
            "benchmarks/step_cost.py's figure above spreads one timed refit over its grid at 40 observations). "
            "The ratio is each seed's against the same seed's `gp-ei`, then their mean.", "",
            "```bash", RUNS_COST_COMMAND, "```", ""]

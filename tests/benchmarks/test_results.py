@@ -118,4 +118,5 @@ def test_a_steps_cost_in_runs_sets_each_seed_against_the_same_seed_of_gp_ei(tmp_
     grid = [n for n in range(10, 40) if results.restart_due(n)]
     text = "\n".join(lines)
     assert f"fresh starts at {grid[0]} observations" in text and f"{grid[-2]} and {grid[-1]}, unless" in text
+    assert f"both its long starts at {grid[1]} and {grid[2]} and with the shorter one at {grid[3]}, " in text
     assert "Not measured yet" in "\n".join(results.runs_cost_section(tmp_path / "none", ["plate"]))

@@ -207,18 +207,38 @@ def test_long_starts_run_on_the_refit_grid_unless_they_trail_by_more_than_the_ne
     assert "long_starts_at" not in with_long_starts({"noise": 1e-4}, 21, None, None)
 
 
+def test_the_first_refits_run_every_long_start_and_later_ones_the_shorter():
+    """Refits while the observations are under EARLY_REFITS times the first fit's run the first fit's
+    long starts, later ones REFIT_LENGTHSCALES; off the grid, or trailing, none. A fit recorded
+    without the first fit's observations (an older checkpoint) counts as late."""
+    from pinnbo.models.pde_gp import FIRST_LENGTHSCALES
+    from pinnbo.optimizers.pde_gp import (DEFICIT_PER_OBSERVATION, EARLY_REFITS, REFIT_LENGTHSCALES, refit_starts,
+                                          with_long_starts)
+
+    first = with_long_starts({}, 10, 0.0, None)
+    assert first["first_fit_at"] == 10 and EARLY_REFITS * 10 < 14
+    assert refit_starts(11, first) == refit_starts(12, first) == FIRST_LENGTHSCALES == (0.2, 0.6)
+    later = with_long_starts({}, 12, 0.0, with_long_starts({}, 11, None, first))
+    assert later["first_fit_at"] == 10
+    assert refit_starts(14, later) == REFIT_LENGTHSCALES == (0.2,)
+    assert refit_starts(13, later) == ()
+    assert refit_starts(14, {"noise": 1e-4}) == REFIT_LENGTHSCALES
+    assert refit_starts(14, with_long_starts({}, 12, 5 * DEFICIT_PER_OBSERVATION, later)) == ()
+
+
 def test_the_long_starts_deficit_is_checkpointed_with_the_fit():
     """The first fit records where its long starts ended; a step off the refit grid carries that on,
     and a restored optimiser asks what the uninterrupted one asks."""
     opt = started(n_init=12)
     first = opt.ask()
     recorded = opt.state_dict()["fits"][-1][1]
-    assert recorded["long_starts_at"] == 12 and math.isfinite(recorded["long_starts_deficit"])
+    assert recorded["long_starts_at"] == recorded["first_fit_at"] == 12
+    assert math.isfinite(recorded["long_starts_deficit"])
     opt.tell(first, harmonic(first))                            # 13 observations: off the grid
     restored = started(n_init=12)
     restored.load_state_dict(opt.state_dict())
     restored.tell(first, harmonic(first))
     np.testing.assert_array_equal(opt.ask(), restored.ask())
     carried = opt.state_dict()["fits"][-1][1]
-    assert (carried["long_starts_at"], carried["long_starts_deficit"]) == \
-        (12, recorded["long_starts_deficit"])
+    assert (carried["long_starts_at"], carried["long_starts_deficit"], carried["first_fit_at"]) == \
+        (12, recorded["long_starts_deficit"], 12)
