@@ -24,10 +24,10 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   the measurements.
 - Later fits start from the previous step's optimum, and, whenever the data have grown by a tenth
   since the last such step, from long starts too (``long_starts``; the optimiser decides when and
-  which): a warm start alone can stay in the basin that the first few
-  observations chose while the evidence of the grown data prefers another, and a geometric
-  schedule keeps the refits' share of a step's cost falling as the data grow. The evidence's
-  gradient is in closed form (:mod:`pinnbo.models.evidence`).
+  which): a warm start alone can stay in the basin that the first few observations chose while
+  the evidence of the grown data prefers another, and a geometric schedule keeps the refits' share
+  of a step's cost falling as the data grow. The evidence's gradient is in closed form
+  (:mod:`pinnbo.models.evidence`).
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
@@ -213,9 +213,8 @@ class PDEGP(Model):
         refit), or from the first fit's long starts, the best evidence among them, replaced by the
         short start's optimum where that predicts the held-out observations better."""
         warm = [self._raw(start)] if start else []
-        long_starts = [self._raw({"lengthscale": f * self.widths})
-                       for f in (long_starts if start else FIRST_LENGTHSCALES)]
-        starts = warm + long_starts
+        fresh = [self._raw({"lengthscale": f * self.widths}) for f in (long_starts if start else FIRST_LENGTHSCALES)]
+        starts = warm + fresh
         best_raw, best, long_best = None, math.inf, math.inf
         for k, raw in enumerate(starts):
             raw, value = self._optimise(raw)
