@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
-from pinnbo.optimizers.pde_gp import EARLY_REFITS, restart_due  # noqa: E402
+from pinnbo.optimizers.pde_gp import REFIT_LENGTHSCALES, refit_starts, restart_due  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
 from physics_tables import (RUNS_COST_COMMAND, RUNS_COST_WINDOW, STEP_COST_COMMANDS, STEP_COST_FILES,  # noqa: E402
                             physics_summary, refit_section, runs_cost_rows, step_cost_section)
@@ -264,7 +264,8 @@ def runs_cost_section(root: Path | None, cases: list[str]) -> list[str]:
     """What a budget-40 run pays per proposal against gp-ei (physics_tables.RUNS_COST_COMMAND's
     bench), with where and when its runs were made."""
     first, *refits = [n for n in range(*RUNS_COST_WINDOW) if restart_due(n)]
-    early = [n for n in refits if n < EARLY_REFITS * first]
+    # which refits run more than the later refits' long start, by pde-gp's own rule
+    early = [n for n in refits if refit_starts(n, {"first_fit_at": first}) != REFIT_LENGTHSCALES]
     late = [n for n in refits if n not in early]
     out = ["### A step's cost in runs", "",
            "Seconds per proposal in budget-40 runs of `auto` and `gp-ei` from the same initial designs, over "

@@ -10,8 +10,9 @@ t·ln 1.1 near t), and not while they trail by more than the observations since 
 (:func:`pinnbo.optimizers.pde_gp.long_starts_due`: D nats behind, again after D / 10 more
 observations), which a few consecutive asks mostly miss. Its refit step is timed on its own, with
 the long starts of a refit long after the first fit (:data:`pinnbo.optimizers.pde_gp.REFIT_LENGTHSCALES`;
-the first refits of a run, below 1.25 times the first fit's observations, run both), and the figure reported for it is the average over the schedule, warm + (refit −
-warm) / every, where every = max(t·ln 1.1, D / 10) observations and D is the timed refit's deficit.
+a run's first refits run more, :func:`pinnbo.optimizers.pde_gp.refit_starts`), and the figure
+reported for it is the average over the schedule, warm + (refit − warm) / every, where every =
+max(t·ln 1.1, D / 10) observations and D is the timed refit's deficit.
 
     python benchmarks/step_cost.py cases/heat_bc1.yaml benchmarks/dimensions/helmholtz_6d.yaml \\
         --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json
