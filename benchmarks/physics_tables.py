@@ -15,16 +15,6 @@ from pinnbo.report.format import fmt
 
 PHYSICS = ("pde-gp", "pinn-bo")
 GP = ("gp-ei", "gp-ucb")
-# (file of the cost folder, the cases timed into it) at 40 observations; the physics table reads
-# every file (the first naming a case wins).
-STEP_COST_FILES = (
-    ("step_cost_40.json", "cases/heat_bc1.yaml cases/heat_bc2.yaml cases/heat_bc3.yaml cases/beam.yaml "
-                          "cases/dropwave.yaml cases/helmholtz.yaml cases/harmonic.yaml cases/liouville.yaml "
-                          "benchmarks/dimensions/*.yaml"),
-    ("step_cost_40_kinds.json", "benchmarks/kinds/*.yaml"),
-)
-STEP_COST_COMMANDS = tuple(f"python benchmarks/step_cost.py {cases} --t 40 --asks 4 --output bench-results/cost/{name}"
-                           for name, cases in STEP_COST_FILES)
 GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/beam.yaml cases/liouville.yaml "
                   "benchmarks/kinds/beam_clamped.yaml benchmarks/kinds/reaction_diffusion.yaml "
                   "benchmarks/dimensions/laplace_3d.yaml benchmarks/dimensions/heat_4d.yaml "
@@ -105,23 +95,22 @@ def auto_choice(folder: Path, case_file: Path | None) -> str | None:
     return choice_for(build_problem(load_case(case_file))).method
 
 
-def _step_seconds(paths: list[Path]) -> dict:
-    """{case: {method: seconds per proposal at the file's first t}} from benchmarks/step_cost.py's files."""
-    seconds: dict = {}
-    for path in paths:
-        if path.exists():
-            data = json.loads(path.read_text())
-            for case, entry in data["cases"].items():
-                seconds.setdefault(case, {m: rows[0]["seconds"] for m, rows in entry["rows"].items()})
-    return seconds
+def run_cost(folder: Path | None, chosen: str) -> str:
+    """``auto``'s seconds per proposal over gp-ei's in :data:`RUNS_COST_COMMAND`'s bench of a case
+    (its ``folder``), the mean of the seeds' ratios as :func:`runs_cost_rows` gives it; 1.0 where
+    ``auto`` runs gp-ei itself, — where the case was not timed."""
+    if chosen == "gp-ei":
+        return "1.0"
+    seconds = runs_seconds(folder) if folder is not None else {}
+    return f"{np.mean([a / g for a, g in seconds.values()]):.1f}" if seconds else "—"
 
 
-def physics_summary(folders: dict[str, tuple[Path, Path | None]], cost: list[Path]) -> list[str]:
+def physics_summary(folders: dict[str, tuple[Path, Path | None]], runs_cost: Path | None) -> list[str]:
     """Per case (bench folder, case file): what ``auto`` runs, its proposals to 1% against the better GP's, its step
-    cost over gp-ei's at 40 observations, and each physics method's proposals (where the bench ran
-    ``auto`` and not the method it chose, the two are one: same streams, same proposals)."""
+    cost over gp-ei's in budget-40 runs (``runs_cost``: :data:`RUNS_COST_COMMAND`'s output folder), and each
+    physics method's proposals (where the bench ran ``auto`` and not the method it chose, the two are
+    one: same streams, same proposals)."""
     key = target_key(REGRET_TARGETS[-1])
-    seconds = _step_seconds(cost)
     lines = ["| case | d | `auto` runs | to 1% | better GP | to 1% | ratio | cost × gp-ei | `pde-gp` | `pinn-bo` |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for case, (folder, case_file) in folders.items():
@@ -135,8 +124,7 @@ def physics_summary(folders: dict[str, tuple[Path, Path | None]], cost: list[Pat
         g = gps[0]
         (am, _), (gm, _) = _to_target(mine), _to_target(results[g])
         ratio = "—" if math.isinf(am) else ("< 1" if math.isinf(gm) else f"{am / gm:.2f}")
-        timed = seconds.get(case, {})
-        cost_text = f"{timed[chosen] / timed['gp-ei']:.1f}" if chosen in timed and "gp-ei" in timed else "—"
+        cost_text = run_cost(None if runs_cost is None else runs_cost / case, chosen)
         physics = " | ".join(_proposals((results.get(m) or (mine if m == chosen else {})).get(key)) for m in PHYSICS)
         run = next(iter(sorted((folder / "runs").glob("*/*/summary.json"))), None)
         dim = len(json.loads(run.read_text()).get("variables") or []) if run is not None else 0

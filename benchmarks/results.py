@@ -29,8 +29,8 @@ from pinnbo.bench.options import seeds_text  # noqa: E402
 from pinnbo.bench.statistics import REGRET_TARGETS, target_key  # noqa: E402
 from pinnbo.optimizers.pde_gp import REFIT_LENGTHSCALES, refit_starts, restart_due  # noqa: E402
 from pinnbo.report.format import fmt  # noqa: E402
-from physics_tables import (RUNS_COST_COMMAND, RUNS_COST_WINDOW, STEP_COST_COMMANDS, STEP_COST_FILES,  # noqa: E402
-                            physics_summary, refit_section, runs_cost_rows, step_cost_section)
+from physics_tables import (RUNS_COST_COMMAND, RUNS_COST_WINDOW, physics_summary, refit_section,  # noqa: E402
+                            runs_cost_rows, step_cost_section)
 
 PDE_METHODS = "pde-gp,pinn-bo,gp-ei,gp-ucb --reference pde-gp"
 DIMENSION_METHODS = "auto,pinn-bo,gp-ei,gp-ucb --reference auto"
@@ -223,16 +223,6 @@ def _case_folder(roots: list[Path], case: str) -> Path | None:
     return next((root / case for root in roots if (root / case / "summary.json").exists()), None)
 
 
-def _step_cost_provenance(paths: list[Path]) -> list[str]:
-    """Where and when the cost column's timings were taken, one line per file that exists."""
-    found = [(path, json.loads(path.read_text())) for path in paths if path.exists()]
-    if not found:
-        return []
-    return ["Cost column: " + "; ".join(f"`{path.name}` at commit {data['commit']}, {data['machine']}, {data['device']}, "
-                                        f"{data['threads']} torch thread(s), {data['date']}" for path, data in found)
-            + ".", ""]
-
-
 def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
     """The physics tables, heading the PDE families: does the PDE pay under ``auto``, in 1 to 6
     variables, and what a step costs as the data grow."""
@@ -241,22 +231,22 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
                                  *(ROOT / "benchmarks" / "dimensions").glob("*.yaml")]}
     folders = {case: (folder, files.get(case)) for case in cases
                if (folder := _case_folder(family_roots(roots, ()), case)) is not None}
-    cost_files = [] if cost is None else [cost / name for name, _ in STEP_COST_FILES]
+    runs_cost = None if cost is None else cost.parent / "runs-cost"
     return ["### Does the PDE pay?", "",
             "Per case, what `auto` (the default) runs and its proposals to 1% against the better of `gp-ei` and "
             "`gp-ucb` (median [seeds that got there]; — never in half the seeds); ratio < 1: fewer evaluations than "
-            "the GP; cost: its seconds per proposal over gp-ei's at 40 observations, the methods timed one after "
-            "the other in one process, one torch thread (`" + "`, `".join(STEP_COST_COMMANDS) + "`); then each physics-informed "
-            "method's proposals to 1%. Where a bench ran the chosen method and not `auto`, `auto`'s figures are that "
-            "method's: its runs are the chosen method's, proposal for proposal (tests/runner/test_auto.py). The "
-            "tables of each case, further down, have every method.", "",
-            *physics_summary(folders, cost_files), "", *_step_cost_provenance(cost_files),
+            "the GP; cost: its seconds per proposal over gp-ei's in budget-40 runs from the same initial designs, "
+            "the mean of the seeds' ratios (\"A step's cost in runs\", below; 1.0 where `auto` runs gp-ei); then "
+            "each physics-informed method's proposals to 1%. Where a bench ran the chosen method and not `auto`, "
+            "`auto`'s figures are that method's: its runs are the chosen method's, proposal for proposal "
+            "(tests/runner/test_auto.py). The tables of each case, further down, have every method.", "",
+            *physics_summary(folders, runs_cost), "",
             "### A step as the data grow", "",
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
             "warm and refit steps beside it.", "",
             *step_cost_section(None if cost is None else cost / "step_cost.json"),
-            *runs_cost_section(None if cost is None else cost.parent / "runs-cost", cases),
+            *runs_cost_section(runs_cost, cases),
             *refit_section(None if cost is None else cost.parent / "refits")]
 
 

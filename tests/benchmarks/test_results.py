@@ -40,17 +40,22 @@ def test_the_physics_summary_sets_auto_against_the_better_gp(tmp_path):
     # a bench of the chosen method without auto: the rule on the case file names it (harmonic: pde-gp)
     wave = bench_folder(tmp_path, "wave", {"pde-gp": method(1, 7, 0.3), "gp-ei": method(None, 0, 0.2),
                                            "gp-ucb": method(None, 1, 0.2)})
-    (tmp_path / "cost.json").write_text(json.dumps({"cases": {"plate": {"dim": 3, "rows": {
-        "pde-gp": [{"seconds": 0.3}], "gp-ei": [{"seconds": 0.1}]}}}}))
-    # a second cost file: its cases add to the first's, and the first file's figures win
-    (tmp_path / "more.json").write_text(json.dumps({"cases": {
-        "plate": {"dim": 3, "rows": {"pde-gp": [{"seconds": 9.0}], "gp-ei": [{"seconds": 0.1}]}},
-        "wave": {"dim": 2, "rows": {"pde-gp": [{"seconds": 0.5}], "gp-ei": [{"seconds": 0.2}]}}}}))
-    rows = physics_tables.physics_summary({"plate": (plate, None), "wave": (wave, ROOT / "cases" / "harmonic.yaml")},
-                                          [tmp_path / "cost.json", tmp_path / "more.json", tmp_path / "absent.json"])
+    # where auto runs gp-ei, it is its own baseline
+    box = bench_folder(tmp_path, "box", {"auto": method(8, 10, 0.2), "gp-ei": method(8, 10, 0.2),
+                                         "gp-ucb": method(9, 10, 0.2)}, "gp-ei")
+    # the cost column is the in-runs bench's: the plate's seeds cost 2 and 4 times gp-ei's; the wave was not timed
+    runs_cost = tmp_path / "runs-cost"
+    timed_run(runs_cost / "plate", "auto", "seed0", [0.3, 0.5], "pde-gp")
+    timed_run(runs_cost / "plate", "gp-ei", "seed0", [0.2, 0.2])
+    timed_run(runs_cost / "plate", "auto", "seed1", [0.8, 0.8], "pde-gp")
+    timed_run(runs_cost / "plate", "gp-ei", "seed1", [0.1, 0.3])
+    rows = physics_tables.physics_summary({"plate": (plate, None), "wave": (wave, ROOT / "cases" / "harmonic.yaml"),
+                                           "box": (box, None)}, runs_cost)
     assert rows[2] == "| plate | 3 | `pde-gp` | 2 [10/10] | `gp-ei` | 20 [6/10] | 0.10 | 3.0 | 2 [10/10] | 10 [9/10] |"
-    assert rows[3] == "| wave | 2 | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | 2.5 | 1 [7/10] | — |"
-    assert len(rows) == 4
+    assert rows[3] == "| wave | 2 | `pde-gp` | 1 [7/10] | `gp-ucb` | — [1/10] | < 1 | — | 1 [7/10] | — |"
+    assert rows[4] == "| box | 2 | `gp-ei` | 8 [10/10] | `gp-ei` | 8 [10/10] | 1.00 | 1.0 | — | — |"
+    assert len(rows) == 5
+    assert physics_tables.physics_summary({"plate": (plate, None)}, None)[2].split(" | ")[7] == "—"
 
 
 def test_the_calibration_section_without_measurements_gives_its_commands(tmp_path):
