@@ -75,9 +75,10 @@ FAMILIES = [
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
       for kinds, dims, methods, seeds in ((("helmholtz",), (3,), DIMENSION_METHODS, 10),
                                           (("helmholtz",), (4, 6), WITH_PDE_GP, 10),
-                                          (("heat",), (3, 4, 6), CONDITIONED, 10),
-                                          (("laplace",), (3, 6), CONDITIONED, 10),
-                                          (("laplace",), (4,), CONDITIONED_WITH_PDE_GP, 10))]),
+                                          (("heat",), (3, 4), CONDITIONED, 10),
+                                          (("heat",), (6,), CONDITIONED_WITH_PDE_GP, 10),
+                                          (("laplace",), (3,), CONDITIONED, 10),
+                                          (("laplace",), (4, 6), CONDITIONED_WITH_PDE_GP, 10))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
