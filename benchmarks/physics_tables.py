@@ -46,6 +46,12 @@ def runs_seconds(folder: Path, method: str = "auto", baseline: str = "gp-ei") ->
     return out
 
 
+def seed_ratios(seconds: dict[str, tuple[float, float]]) -> list[float]:
+    """Each seed's seconds per ask over the same seed's gp-ei (:func:`runs_seconds`' pairs); both
+    cost tables give their mean, so they agree row for row."""
+    return [a / g for a, g in seconds.values()]
+
+
 def runs_cost_rows(folders: dict[str, Path]) -> list[str]:
     """Per case (its folder from :data:`RUNS_COST_COMMAND`'s bench): what ``auto`` ran, its seconds
     per proposal and gp-ei's (means over seeds), and auto's over gp-ei's, per seed and their mean."""
@@ -58,7 +64,7 @@ def runs_cost_rows(folders: dict[str, Path]) -> list[str]:
             continue
         run = next(iter(sorted((folder / "runs" / "auto").glob("*/summary.json"))))
         dim = len(json.loads(run.read_text()).get("variables") or [])
-        ratios = [a / g for a, g in seconds.values()]
+        ratios = seed_ratios(seconds)
         mine, theirs = (float(np.mean([pair[k] for pair in seconds.values()])) for k in (0, 1))
         lines.append(f"| {case} | {dim} | `{chosen}` | {mine:.3f} | {theirs:.3f} | "
                      f"{', '.join(f'{r:.2f}' for r in ratios)} | {np.mean(ratios):.1f} |")
@@ -102,7 +108,7 @@ def run_cost(folder: Path | None, chosen: str) -> str:
     if chosen == "gp-ei":
         return "1.0"
     seconds = runs_seconds(folder) if folder is not None else {}
-    return f"{np.mean([a / g for a, g in seconds.values()]):.1f}" if seconds else "—"
+    return f"{np.mean(seed_ratios(seconds)):.1f}" if seconds else "—"
 
 
 def physics_summary(folders: dict[str, tuple[Path, Path | None]], runs_cost: Path | None) -> list[str]:
