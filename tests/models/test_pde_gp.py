@@ -150,3 +150,29 @@ def test_a_refit_starts_from_the_warm_fit_and_its_long_starts():
     assert refits == [pytest.approx((first.lengthscale / WIDTHS).tolist()), [pytest.approx(0.3)] * 2]
     assert warms == refits[:1]
     assert refit.log_likelihood >= warm.log_likelihood
+
+
+def test_a_fit_of_many_observations_stops_sooner_and_where_a_tight_one_ends(monkeypatch):
+    """The tolerance grows with the observations (the evidence and its curvature do): on 400
+    values of e^x sin y with Laplace's equation the fit takes no more evaluations than with the
+    40-observation tolerance, and its evidence and posterior mean are that fit's."""
+    import pinnbo.models.pde_gp as pde_gp
+
+    X, Z, test = sobol(400, 0), sobol(128, 1), sobol(50, 2)
+    counts = {}
+    evidence = PDEGP._negative_log_likelihood
+
+    def fit(name):
+        calls = []
+        monkeypatch.setattr(PDEGP, "_negative_log_likelihood", lambda self, raw: calls.append(1) or evidence(self, raw))
+        model = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS)
+        counts[name] = len(calls)
+        with torch.no_grad():
+            return model.log_likelihood, model.mean_and_variance(test)[0]
+
+    shipped = fit("shipped")
+    monkeypatch.setattr(pde_gp, "FIT_TOLERANCE_PER_OBSERVATION", 0.0)
+    tight = fit("tight")
+    assert counts["shipped"] <= counts["tight"]
+    assert shipped[0] == pytest.approx(tight[0], abs=1e-3)
+    assert torch.allclose(shipped[1], tight[1], rtol=1e-5, atol=1e-6 * float(tight[1].abs().max()))
