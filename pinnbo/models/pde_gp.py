@@ -194,17 +194,23 @@ class PDEGP(Model):
 
     def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float]:
         """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value; inf where the
-        covariance does not factorise)."""
+        covariance does not factorise anywhere it went). A line search that steps where the
+        covariance does not factorise interpolates the infinite value into NaN parameters and ends
+        there: the fit then keeps the best point it evaluated."""
         raw = raw.clone().requires_grad_(True)
         tolerance = max(FIT_TOLERANCE, FIT_TOLERANCE_PER_OBSERVATION * len(self.targets[0]))
         optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
                                       tolerance_change=tolerance)
+        best = [math.inf, None]
 
         def closure():
             optimiser.zero_grad()
             loss = self._negative_log_likelihood(raw)
             if torch.isfinite(loss):
                 loss.backward()
+                value = float(loss.detach())
+                if value < best[0]:
+                    best[:] = [value, raw.detach().clone()]
             return loss
 
         try:
@@ -212,7 +218,10 @@ class PDEGP(Model):
         except RuntimeError:     # a line search into a non-positive-definite matrix
             pass
         with torch.no_grad():
-            return raw.detach().clone(), float(self._negative_log_likelihood(raw))
+            value = float(self._negative_log_likelihood(raw))
+        if not math.isfinite(value) and best[1] is not None:
+            return best[1], best[0]
+        return raw.detach().clone(), value
 
     def _fit(self, start: dict | None, long_starts: Sequence[float] = ()) -> float:
         """Fit the hyper-parameters (module docstring): from ``start`` (and from ``long_starts``, a

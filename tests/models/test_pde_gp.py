@@ -152,6 +152,32 @@ def test_a_refit_starts_from_the_warm_fit_and_its_long_starts():
     assert refit.log_likelihood >= warm.log_likelihood
 
 
+def test_a_line_search_into_a_covariance_that_does_not_factorise_keeps_the_best_point_it_evaluated():
+    """L-BFGS's line search interpolates an infinite evidence (a covariance that does not factorise)
+    into NaN parameters, where the evidence is NaN, and ends there; the fit keeps the best finite
+    point it evaluated instead. A bowl whose minimum lies beyond a wall of infinite values: the line
+    search's first extrapolation lands past the wall."""
+    X = sobol(12, 0)
+    model = PDEGP(X, harmonic(X), None, None, LOWER, WIDTHS)
+    start = model.raw.detach().clone()
+    centre = start + 3.0
+    evaluated = []
+
+    def walled_bowl(raw):
+        # as the evidence: infinite past the wall, NaN at NaN parameters
+        beyond = bool(torch.isfinite(raw).all()) and float((raw.detach() - start).max()) >= 1.5
+        value = torch.tensor(math.inf, dtype=raw.dtype) if beyond else ((raw - centre) ** 2).sum()
+        evaluated.append(float(value.detach()))
+        return value
+
+    model._negative_log_likelihood = walled_bowl
+    raw, value = model._optimise(start)
+    assert not all(math.isfinite(v) for v in evaluated)      # the line search did hit the wall
+    assert math.isfinite(value) and bool(torch.isfinite(raw).all())
+    assert value == min(v for v in evaluated if math.isfinite(v)) < ((start - centre) ** 2).sum()
+    assert float(walled_bowl(raw)) == value
+
+
 def test_a_fit_of_many_observations_stops_sooner_and_where_a_tight_one_ends(monkeypatch):
     """The tolerance grows with the observations (the evidence and its curvature do): on 400
     values of e^x sin y with Laplace's equation the fit takes no more evaluations than with the
