@@ -82,12 +82,14 @@ class PDEGP(Model):
     and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
-    to fit from as well, a refit, keeping the best evidence. The fit happens at construction.
+    to fit from as well, a refit, keeping the best evidence. The fit happens at construction;
+    ``fit=False`` conditions on the data under ``start``'s values instead. ``warm_gain``: the log
+    evidence the fit from ``start`` gained over ``start`` itself (None without one).
     """
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
                  lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None,
-                 long_starts: Sequence[float] = ()) -> None:
+                 long_starts: Sequence[float] = (), fit: bool = True) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
         X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
@@ -108,7 +110,12 @@ class PDEGP(Model):
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
                                       self.targets[1] if self.terms is not None else None, self._products)
         self.long_start_deficit = None
-        if len(y):
+        self.warm_gain = None
+        if len(y) and not fit:
+            self.raw = self._raw(start)
+            with torch.no_grad():
+                self.log_likelihood = -float(self._negative_log_likelihood(self.raw))
+        elif len(y):
             self.log_likelihood = self._fit(start, long_starts)
         else:     # no evidence to fit: the PDE alone, under ``start``'s values
             self.log_likelihood = None
@@ -192,20 +199,23 @@ class PDEGP(Model):
             return None
         return self._raw({"lengthscale": short * self.widths, "pde_noise": PDE_NOISE_FLOOR})
 
-    def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value; inf where the
-        covariance does not factorise anywhere it went). A line search that steps where the
-        covariance does not factorise interpolates the infinite value into NaN parameters and ends
-        there: the fit then keeps the best point it evaluated."""
+    def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+        """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value, inf where the
+        covariance does not factorise anywhere it went; the value at ``raw``). A line search that
+        steps where the covariance does not factorise interpolates the infinite value into NaN
+        parameters and ends there: the fit then keeps the best point it evaluated."""
         raw = raw.clone().requires_grad_(True)
         tolerance = max(FIT_TOLERANCE, FIT_TOLERANCE_PER_OBSERVATION * len(self.targets[0]))
         optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
                                       tolerance_change=tolerance)
         best = [math.inf, None]
+        at_start = []
 
         def closure():
             optimiser.zero_grad()
             loss = self._negative_log_likelihood(raw)
+            if not at_start:
+                at_start.append(float(loss.detach()))
             if torch.isfinite(loss):
                 loss.backward()
                 value = float(loss.detach())
@@ -219,9 +229,10 @@ class PDEGP(Model):
             pass
         with torch.no_grad():
             value = float(self._negative_log_likelihood(raw))
+        start = at_start[0] if at_start else math.inf
         if not math.isfinite(value) and best[1] is not None:
-            return best[1], best[0]
-        return raw.detach().clone(), value
+            return best[1], best[0], start
+        return raw.detach().clone(), value, start
 
     def _fit(self, start: dict | None, long_starts: Sequence[float] = ()) -> float:
         """Fit the hyper-parameters (module docstring): from ``start`` (and from ``long_starts``, a
@@ -232,14 +243,16 @@ class PDEGP(Model):
         starts = warm + fresh
         best_raw, best, long_best = None, math.inf, math.inf
         for k, raw in enumerate(starts):
-            raw, value = self._optimise(raw)
+            raw, value, at_start = self._optimise(raw)
+            if k == 0 and warm and math.isfinite(value):
+                self.warm_gain = at_start - value
             if value < best:
                 best, best_raw = value, raw
             if k >= len(warm):
                 long_best = min(long_best, value)
         short = None if start else self._short_start()
         if short is not None:
-            raw, value = self._optimise(short)
+            raw, value, _ = self._optimise(short)
             if math.isfinite(value) and (best_raw is None or self._leave_one_out(raw) > self._leave_one_out(best_raw)):
                 best, best_raw = value, raw
         if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter

@@ -15,7 +15,8 @@ Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^
 R[f₀] is linear (:meth:`pinnbo.pde.PDE.linearised_form`). Each step linearises about the mean of
 the GP of the data alone, conditions on that, and linearises again about the new posterior mean,
 up to ``GAUSS_NEWTON_ITERATIONS`` fits, each from the one before (a refit's fresh starts go into
-the first only: a new linearisation moves the PDE's targets a little, not the basin). Where the
+the first only: a new linearisation moves the PDE's targets a little, not the basin), or under its
+values once a fit barely moves them (``SETTLED_GAIN``). Where the
 result predicts the held-out observations worse than the data alone (leave-one-out), the step uses
 the GP of the data alone: the PDE never overrules the measurements.
 
@@ -85,6 +86,13 @@ UCB_BETA = 1.0
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
+#: A Gauss–Newton step's auxiliary fits settle: where a fit from the previous values gains less
+#: than this (nats of log evidence), the hyper-parameters have stopped moving with the data. The
+#: step's later linearisations are then conditioned under its first fit's values, and the GP of the
+#: data alone keeps its values until the next point of the refit grid (:func:`restart_due`), where
+#: it is fitted again. The fit at the first linearisation, the model proposals come from, runs at
+#: every step as every pde-gp fit does.
+SETTLED_GAIN = 0.01
 
 
 #: A step refits from long starts (:func:`refit_starts`) as well as from the previous step's optimum
@@ -335,18 +343,26 @@ class PDEGPOptimizer(Optimizer):
         # The data alone, from its own previous fit and afresh on the refit schedule, never from the
         # PDE-GP's values: a PDE fit whose output scale collapsed (a flat function, the data as
         # noise) would pass that on to the linearisation point and to the fallback below.
-        data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier_fit(self._data_fits, self.n_told),
-                          long_starts=long_starts)
-        self._data_fits = record_fit(self._data_fits, self.n_told, data_only.hyperparameters())
+        # Settled (``SETTLED_GAIN``), it keeps its values until the refit grid.
+        earlier = earlier_fit(self._data_fits, self.n_told)
+        settled = (earlier is not None and not restart_due(len(y))
+                   and earlier.get("warm_gain", math.inf) < SETTLED_GAIN)
+        data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier, long_starts=long_starts,
+                          fit=not settled)
+        gain = earlier["warm_gain"] if settled else data_only.warm_gain
+        self._data_fits = record_fit(self._data_fits, self.n_told, {**data_only.hyperparameters(), **(
+            {} if gain is None else {"warm_gain": float(gain)})})
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
-        deficit = None
+        deficit, refit = None, True
         for _ in range(GAUSS_NEWTON_ITERATIONS):
             model = PDEGP(unit_X, y, Z, self.linearised.at(physical, point), lower, widths, start=start,
-                          long_starts=long_starts)
+                          long_starts=long_starts, fit=refit)
             deficit = model.long_start_deficit if deficit is None else deficit
-            # a later linearisation moves the PDE's targets a little: its fit starts from this one
+            # a later linearisation moves the PDE's targets a little: its fit starts from this one,
+            # or keeps its values where that fit barely moved them (``SETTLED_GAIN``)
             start, long_starts = model.hyperparameters(), ()
+            refit = refit and not (model.warm_gain is not None and model.warm_gain < SETTLED_GAIN)
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
                    * (1.0 + float(previous[a].abs().max())) for a in needed):

@@ -171,11 +171,12 @@ def test_a_line_search_into_a_covariance_that_does_not_factorise_keeps_the_best_
         return value
 
     model._negative_log_likelihood = walled_bowl
-    raw, value = model._optimise(start)
+    raw, value, at_start = model._optimise(start)
     assert not all(math.isfinite(v) for v in evaluated)      # the line search did hit the wall
     assert math.isfinite(value) and bool(torch.isfinite(raw).all())
     assert value == min(v for v in evaluated if math.isfinite(v)) < ((start - centre) ** 2).sum()
     assert float(walled_bowl(raw)) == value
+    assert at_start == ((start - centre) ** 2).sum()
 
 
 def test_a_fit_of_many_observations_stops_sooner_and_where_a_tight_one_ends(monkeypatch):

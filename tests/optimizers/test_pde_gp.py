@@ -140,6 +140,42 @@ def test_a_nonlinear_pdes_fits_checkpoint_and_resume_as_if_uninterrupted():
     assert not np.array_equal(proposal, afresh.ask())
 
 
+def test_a_settled_gauss_newton_step_fits_once_and_proposes_what_refitting_would(monkeypatch):
+    """From 120 observations on, a new one barely moves the hyper-parameters (a warm fit gains less
+    than ``SETTLED_GAIN``): the GP of the data alone keeps its values until the refit grid and the
+    later linearisations are conditioned under the first's, so a step runs one fit, and its
+    proposals are those of a step that refits all three, within 10⁻⁵ of the box."""
+    import pinnbo.models.pde_gp as model
+    import pinnbo.optimizers.pde_gp as method
+    from problems.pde_solutions import liouville
+
+    problem = liouville()
+    params = {"collocation_points": 64, "num_restarts": 4, "raw_samples": 128, "maxiter": 50}
+    points = initial_design(problem.domain, 124, 0)
+    fit = model.PDEGP._fit
+
+    def asked(settled_gain):
+        """Proposals and fits per ask, telling the same Sobol designs whatever was proposed."""
+        monkeypatch.setattr(method, "SETTLED_GAIN", settled_gain)
+        opt = make_optimizer("pde-gp", problem.domain, 0, params=params, pde=problem.minimised_pde)
+        for p in points[:120]:
+            opt.tell(p, -problem.objective(p))
+        fits, proposals, counts = [], [], []
+        monkeypatch.setattr(model.PDEGP, "_fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k))
+        for p in points[120:]:
+            fits.clear()
+            proposals.append(problem.domain.to_unit(np.asarray(opt.ask())[None])[0])
+            counts.append(len(fits))
+            opt.tell(p, -problem.objective(p))
+        monkeypatch.setattr(model.PDEGP, "_fit", fit)
+        return np.array(proposals), counts
+
+    settled, settled_fits = asked(method.SETTLED_GAIN)
+    refitted, refitted_fits = asked(0.0)
+    assert settled_fits[2:] == [1, 1] and min(refitted_fits) == 3
+    assert np.abs(settled - refitted).max() < 1e-5
+
+
 def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
     xs = sp.symbols("x1:41")
     f = sp.Function("f")(*xs)
