@@ -83,7 +83,8 @@ class PDEGP(Model):
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
     to fit from as well, a refit, keeping the best evidence. The fit happens at construction;
-    ``fit=False`` conditions on the data under ``start``'s values instead. ``warm_gain``: the log
+    ``fit=False`` conditions on the data under ``start``'s values instead (``log_likelihood`` None,
+    as with no data). ``warm_gain``: the log
     evidence the fit from ``start`` gained over ``start`` itself (None without one).
     """
 
@@ -111,13 +112,9 @@ class PDEGP(Model):
                                       self.targets[1] if self.terms is not None else None, self._products)
         self.long_start_deficit = None
         self.warm_gain = None
-        if len(y) and not fit:
-            self.raw = self._raw(start)
-            with torch.no_grad():
-                self.log_likelihood = -float(self._negative_log_likelihood(self.raw))
-        elif len(y):
+        if len(y) and fit:
             self.log_likelihood = self._fit(start, long_starts)
-        else:     # no evidence to fit: the PDE alone, under ``start``'s values
+        else:     # nothing fitted (no evidence, or ``fit=False``): conditioned under ``start``'s values
             self.log_likelihood = None
             self.raw = self._raw(start) if start else self._raw({"lengthscale": FIRST_LENGTHSCALES[0] * widths})
         self._factorise()
@@ -214,11 +211,11 @@ class PDEGP(Model):
         def closure():
             optimiser.zero_grad()
             loss = self._negative_log_likelihood(raw)
+            value = float(loss.detach())
             if not at_start:
-                at_start.append(float(loss.detach()))
-            if torch.isfinite(loss):
+                at_start.append(value)
+            if math.isfinite(value):
                 loss.backward()
-                value = float(loss.detach())
                 if value < best[0]:
                     best[:] = [value, raw.detach().clone()]
             return loss

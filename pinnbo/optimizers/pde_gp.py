@@ -95,6 +95,11 @@ GAUSS_NEWTON_TOLERANCE = 1e-4
 SETTLED_GAIN = 0.01
 
 
+def settled(gain: float | None) -> bool:
+    """Whether a fit that gained ``gain`` nats over its start (None: no warm start) has settled."""
+    return gain is not None and gain < SETTLED_GAIN
+
+
 #: A step refits from long starts (:func:`refit_starts`) as well as from the previous step's optimum
 #: when its observations cross a point of the geometric grid RESTART_GROWTH^k (every step up to 12,
 #: then ever more rarely: 14, 15, 16, 18, ..., 42, 46, 50, ...; docs/algorithms.md, "PDE-GP").
@@ -345,11 +350,10 @@ class PDEGPOptimizer(Optimizer):
         # noise) would pass that on to the linearisation point and to the fallback below.
         # Settled (``SETTLED_GAIN``), it keeps its values until the refit grid.
         earlier = earlier_fit(self._data_fits, self.n_told)
-        settled = (earlier is not None and not restart_due(len(y))
-                   and earlier.get("warm_gain", math.inf) < SETTLED_GAIN)
+        keep = earlier is not None and not restart_due(len(y)) and settled(earlier.get("warm_gain"))
         data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier, long_starts=long_starts,
-                          fit=not settled)
-        gain = earlier["warm_gain"] if settled else data_only.warm_gain
+                          fit=not keep)
+        gain = earlier["warm_gain"] if keep else data_only.warm_gain
         self._data_fits = record_fit(self._data_fits, self.n_told, {**data_only.hyperparameters(), **(
             {} if gain is None else {"warm_gain": float(gain)})})
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
@@ -362,7 +366,7 @@ class PDEGPOptimizer(Optimizer):
             # a later linearisation moves the PDE's targets a little: its fit starts from this one,
             # or keeps its values where that fit barely moved them (``SETTLED_GAIN``)
             start, long_starts = model.hyperparameters(), ()
-            refit = refit and not (model.warm_gain is not None and model.warm_gain < SETTLED_GAIN)
+            refit = refit and not settled(model.warm_gain)
             previous, point = point, model.mean_derivatives(Z, needed)
             if all(float((point[a] - previous[a]).abs().max()) <= GAUSS_NEWTON_TOLERANCE
                    * (1.0 + float(previous[a].abs().max())) for a in needed):
