@@ -68,7 +68,7 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
     X, Z = data.X, data.Z
     ff = SEDerivatives(X, X, lengthscale, outputscale, data.differences[0])
     K_raw = operator_block(X, X, lengthscale, outputscale, None, None, derivatives=ff)
-    K = K_raw + noise * torch.eye(len(X), dtype=X.dtype, device=X.device)
+    K = _plus_diagonal(K_raw, noise.expand(len(X)))
     if Z is None:
         return Covariance(K, None, None, K_raw, None, (ff,))
     fl = SEDerivatives(X, Z, lengthscale, outputscale, data.differences[1])
@@ -76,7 +76,14 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
     K_fl = operator_block(X, Z, lengthscale, outputscale, None, data.terms, data.products[0], fl)
     K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll)
     diagonal = torch.diagonal(K_ll).clamp_min(1e-12)
-    return Covariance(K, K_fl, K_ll + torch.diag(pde_noise * diagonal), K_raw, diagonal, (ff, fl, ll))
+    return Covariance(K, K_fl, _plus_diagonal(K_ll, pde_noise * diagonal), K_raw, diagonal, (ff, fl, ll))
+
+
+def _plus_diagonal(A: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """A + diag(values), adding to the diagonal alone rather than a whole matrix of zeros."""
+    out = A.clone()
+    out.diagonal().add_(values)
+    return out
 
 
 def negative_log_evidence(data: EvidenceData, lengthscale: torch.Tensor, outputscale: torch.Tensor,
@@ -136,7 +143,7 @@ class _Evidence(torch.autograd.Function):
             g_pde = (torch.diagonal(W_ll) * blocks.ll_diagonal).sum()
             g_scale = g_scale + (W_fl * blocks.fl).sum() + (W_ll * blocks.ll).sum()
             # K_LL = K_raw + ε diag K_raw: the diagonal's weight counts 1 + ε times
-            W_raw = W_ll + torch.diag(pde_noise * torch.diagonal(W_ll))
+            W_raw = _plus_diagonal(W_ll, pde_noise * torch.diagonal(W_ll))
             g_length = g_length + lengthscale_gradient(blocks.derivatives[1], data.products[0], W_fl) \
                 + lengthscale_gradient(blocks.derivatives[2], data.products[1], W_raw)
         # every block is linear in the output scale

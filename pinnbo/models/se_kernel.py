@@ -58,6 +58,8 @@ class SEDerivatives:
             squared = squared + self.u2[i]
         self.k = outputscale * torch.exp(-0.5 * squared)                           # (N, M)
         self._hermite: dict[tuple[int, int, Window], torch.Tensor] = {}
+        # u_i Heₙ(u_i), a step of the recursion that the lengthscale derivative reuses (:meth:`correction`)
+        self._u_hermite: dict[tuple[int, int, Window], torch.Tensor] = {}
         self._combined: dict[tuple[MultiIndex, Window], torch.Tensor] = {}
 
     def _he(self, i: int, n: int, window: Window = None) -> torch.Tensor:
@@ -69,9 +71,21 @@ class SEDerivatives:
                 value = torch.ones_like(u)
             elif n == 1:
                 value = u
+            elif n == 2:      # u He₁ − 1·He₀, the product by one and the matrix of ones left out (both exact)
+                value = self._u_he(i, 1, window) - 1.0
             else:
-                value = u * self._he(i, n - 1, window) - (n - 1) * self._he(i, n - 2, window)
+                value = self._u_he(i, n - 1, window) - (n - 1) * self._he(i, n - 2, window)
             self._hermite[key] = value
+        return value
+
+    def _u_he(self, i: int, n: int, window: Window = None) -> torch.Tensor:
+        """u_i Heₙ(u_i) (u_i itself for n = 0: the product by ones is exact)."""
+        key = (i, n, window)
+        value = self._u_hermite.get(key)
+        if value is None:
+            u = self.u[i][_slices(window)]
+            value = u if n == 0 else u * self._he(i, n, window)
+            self._u_hermite[key] = value
         return value
 
     def __call__(self, alpha: MultiIndex, beta: MultiIndex) -> torch.Tensor:
@@ -99,8 +113,7 @@ class SEDerivatives:
     def correction(self, i: int, n: int, window: Window = None) -> torch.Tensor:
         """−n ℓ_i^{−n−1} (u_i He_{n−1}(u_i) + Heₙ(u_i)): what an input of order n > 0 adds to the
         lengthscale derivative of its factor beyond u_i²/ℓ_i (:func:`lengthscale_gradient`)."""
-        return -n * self.lengthscale[i] ** (-n - 1) * (self.u[i][_slices(window)] * self._he(i, n - 1, window)
-                                                       + self._he(i, n, window))
+        return -n * self.lengthscale[i] ** (-n - 1) * (self._u_he(i, n - 1, window) + self._he(i, n, window))
 
 
 Operator = Sequence[Sequence[tuple[MultiIndex, "torch.Tensor | None"]]]
@@ -164,6 +177,19 @@ def _products(d: int, left: Operator | None, right: Operator | None, products: P
     return coefficient_products(left or identity, right or identity)
 
 
+def _add_into(total: torch.Tensor | None, window: Window, values: torch.Tensor, like: torch.Tensor,
+              shape: tuple[int, int]) -> torch.Tensor:
+    """``total`` (None: zeros of ``shape``, ``like``'s dtype and device) with ``values`` added into
+    ``window``: a first term that covers the whole matrix becomes the sum's storage (``values`` must
+    be a fresh tensor), with no zeros to fill and add."""
+    if total is None:
+        if window is None and values.shape == shape:
+            return values
+        total = like.new_zeros(shape)
+    total[_slices(window)] += values
+    return total
+
+
 def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                    left: Operator | None, right: Operator | None,
                    products: Products | None = None,
@@ -181,10 +207,10 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     for groups_row in products:
         row = []
         for groups in groups_row:
-            block = derivatives.k.new_zeros(N, M)
+            block = None
             for (gamma, window), c in groups.items():
-                block[_slices(window)] += derivatives.combined(gamma, window) * c
-            row.append(block)
+                block = _add_into(block, window, derivatives.combined(gamma, window) * c, derivatives.k, (N, M))
+            row.append(block if block is not None else derivatives.k.new_zeros(N, M))
         rows.append(torch.cat(row, dim=1))
     return torch.cat(rows, dim=0)
 
@@ -213,14 +239,16 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
             for key, c in groups.items():
                 W = W_block[_slices(key[1])] * c
                 weighted[key] = weighted[key] + W if key in weighted else W
-    total = weights.new_zeros(N, M)
     corrections = [0.0] * d
+    total = None
     for (gamma, window), W in weighted.items():
-        total[_slices(window)] += W * derivatives.combined(gamma, window)
+        total = _add_into(total, window, W * derivatives.combined(gamma, window), weights, (N, M))
         for i, n in enumerate(gamma):
             if n:
                 others = derivatives.combined(gamma[:i] + (0,) + gamma[i + 1:], window)
                 corrections[i] = corrections[i] + (W * others * derivatives.correction(i, n, window)).sum()
+    if total is None:
+        total = weights.new_zeros(N, M)
     gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
     return gradient + torch.stack([torch.as_tensor(c, dtype=gradient.dtype, device=gradient.device)
                                    for c in corrections])
