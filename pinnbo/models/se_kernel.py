@@ -15,9 +15,12 @@ kernel is not (Matérn-5/2 has only two derivatives on each side).
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
+
+from pinnbo.models import se_fused
 
 MultiIndex = tuple[int, ...]
 #: A contiguous range [start, stop) of points; None: all of them.
@@ -131,7 +134,23 @@ def _span(c: torch.Tensor | None) -> Span:
     return None if (start, stop) == (0, len(c)) else (start, stop)
 
 
-Products = list[list[dict[tuple[MultiIndex, Window], "torch.Tensor | float"]]]
+class Products(list):
+    """Per pair of equations, the coefficient groups {(γ, window): C_γ} (:func:`coefficient_products`);
+    ``factors``, the same nesting of {(γ, window): [(sign, c_α or None, c'_β or None), ...]}, the
+    products C_γ sums, in order; and the fused kernels' plan of them for each size of block."""
+
+    factors: list
+
+    @functools.cached_property
+    def order(self) -> int:
+        """The largest order of a kernel factor in any group (0: the kernel itself, nothing to fuse)."""
+        return max((max(gamma, default=0) for row in self for groups in row for gamma, _ in groups), default=0)
+
+    def plan(self, N: int, M: int, d: int) -> se_fused.Plan:
+        plans = self.__dict__.setdefault("_plans", {})
+        if (N, M) not in plans:
+            plans[(N, M)] = se_fused.Plan(self.factors, N, M, d)
+        return plans[(N, M)]
 
 
 def _empty(span: Span) -> bool:
@@ -146,11 +165,13 @@ def coefficient_products(left: Operator, right: Operator) -> Products:
     where c_α and c'_β are nonzero: stacked points where a derivative is read on some of them only
     (a PDE's interior and its boundary conditions, :mod:`pinnbo.pde.boundary`) compute that
     derivative's kernel factor on those points' rows and columns alone."""
-    products = []
+    products = Products()
+    products.factors = []
     for terms_a in left:
-        row = []
+        row, factor_row = [], []
         for terms_b in right:
             groups: dict[tuple[MultiIndex, Window], torch.Tensor | float] = {}
+            factors: dict[tuple[MultiIndex, Window], list] = {}
             for alpha, ca in terms_a:
                 for beta, cb in terms_b:
                     rows, columns = _span(ca), _span(cb)
@@ -158,14 +179,19 @@ def coefficient_products(left: Operator, right: Operator) -> Products:
                         continue
                     window = None if rows is None and columns is None else (rows, columns)
                     key = (tuple(a + b for a, b in zip(alpha, beta)), window)
-                    c = (-1.0) ** sum(alpha)
+                    sign = (-1.0) ** sum(alpha)
+                    c = sign
                     if ca is not None:
                         c = c * ca[_slice(rows), None]
                     if cb is not None:
                         c = c * cb[None, _slice(columns)]
                     groups[key] = groups[key] + c if key in groups else c
+                    factors.setdefault(key, []).append(
+                        (sign, None if ca is None else ca[_slice(rows)], None if cb is None else cb[_slice(columns)]))
             row.append(groups)
+            factor_row.append(factors)
         products.append(row)
+        products.factors.append(factor_row)
     return products
 
 
@@ -203,6 +229,8 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     if derivatives is None:
         derivatives = SEDerivatives(A, B, lengthscale, outputscale)
     N, M = derivatives.k.shape
+    if products.order and se_fused.usable(derivatives.u, derivatives.k):
+        return se_fused.block(derivatives, products.plan(N, M, A.shape[1]))
     rows = []
     for groups_row in products:
         row = []
@@ -231,6 +259,22 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
     lengthscale = derivatives.lengthscale
     d, N, M = derivatives.u.shape
     products = _products(d, None, None, products)
+    if products.order and se_fused.usable(derivatives.u, derivatives.k, weights):
+        total, items = se_fused.gradient_terms(derivatives, products.plan(N, M, d), weights)
+        corrections = [0.0] * d
+        for i, terms in items:
+            corrections[i] = corrections[i] + terms.sum()
+    else:
+        total, corrections = _gradient_terms(derivatives, products, weights)
+    gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
+    return gradient + torch.stack([torch.as_tensor(c, dtype=gradient.dtype, device=gradient.device)
+                                   for c in corrections])
+
+
+def _gradient_terms(derivatives: SEDerivatives, products: Products, weights: torch.Tensor) -> tuple:
+    """The weighted block Σ_γ W_γ ∘ K_γ and each input's correction (:func:`lengthscale_gradient`),
+    by whole-matrix operations."""
+    d, N, M = derivatives.u.shape
     # Σ_(e,f) W_ef ∘ c_ef,γ for each γ: the equation pairs share the kernel's derivatives
     weighted: dict[tuple[MultiIndex, Window], torch.Tensor] = {}
     for e, groups_row in enumerate(products):
@@ -249,6 +293,4 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
                 corrections[i] = corrections[i] + (W * others * derivatives.correction(i, n, window)).sum()
     if total is None:
         total = weights.new_zeros(N, M)
-    gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
-    return gradient + torch.stack([torch.as_tensor(c, dtype=gradient.dtype, device=gradient.device)
-                                   for c in corrections])
+    return total, corrections

@@ -1,0 +1,308 @@
+"""The Hermite products of :mod:`pinnbo.models.se_kernel`'s operator blocks and of their lengthscale
+gradient, fused on the CPU: the same arithmetic, operation for operation, so the same values bit
+for bit, in one pass over each block instead of one pass per factor.
+
+A block Σ_γ C_γ ∘ k Π_i ℓ_i^{−γ_i} He_{γ_i}(u_i) built from whole-matrix tensor operations reads and
+writes the block once per Hermite step, per factor and per product: about seventy passes over the
+beam's 256 × 256 collocation block per evaluation of the evidence, each bound by memory bandwidth.
+Here each entry's Hermite values live in registers while every coefficient group adds its term.
+The kernel matrix k and the differences u still come from torch (its exponential is not the C
+library's to the last bit), and so do the gradient's sums (a reduction's order sets its rounding):
+the kernels write the matrices those sums read.
+
+:func:`pinnbo.models.se_kernel.operator_block` and :func:`pinnbo.models.se_kernel.lengthscale_gradient`
+call these where nothing differentiates through them on the CPU; autograd (the acquisition's
+gradient) and CUDA take the tensor code.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+
+
+class Plan:
+    """A block's coefficient groups as flat arrays, in the order the tensor code visits them: for
+    each equation pair (e, f), row-major, each (γ, window) group of
+    :func:`pinnbo.models.se_kernel.coefficient_products`, and within it each product
+    sign · c_α ⊗ c'_β that its C_γ sums (``factors``, that function's ``Products.factors``). The
+    kernels form C_γ's entries from the vectors as the tensor code formed the matrix, instead of
+    reading a matrix per group."""
+
+    def __init__(self, factors, N: int, M: int, d: int):
+        pairs, gammas, windows, first, starts = [], [], [], [], [0]
+        signs, left, right, chunks = [], [], [], []
+        size = 0
+
+        def vector(c) -> int:
+            nonlocal size
+            if c is None:
+                return -1
+            values = np.ascontiguousarray(torch.as_tensor(c, dtype=torch.float64).cpu().numpy()).reshape(-1)
+            chunks.append(values)
+            size += len(values)
+            return size - len(values)
+
+        for e, groups_row in enumerate(factors):
+            for f, groups in enumerate(groups_row):
+                for g, ((gamma, window), products) in enumerate(groups.items()):
+                    r = (0, N) if window is None or window[0] is None else window[0]
+                    s = (0, M) if window is None or window[1] is None else window[1]
+                    pairs.append((e, f))
+                    gammas.append(gamma)
+                    windows.append((r[0], r[1], s[0], s[1]))
+                    first.append(g == 0 and window is None)
+                    for sign, ca, cb in products:
+                        signs.append(sign)
+                        left.append(vector(ca))
+                        right.append(vector(cb))
+                    starts.append(len(signs))
+        n = len(pairs)
+        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(n, 2)
+        self.gammas = np.asarray(gammas, dtype=np.int64).reshape(n, d)
+        self.windows = np.asarray(windows, dtype=np.int64).reshape(n, 4)
+        self.first = np.asarray(first, dtype=np.bool_)
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.signs = np.asarray(signs, dtype=np.float64)
+        self.left = np.asarray(left, dtype=np.int64)
+        self.right = np.asarray(right, dtype=np.int64)
+        self.vectors = np.concatenate(chunks) if chunks else np.zeros(0)
+        self.shape = (len(factors) * N, (len(factors[0]) if factors else 0) * M)
+        self.order = int(self.gammas.max()) if n else 0
+        # the gradient's groups: one per (γ, window), its occurrences over the equation pairs in
+        # the order the tensor code sums them
+        keys: dict = {}
+        for index, (gamma, window) in enumerate(zip(gammas, windows)):
+            keys.setdefault((tuple(gamma), window), []).append(index)
+        self.keys = [(gamma, window, occurrences) for (gamma, window), occurrences in keys.items()]
+        self.key_groups = np.asarray([occurrences[0] for *_, occurrences in self.keys], dtype=np.int64)
+        self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for *_, o in self.keys]) \
+            if self.keys else np.zeros(0, dtype=np.int64)
+        self.key_starts = np.cumsum([0] + [len(o) for *_, o in self.keys]).astype(np.int64)
+
+    def coefficients(self) -> tuple:
+        return self.starts, self.signs, self.left, self.right, self.vectors
+
+
+def powers(lengthscale: torch.Tensor, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """ℓ_i^{−n} and −n ℓ_i^{−n−1} for n ≤ ``order``, each computed as the tensor code computes it
+    (a 0-d tensor's power) so that the products round alike. An evaluation's blocks and their
+    gradients share one lengthscale: the last few are kept."""
+    key = (tuple(lengthscale.tolist()), order)
+    cached = _POWERS.get(key)
+    if cached is not None:
+        return cached
+    d = len(lengthscale)
+    factor, correction = np.ones((d, order + 1)), np.zeros((d, order + 1))
+    for i in range(d):
+        for n in range(1, order + 1):
+            factor[i, n] = float(lengthscale[i] ** (-n))
+            correction[i, n] = float(-n * lengthscale[i] ** (-n - 1))
+    if len(_POWERS) >= 8:
+        _POWERS.clear()
+    _POWERS[key] = (factor, correction)
+    return factor, correction
+
+
+_POWERS: dict = {}
+
+
+def block(derivatives, plan: Plan) -> torch.Tensor:
+    """The operator block of ``plan`` on ``derivatives`` (a
+    :class:`pinnbo.models.se_kernel.SEDerivatives`), as the tensor code builds it."""
+    u, k = _arrays(derivatives)
+    factor, _ = powers(derivatives.lengthscale, plan.order)
+    out = np.zeros(plan.shape)
+    _block(u, k, factor, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(), plan.first, plan.order, out)
+    return torch.from_numpy(out)
+
+
+def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor) -> tuple[torch.Tensor, list]:
+    """What :func:`pinnbo.models.se_kernel.lengthscale_gradient` sums: the weighted block Σ_γ W_γ ∘
+    K_γ (N, M), and per group and input of positive order (i, W_γ ∘ K_γ's other factors ∘ its
+    correction), in the tensor code's order."""
+    u, k = _arrays(derivatives)
+    N, M = k.shape
+    factor, correction = powers(derivatives.lengthscale, plan.order)
+    W = np.ascontiguousarray(weights.detach().cpu().numpy())
+    outputs, items, offset = [], [], 0       # items: (input, start in the buffer, window)
+    for gamma, window, _ in plan.keys:
+        for i, n in enumerate(gamma):
+            if n:
+                items.append((i, offset, window))
+                offset += (window[1] - window[0]) * (window[3] - window[2])
+    buffer = np.empty(offset)
+    total = np.zeros((N, M))
+    _gradient(u, k, factor, correction, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(),
+              plan.key_groups, plan.key_occurrences, plan.key_starts, plan.order, W, total, buffer)
+    for i, start, (r0, r1, c0, c1) in items:
+        size = (r1 - r0) * (c1 - c0)
+        outputs.append((i, torch.from_numpy(buffer[start:start + size].reshape(r1 - r0, c1 - c0))))
+    return torch.from_numpy(total), outputs
+
+
+def usable(*tensors: torch.Tensor) -> bool:
+    """Whether the fused kernels can stand in for the tensor code: on the CPU in float64, with
+    nothing to differentiate through."""
+    for t in tensors:
+        if t.device.type != "cpu" or t.dtype != torch.float64:
+            return False
+        if torch.is_grad_enabled() and t.requires_grad:
+            return False
+    return True
+
+
+def _arrays(derivatives) -> tuple[np.ndarray, np.ndarray]:
+    return (np.ascontiguousarray(derivatives.u.detach().numpy()),
+            np.ascontiguousarray(derivatives.k.detach().numpy()))
+
+
+# Every inner loop runs from 0 over views: numba wraps negative indices, and only an index that
+# LLVM can see is non-negative lets it drop that test and vectorise the loop.
+
+@numba.njit(cache=True)
+def _hermite_row(u, a, order, H):
+    """He₀ … He_order of row a of u, (d, order + 1, M), as :class:`SEDerivatives` recurses:
+    He₂ = u·He₁ − 1, Heₙ = u·Heₙ₋₁ − (n − 1)·Heₙ₋₂."""
+    d, _, M = u.shape
+    for i in range(d):
+        x, h = u[i, a], H[i]
+        for b in range(M):
+            h[0, b] = 1.0
+        if order >= 1:
+            for b in range(M):
+                h[1, b] = x[b]
+        if order >= 2:
+            for b in range(M):
+                h[2, b] = x[b] * x[b] - 1.0
+        for n in range(3, order + 1):
+            m = float(n - 1)
+            h2, h1, h0 = h[n], h[n - 1], h[n - 2]
+            for b in range(M):
+                h2[b] = x[b] * h1[b] - m * h0[b]
+
+
+@numba.njit(cache=True)
+def _factors(k, factor, gammas, g, skip, a, c0, c1, H, out):
+    """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs of positive order but ``skip``, in input
+    order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into out[:c1 − c0]."""
+    width = c1 - c0
+    row = k[a, c0:c1]
+    for b in range(width):
+        out[b] = row[b]
+    for i in range(gammas.shape[1]):
+        n = gammas[g, i]
+        if n and i != skip:
+            p, x = factor[i, n], H[i, n, c0:c1]
+            for b in range(width):
+                out[b] = (out[b] * p) * x[b]
+
+
+@numba.njit(cache=True)
+def _coefficients(starts, signs, left, right, vectors, g, a, width, out):
+    """Group g's coefficients on row a of its window (``width`` columns), into out[:width]:
+    Σ_p (sign_p · c_α,p[a]) · c'_β,p[b], summed in order, as the tensor code formed C_γ."""
+    for p in range(starts[g], starts[g + 1]):
+        t = signs[p]
+        if left[p] >= 0:
+            t = t * vectors[left[p] + a]
+        first = p == starts[g]
+        if right[p] >= 0:
+            c = vectors[right[p]:right[p] + width]
+            if first:
+                for b in range(width):
+                    out[b] = t * c[b]
+            else:
+                for b in range(width):
+                    out[b] = out[b] + t * c[b]
+        elif first:
+            for b in range(width):
+                out[b] = t
+        else:
+            for b in range(width):
+                out[b] = out[b] + t
+
+
+@numba.njit(cache=True)
+def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vectors, first, order, out):
+    """Row by row, each group in the tensor code's order, so each entry sums its terms alike."""
+    d, N, M = u.shape
+    H = np.empty((d, order + 1, M))
+    value = np.empty(M)
+    c = np.empty(M)
+    for a in range(N):
+        _hermite_row(u, a, order, H)
+        for g in range(pairs.shape[0]):
+            r0, r1, c0, c1 = windows[g, 0], windows[g, 1], windows[g, 2], windows[g, 3]
+            if a < r0 or a >= r1:
+                continue
+            width = c1 - c0
+            _factors(k, factor, gammas, g, -1, a, c0, c1, H, value)
+            _coefficients(starts, signs, left, right, vectors, g, a - r0, width, c)
+            target = out[pairs[g, 0] * N + a, pairs[g, 1] * M + c0:pairs[g, 1] * M + c1]
+            if first[g]:
+                for b in range(width):
+                    target[b] = value[b] * c[b]
+            else:
+                for b in range(width):
+                    target[b] += value[b] * c[b]
+
+
+@numba.njit(cache=True)
+def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, left, right, vectors, key_groups,
+              key_occurrences, key_starts, order, W, total, buffer):
+    d, N, M = u.shape
+    H = np.empty((d, order + 1, M))
+    weight = np.empty(M)
+    value = np.empty(M)
+    c = np.empty(M)
+    for a in range(N):
+        _hermite_row(u, a, order, H)
+        position = 0
+        for key in range(key_groups.shape[0]):
+            g0 = key_groups[key]
+            r0, r1, c0, c1 = windows[g0, 0], windows[g0, 1], windows[g0, 2], windows[g0, 3]
+            width, size = c1 - c0, (r1 - r0) * (c1 - c0)
+            slot = position
+            for i in range(d):
+                if gammas[g0, i]:
+                    position += size
+            if a < r0 or a >= r1:
+                continue
+            # Σ over the equation pairs of W_block ∘ C, in order
+            for o in range(key_starts[key], key_starts[key + 1]):
+                g = key_occurrences[o]
+                _coefficients(starts, signs, left, right, vectors, g, a - r0, width, c)
+                w = W[pairs[g, 0] * N + a, pairs[g, 1] * M + c0:pairs[g, 1] * M + c1]
+                if o == key_starts[key]:
+                    for b in range(width):
+                        weight[b] = w[b] * c[b]
+                else:
+                    for b in range(width):
+                        weight[b] = weight[b] + w[b] * c[b]
+            _factors(k, factor, gammas, g0, -1, a, c0, c1, H, value)
+            target = total[a, c0:c1]
+            if key == 0 and size == N * M:
+                for b in range(width):
+                    target[b] = weight[b] * value[b]
+            else:
+                for b in range(width):
+                    target[b] += weight[b] * value[b]
+            # each correction: (W ∘ others) ∘ (−n ℓ^{−n−1} (u He_{n−1} + Heₙ))
+            for i in range(d):
+                n = gammas[g0, i]
+                if n == 0:
+                    continue
+                _factors(k, factor, gammas, g0, i, a, c0, c1, H, value)
+                s = correction[i, n]
+                x, h, h1 = u[i, a, c0:c1], H[i, n, c0:c1], H[i, n - 1, c0:c1]
+                start = slot + (a - r0) * width
+                into = buffer[start:start + width]
+                if n == 1:
+                    for b in range(width):
+                        into[b] = (weight[b] * value[b]) * (s * (x[b] + h[b]))
+                else:
+                    for b in range(width):
+                        into[b] = (weight[b] * value[b]) * (s * (x[b] * h1[b] + h[b]))
+                slot += size

@@ -1,0 +1,108 @@
+"""The fused CPU kernels against the tensor code they stand in for: the same blocks, gradients and
+evidence bit for bit (operation for operation, so equal, not close), on operators of several
+equations with windows of stacked points, in one to three inputs; and the tensor code wherever
+autograd must differentiate through a block."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pinnbo.models import se_fused
+from pinnbo.models.evidence import EvidenceData, negative_log_evidence
+from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, lengthscale_gradient, operator_block
+
+DTYPE = torch.float64
+
+
+def tensor_code(monkeypatch):
+    monkeypatch.setattr(se_fused, "usable", lambda *tensors: False)
+
+
+def operator(Z: torch.Tensor, gen: torch.Generator):
+    """An interior equation of orders 0–4 on the first 10 points and a boundary condition (a value
+    and a first derivative) on the last 4, stacked as a PDE and its boundary data are; then a
+    second equation with a coefficient that changes sign."""
+    m, d = Z.shape
+    interior = torch.zeros(m, dtype=DTYPE)
+    interior[:10] = 1.0 + torch.rand(10, generator=gen, dtype=DTYPE)
+    edge = torch.zeros(m, dtype=DTYPE)
+    edge[10:] = 1.0
+    unit = [tuple(int(i == j) for j in range(d)) for i in range(d)]
+    second = tuple(2 if i == 0 else 0 for i in range(d))
+    fourth = tuple(4 if i == d - 1 else 0 for i in range(d))
+    return [[(second, interior * Z[:, 0]), (fourth, interior), ((0,) * d, -0.3 * interior), ((0,) * d, edge),
+             (unit[0], 2.0 * edge)],
+            [(unit[-1], torch.sin(3 * Z[:, 0])), (second, torch.ones(m, dtype=DTYPE))]]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_blocks_and_gradients_equal_the_tensor_code_bit_for_bit(d, monkeypatch):
+    gen = torch.Generator().manual_seed(d)
+    X = torch.rand(7, d, generator=gen, dtype=DTYPE)
+    Z = torch.rand(14, d, generator=gen, dtype=DTYPE)
+    lengthscale = 0.2 + torch.rand(d, generator=gen, dtype=DTYPE)
+    outputscale = torch.tensor(1.3, dtype=DTYPE)
+    terms = operator(Z, gen)
+    identity = [[((0,) * d, None)]]
+    pairs = [(X, Z, identity, terms), (Z, Z, terms, terms), (Z, X, terms, identity)]
+
+    def results():
+        out = []
+        for A, B, left, right in pairs:
+            products = coefficient_products(left, right)
+            derivatives = SEDerivatives(A, B, lengthscale, outputscale)
+            block = operator_block(A, B, lengthscale, outputscale, None, None, products, derivatives)
+            weights = torch.rand(block.shape, generator=torch.Generator().manual_seed(7), dtype=DTYPE)
+            out += [block, lengthscale_gradient(derivatives, products, weights)]
+        return out
+
+    fused = results()
+    tensor_code(monkeypatch)
+    for a, b in zip(fused, results()):
+        assert torch.equal(a, b)
+
+
+def test_the_evidence_and_its_gradient_equal_the_tensor_code_bit_for_bit(monkeypatch):
+    gen = torch.Generator().manual_seed(0)
+    X = torch.rand(9, 2, generator=gen, dtype=DTYPE)
+    Z = torch.rand(14, 2, generator=gen, dtype=DTYPE)
+    y = torch.sin(3 * X[:, 0]) * torch.exp(X[:, 1])
+    terms = operator(Z, gen)
+    identity = [[((0, 0), None)]]
+    data = EvidenceData(X, (y - y.mean()) / y.std(), Z, terms, 0.1 * torch.randn(28, generator=gen, dtype=DTYPE),
+                        (coefficient_products(identity, terms), coefficient_products(terms, terms)))
+
+    def evidence():
+        params = [torch.tensor(v, dtype=DTYPE, requires_grad=True) for v in ([0.4, 0.7], 1.2, 1e-3, 1e-2)]
+        value = negative_log_evidence(data, *params)
+        value.backward()
+        return [value.detach()] + [p.grad for p in params]
+
+    fused = evidence()
+    tensor_code(monkeypatch)
+    for a, b in zip(fused, evidence()):
+        assert torch.equal(a, b)
+
+
+def test_a_block_autograd_differentiates_is_the_tensor_codes():
+    gen = torch.Generator().manual_seed(3)
+    Z = torch.rand(14, 2, generator=gen, dtype=DTYPE)
+    terms = operator(Z, gen)
+    P = torch.rand(5, 2, generator=gen, dtype=DTYPE, requires_grad=True)
+    lengthscale, outputscale = torch.tensor([0.5, 0.8], dtype=DTYPE), torch.tensor(1.0, dtype=DTYPE)
+    block = operator_block(P, Z, lengthscale, outputscale, None, terms)
+    assert block.requires_grad            # the acquisition's gradient flows through the posterior
+    block.sum().backward()
+    assert P.grad is not None and torch.isfinite(P.grad).all()
+    with torch.no_grad():
+        assert torch.equal(operator_block(P, Z, lengthscale, outputscale, None, terms), block.detach())
+
+
+def test_only_float64_on_the_cpu_with_nothing_to_differentiate_is_fused():
+    x = torch.zeros(3, dtype=DTYPE)
+    assert se_fused.usable(x)
+    assert not se_fused.usable(x.float())
+    assert not se_fused.usable(x.clone().requires_grad_(True))
+    with torch.no_grad():
+        assert se_fused.usable(x.clone().requires_grad_(True))
