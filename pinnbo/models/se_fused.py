@@ -158,10 +158,20 @@ def _arrays(derivatives) -> tuple[np.ndarray, np.ndarray]:
             np.ascontiguousarray(derivatives.k.detach().numpy()))
 
 
+def _compiled(function):
+    """``function`` compiled by numba and cached where numba finds a writable directory (beside the
+    module, or the user's cache); compiled afresh in each process where it finds none, rather than
+    failing on a read-only installation."""
+    try:
+        return numba.njit(cache=True)(function)
+    except RuntimeError:
+        return numba.njit(function)
+
+
 # Every inner loop runs from 0 over views: numba wraps negative indices, and only an index that
 # LLVM can see is non-negative lets it drop that test and vectorise the loop.
 
-@numba.njit(cache=True)
+@_compiled
 def _hermite_row(u, a, order, H):
     """He₀ … He_order of row a of u, (d, order + 1, M), as :class:`SEDerivatives` recurses:
     He₂ = u·He₁ − 1, Heₙ = u·Heₙ₋₁ − (n − 1)·Heₙ₋₂."""
@@ -183,7 +193,7 @@ def _hermite_row(u, a, order, H):
                 h2[b] = x[b] * h1[b] - m * h0[b]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _factors(k, factor, gammas, g, skip, a, c0, c1, H, out):
     """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs of positive order but ``skip``, in input
     order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into out[:c1 − c0]."""
@@ -199,7 +209,7 @@ def _factors(k, factor, gammas, g, skip, a, c0, c1, H, out):
                 out[b] = (out[b] * p) * x[b]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _coefficients(starts, signs, left, right, vectors, g, a, width, out):
     """Group g's coefficients on row a of its window (``width`` columns), into out[:width]:
     Σ_p (sign_p · c_α,p[a]) · c'_β,p[b], summed in order, as the tensor code formed C_γ."""
@@ -224,7 +234,7 @@ def _coefficients(starts, signs, left, right, vectors, g, a, width, out):
                 out[b] = out[b] + t
 
 
-@numba.njit(cache=True)
+@_compiled
 def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vectors, first, order, out):
     """Row by row, each group in the tensor code's order, so each entry sums its terms alike."""
     d, N, M = u.shape
@@ -249,7 +259,7 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
                     target[b] += value[b] * c[b]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, left, right, vectors, key_groups,
               key_occurrences, key_starts, order, W, total, buffer):
     d, N, M = u.shape

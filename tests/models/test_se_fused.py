@@ -5,6 +5,10 @@ autograd must differentiate through a block."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 
@@ -106,3 +110,29 @@ def test_only_float64_on_the_cpu_with_nothing_to_differentiate_is_fused():
     assert not se_fused.usable(x.clone().requires_grad_(True))
     with torch.no_grad():
         assert se_fused.usable(x.clone().requires_grad_(True))
+
+
+def test_a_read_only_installation_compiles_the_kernels_without_a_cache():
+    """Where numba finds no writable directory for its cache it refuses cache=True when the
+    function is decorated; the kernels are then compiled in each process instead."""
+    script = textwrap.dedent("""
+        import numba, torch
+        plain = numba.njit
+        def njit(*args, **kwargs):
+            if kwargs.get("cache"):
+                raise RuntimeError("cannot cache function: no locator available")
+            return plain(*args, **kwargs)
+        numba.njit = njit
+        from pinnbo.models import se_fused
+        from pinnbo.models.se_kernel import operator_block
+        Z = torch.linspace(0, 1, 6, dtype=torch.float64)[:, None]
+        terms = [[((2,), torch.ones(6, dtype=torch.float64)), ((0,), -torch.ones(6, dtype=torch.float64))]]
+        ell, scale = torch.tensor([0.4], dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64)
+        fused = operator_block(Z, Z, ell, scale, terms, terms)
+        se_fused.usable = lambda *tensors: False
+        assert torch.equal(fused, operator_block(Z, Z, ell, scale, terms, terms))
+        print("compiled without a cache")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "compiled without a cache" in done.stdout
