@@ -80,6 +80,17 @@ class Plan:
         self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for *_, o in self.keys]) \
             if self.keys else np.zeros(0, dtype=np.int64)
         self.key_starts = np.cumsum([0] + [len(o) for *_, o in self.keys]).astype(np.int64)
+        # the gradient's correction matrices, one per group and input of positive order, each of its
+        # window's shape, in one buffer: (input, start, shape) each, and where each group's begin
+        self.corrections, slots, size = [], [], 0
+        for gamma, (r0, r1, c0, c1), _ in self.keys:
+            slots.append(size)
+            for i, n in enumerate(gamma):
+                if n:
+                    self.corrections.append((i, size, (r1 - r0, c1 - c0)))
+                    size += (r1 - r0) * (c1 - c0)
+        self.key_slots = np.asarray(slots, dtype=np.int64)
+        self.correction_size = size
 
     def coefficients(self) -> tuple:
         return self.starts, self.signs, self.left, self.right, self.vectors
@@ -126,19 +137,12 @@ def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor) -> tuple[torc
     N, M = k.shape
     factor, correction = powers(derivatives.lengthscale, plan.order)
     W = np.ascontiguousarray(weights.detach().cpu().numpy())
-    outputs, items, offset = [], [], 0       # items: (input, start in the buffer, window)
-    for gamma, window, _ in plan.keys:
-        for i, n in enumerate(gamma):
-            if n:
-                items.append((i, offset, window))
-                offset += (window[1] - window[0]) * (window[3] - window[2])
-    buffer = np.empty(offset)
+    buffer = np.empty(plan.correction_size)
     total = np.zeros((N, M))
     _gradient(u, k, factor, correction, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(),
-              plan.key_groups, plan.key_occurrences, plan.key_starts, plan.order, W, total, buffer)
-    for i, start, (r0, r1, c0, c1) in items:
-        size = (r1 - r0) * (c1 - c0)
-        outputs.append((i, torch.from_numpy(buffer[start:start + size].reshape(r1 - r0, c1 - c0))))
+              plan.key_groups, plan.key_occurrences, plan.key_starts, plan.key_slots, plan.order, W, total, buffer)
+    outputs = [(i, torch.from_numpy(buffer[start:start + rows * columns].reshape(rows, columns)))
+               for i, start, (rows, columns) in plan.corrections]
     return torch.from_numpy(total), outputs
 
 
@@ -261,7 +265,7 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
 
 @_compiled
 def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, left, right, vectors, key_groups,
-              key_occurrences, key_starts, order, W, total, buffer):
+              key_occurrences, key_starts, key_slots, order, W, total, buffer):
     d, N, M = u.shape
     H = np.empty((d, order + 1, M))
     weight = np.empty(M)
@@ -269,15 +273,11 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
     c = np.empty(M)
     for a in range(N):
         _hermite_row(u, a, order, H)
-        position = 0
         for key in range(key_groups.shape[0]):
             g0 = key_groups[key]
             r0, r1, c0, c1 = windows[g0, 0], windows[g0, 1], windows[g0, 2], windows[g0, 3]
             width, size = c1 - c0, (r1 - r0) * (c1 - c0)
-            slot = position
-            for i in range(d):
-                if gammas[g0, i]:
-                    position += size
+            slot = key_slots[key]
             if a < r0 or a >= r1:
                 continue
             # Σ over the equation pairs of W_block ∘ C, in order

@@ -146,11 +146,14 @@ class Products(list):
         """The largest order of a kernel factor in any group (0: the kernel itself, nothing to fuse)."""
         return max((max(gamma, default=0) for row in self for groups in row for gamma, _ in groups), default=0)
 
+    @functools.cached_property
+    def _plans(self) -> dict:
+        return {}
+
     def plan(self, N: int, M: int, d: int) -> se_fused.Plan:
-        plans = self.__dict__.setdefault("_plans", {})
-        if (N, M) not in plans:
-            plans[(N, M)] = se_fused.Plan(self.factors, N, M, d)
-        return plans[(N, M)]
+        if (N, M) not in self._plans:
+            self._plans[(N, M)] = se_fused.Plan(self.factors, N, M, d)
+        return self._plans[(N, M)]
 
 
 def _empty(span: Span) -> bool:
