@@ -87,12 +87,13 @@ UCB_BETA = 1.0
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
 #: A Gauss–Newton step's auxiliary fits settle: where a fit from the previous values gains less
-#: than this (nats of log evidence), the hyper-parameters have stopped moving with the data. The
+#: than this (nats of log evidence: a Bayes factor under e, "not worth more than a bare mention" on
+#: Kass and Raftery's scale), the hyper-parameters have stopped moving with the data. The
 #: step's later linearisations are then conditioned under its first fit's values, and the GP of the
 #: data alone keeps its values until the next point of the refit grid (:func:`restart_due`), where
 #: it is fitted again. The fit at the first linearisation, the model proposals come from, runs at
 #: every step as every pde-gp fit does.
-SETTLED_GAIN = 0.01
+SETTLED_GAIN = 1.0
 
 
 def settled(gain: float | None) -> bool:
