@@ -75,15 +75,15 @@ class Plan:
         keys: dict = {}
         for index, (gamma, window) in enumerate(zip(gammas, windows)):
             keys.setdefault((tuple(gamma), window), []).append(index)
-        self.keys = [(gamma, window, occurrences) for (gamma, window), occurrences in keys.items()]
-        self.key_groups = np.asarray([occurrences[0] for *_, occurrences in self.keys], dtype=np.int64)
-        self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for *_, o in self.keys]) \
-            if self.keys else np.zeros(0, dtype=np.int64)
-        self.key_starts = np.cumsum([0] + [len(o) for *_, o in self.keys]).astype(np.int64)
+        groups = [(gamma, window, occurrences) for (gamma, window), occurrences in keys.items()]
+        self.key_groups = np.asarray([occurrences[0] for *_, occurrences in groups], dtype=np.int64)
+        self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for *_, o in groups]) \
+            if groups else np.zeros(0, dtype=np.int64)
+        self.key_starts = np.cumsum([0] + [len(o) for *_, o in groups]).astype(np.int64)
         # the gradient's correction matrices, one per group and input of positive order, each of its
         # window's shape, in one buffer: (input, start, shape) each, and where each group's begin
         self.corrections, slots, size = [], [], 0
-        for gamma, (r0, r1, c0, c1), _ in self.keys:
+        for gamma, (r0, r1, c0, c1), _ in groups:
             slots.append(size)
             for i, n in enumerate(gamma):
                 if n:
@@ -131,8 +131,8 @@ def block(derivatives, plan: Plan) -> torch.Tensor:
 
 def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor) -> tuple[torch.Tensor, list]:
     """What :func:`pinnbo.models.se_kernel.lengthscale_gradient` sums: the weighted block Σ_γ W_γ ∘
-    K_γ (N, M), and per group and input of positive order (i, W_γ ∘ K_γ's other factors ∘ its
-    correction), in the tensor code's order."""
+    K_γ (N, M), and each input's correction, the sum over the groups of W_γ ∘ K_γ's other factors ∘
+    its correction, added in the tensor code's order."""
     u, k = _arrays(derivatives)
     N, M = k.shape
     factor, correction = powers(derivatives.lengthscale, plan.order)
@@ -141,9 +141,11 @@ def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor) -> tuple[torc
     total = np.zeros((N, M))
     _gradient(u, k, factor, correction, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(),
               plan.key_groups, plan.key_occurrences, plan.key_starts, plan.key_slots, plan.order, W, total, buffer)
-    outputs = [(i, torch.from_numpy(buffer[start:start + rows * columns].reshape(rows, columns)))
-               for i, start, (rows, columns) in plan.corrections]
-    return torch.from_numpy(total), outputs
+    corrections = [0.0] * len(u)
+    for i, start, (rows, columns) in plan.corrections:
+        terms = torch.from_numpy(buffer[start:start + rows * columns].reshape(rows, columns))
+        corrections[i] = corrections[i] + terms.sum()
+    return torch.from_numpy(total), corrections
 
 
 def usable(*tensors: torch.Tensor) -> bool:

@@ -263,10 +263,7 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
     d, N, M = derivatives.u.shape
     products = _products(d, None, None, products)
     if products.order and se_fused.usable(derivatives.u, derivatives.k, weights):
-        total, items = se_fused.gradient_terms(derivatives, products.plan(N, M, d), weights)
-        corrections = [0.0] * d
-        for i, terms in items:
-            corrections[i] = corrections[i] + terms.sum()
+        total, corrections = se_fused.gradient_terms(derivatives, products.plan(N, M, d), weights)
     else:
         total, corrections = _gradient_terms(derivatives, products, weights)
     gradient = derivatives.squares() @ total.reshape(-1) / lengthscale
