@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
+from botorch.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
@@ -55,23 +56,18 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
         v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=device)
         starts, _ = initialize_q_batch(X0, v0, n=min(num_restarts, len(starts_from)))
         bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
-        groups = [(None, starts)]
-        if on_boundary:    # one optimize_acqf per face, its coordinate fixed
-            flat = starts[:, 0, :].detach().cpu().numpy()
-            face = [(int(i), float(flat[j, i])) for j, i in enumerate(face_axes(flat, 0.0, 1.0))]
-            groups = [({i: v}, starts[[j for j, f in enumerate(face) if f == (i, v)]]) for i, v in sorted(set(face))]
-        refined_parts, value_parts = [], []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
-            for fixed, group in groups:
+            if on_boundary:
+                candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter)
+            else:
                 refined, refined_values = optimize_acqf(
-                    acq, bounds=bounds, q=1, num_restarts=len(group), batch_initial_conditions=group,
-                    options={"maxiter": maxiter}, return_best_only=False, fixed_features=fixed,
+                    acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
+                    options={"maxiter": maxiter}, return_best_only=False,
                 )
-                refined_parts.append(refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0))
-                value_parts.append(refined_values.reshape(-1).detach().cpu().double().numpy())
-        candidates, values = np.concatenate(refined_parts), np.concatenate(value_parts)
+                candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
+                values = refined_values.reshape(-1).detach().cpu().double().numpy()
         beside = nudged(candidates, evaluated, duplicate_tol)
         if on_boundary:
             beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
@@ -85,6 +81,55 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     values = np.concatenate([values, pool_values])
     return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
                         duplicate_tol)
+
+
+class OnFaces(AcquisitionFunction):
+    """``acq`` on the unit cube's 2d faces, parameterised so that one batched L-BFGS-B refines
+    starts on different faces together: an input (d − 1 free coordinates, face k) is the cube point
+    with coordinate k // 2 at k % 2 and the free coordinates in the other places, in order. The
+    face index is a batch-shaped fixed feature of ``optimize_acqf``, so each start keeps its face."""
+
+    def __init__(self, acq, d: int) -> None:
+        super().__init__(model=acq.model)
+        self.acq, self.d = acq, d
+
+    def to_cube(self, X: torch.Tensor) -> torch.Tensor:
+        face = X[..., -1:].round().long()
+        axis = face // 2
+        j = torch.arange(self.d, device=X.device)
+        free = torch.gather(X[..., :-1], -1, torch.where(j < axis, j, j - 1).clamp(0, self.d - 2).expand(
+            *X.shape[:-1], self.d))
+        return torch.where(j == axis, (face % 2).to(X), free)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.acq(self.to_cube(X))
+
+
+def _refine_on_faces(acq, starts: torch.Tensor, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
+    """L-BFGS-B from ``starts`` (b, d), each on a face of the unit cube, over its own face
+    (:class:`OnFaces`): (refined (b, d), their acquisition values (b,)). In one variable the faces
+    are the two ends: nothing to refine."""
+    b, d = starts.shape
+    if d == 1:
+        with torch.no_grad():
+            values = acq(starts.unsqueeze(1))
+        return starts.detach().cpu().double().numpy(), values.detach().cpu().double().numpy()
+    flat = starts.detach().cpu().double().numpy()
+    axes = face_axes(flat, 0.0, 1.0)
+    face = 2 * axes + (flat[np.arange(b), axes] > 0.5)
+    free = flat[np.arange(d)[None, :] != axes[:, None]].reshape(b, d - 1)
+    X0 = torch.as_tensor(np.concatenate([free, face[:, None]], 1), dtype=starts.dtype, device=starts.device)
+    upper = torch.ones(d, dtype=starts.dtype, device=starts.device)
+    upper[-1] = 2 * d - 1
+    on_faces = OnFaces(acq, d)
+    refined, values = optimize_acqf(
+        on_faces, bounds=torch.stack([torch.zeros_like(upper), upper]), q=1, num_restarts=b,
+        batch_initial_conditions=X0.unsqueeze(1), options={"maxiter": maxiter}, return_best_only=False,
+        fixed_features={d - 1: X0[:, -1]},
+    )
+    with torch.no_grad():
+        cube = on_faces.to_cube(refined.reshape(b, d))
+    return cube.detach().cpu().double().numpy().clip(0.0, 1.0), values.reshape(-1).detach().cpu().double().numpy()
 
 
 def best_new_or_beside(acq, candidates: np.ndarray, values: np.ndarray, evaluated: np.ndarray, duplicate_tol: float,
