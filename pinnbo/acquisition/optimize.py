@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 import torch
-from botorch.exceptions.warnings import OptimizationWarning
 from botorch.acquisition import AcquisitionFunction
+from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
@@ -55,13 +55,13 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
         X0 = torch.as_tensor(pool[starts_from], dtype=dtype, device=device).unsqueeze(1)
         v0 = torch.as_tensor(pool_values[starts_from], dtype=dtype, device=device)
         starts, _ = initialize_q_batch(X0, v0, n=min(num_restarts, len(starts_from)))
-        bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
             if on_boundary:
                 candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter)
             else:
+                bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
                 refined, refined_values = optimize_acqf(
                     acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
                     options={"maxiter": maxiter}, return_best_only=False,
