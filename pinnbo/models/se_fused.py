@@ -75,15 +75,14 @@ class Plan:
         keys: dict = {}
         for index, (gamma, window) in enumerate(zip(gammas, windows)):
             keys.setdefault((tuple(gamma), window), []).append(index)
-        groups = [(gamma, window, occurrences) for (gamma, window), occurrences in keys.items()]
-        self.key_groups = np.asarray([occurrences[0] for *_, occurrences in groups], dtype=np.int64)
-        self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for *_, o in groups]) \
-            if groups else np.zeros(0, dtype=np.int64)
-        self.key_starts = np.cumsum([0] + [len(o) for *_, o in groups]).astype(np.int64)
+        self.key_groups = np.asarray([o[0] for o in keys.values()], dtype=np.int64)
+        self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for o in keys.values()]) \
+            if keys else np.zeros(0, dtype=np.int64)
+        self.key_starts = np.cumsum([0] + [len(o) for o in keys.values()]).astype(np.int64)
         # the gradient's correction matrices, one per group and input of positive order, each of its
         # window's shape, in one buffer: (input, start, shape) each, and where each group's begin
         self.corrections, slots, size = [], [], 0
-        for gamma, (r0, r1, c0, c1), _ in groups:
+        for gamma, (r0, r1, c0, c1) in keys:
             slots.append(size)
             for i, n in enumerate(gamma):
                 if n:
