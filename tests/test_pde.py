@@ -454,6 +454,26 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
     assert pde.minimum_on_boundary() is expected
 
 
+@pytest.mark.parametrize("pde, expected", [
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), True),                          # Laplace
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), True),
+    (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), True),  # Poisson, any source
+    (PDE(w.diff(x, 2)), True),                                           # one input
+    (PDE(T2.diff(x, 2) + 2 * T2.diff(y, 2)), False),                     # anisotropic: the angle is no solution
+    (PDE(x * T2.diff(x, 2) + x * T2.diff(y, 2)), False),                 # a coefficient that varies
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), False),               # Helmholtz
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x)), False),            # a drift
+    (PDE(T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2)), False),         # a mixed derivative
+    (PDE(T2.diff(x, 2)), False),                                         # not every input
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), False),            # nonlinear (Liouville)
+    (PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x)]), False),           # a system
+])
+def test_a_constant_multiple_of_the_laplacian_is_recognised(pde, expected):
+    """c ∇²h = g with c constant, and nothing else: every harmonic function solves its homogeneous
+    part (the corners' angle functions of pde-gp)."""
+    assert pde.harmonic_operator() is expected
+
+
 def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear_one_its_derivative():
     """Gauss–Newton about h₀: for a linear PDE the coefficients and source whatever h₀; for
     T Tₓ + T_yy = 3 about h₀ the hand-derived c_T = ∂ₓh₀, c_x = h₀, c_yy = 1 and g = 3 + h₀ ∂ₓh₀."""

@@ -335,6 +335,11 @@ class PDE:
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`)."""
         return forms.minimum_on_boundary(self)
 
+    def harmonic_operator(self) -> bool:
+        """Whether the PDE is c ∇²h = g, c constant: every harmonic function solves its homogeneous
+        part (:func:`pinnbo.pde.forms.harmonic_operator`)."""
+        return forms.harmonic_operator(self)
+
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it
         as v = −f, which obeys N[−v] = g (for a linear N, −N[v] = g: the source changes sign)."""

@@ -4,7 +4,8 @@ A Gaussian process stays Gaussian under a linear operator only: :func:`linear_fo
 PDE as coefficients c_α(z) of each ∂^α h and a source g(z); :func:`linearised_form` writes a
 nonlinear one as the Gauss–Newton linearisation about a function h₀ (Chen, Hosseini, Owhadi &
 Stuart 2021); :func:`minimum_on_boundary` says when the weak maximum principle puts a solution's
-minimum on the boundary of a box.
+minimum on the boundary of a box; :func:`harmonic_operator` when every harmonic function solves the
+homogeneous equation.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import torch
 from pinnbo.errors import PDEError
 from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
 
-__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "is_linear", "linear_form",
-           "linearised_form", "minimum_on_boundary"]
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "harmonic_operator", "is_linear",
+           "linear_form", "linearised_form", "minimum_on_boundary"]
 
 
 class Expanded(NamedTuple):
@@ -158,6 +159,29 @@ def minimum_on_boundary(pde) -> bool:
     else:
         return False
     return sign * g <= 0.0
+
+
+def harmonic_operator(pde) -> bool:
+    """Whether the PDE is one linear equation c ∇²h = g with c a nonzero constant (Laplace's and
+    Poisson's): any harmonic function then solves its homogeneous part, so adding one to a solution
+    leaves the PDE satisfied (the angle functions of a plate whose boundary data jump at a corner,
+    :mod:`pinnbo.models.corners`). False whenever another term appears, however small."""
+    if pde.n_equations != 1:
+        return False
+    try:
+        ((terms, _),) = _linear_equations(pde.expanded, pde)
+    except PDEError:
+        return False
+    dim = pde.dim
+    wanted = {tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)}
+    coefficients = dict(terms)
+    if set(coefficients) != wanted:
+        return False
+    values = {sp.simplify(c) for c in coefficients.values()}
+    if len(values) != 1:
+        return False
+    (c,) = values
+    return not c.free_symbols and c != 0
 
 
 class LinearForm:
