@@ -31,7 +31,9 @@ class EvidenceData:
     """What the evidence conditions on: the observations' inputs ``X`` (n, d) and standardised
     values ``y``; the collocation points ``Z`` (m, d), the PDE's operator ``terms`` and its
     standardised targets ``t`` (all None without a PDE), with the blocks' coefficient products
-    (:func:`pinnbo.models.se_kernel.coefficient_products`; K_fL's and K_LL's)."""
+    (:func:`pinnbo.models.se_kernel.coefficient_products`; K_fL's and K_LL's); ``basis``: the
+    values Φ (n, J) at ``X`` of functions the operator annihilates, each added to the prior with an
+    amplitude of variance s², so K_ff gains s² ΦΦᵀ and the PDE's blocks nothing (None: no basis)."""
 
     X: torch.Tensor
     y: torch.Tensor
@@ -39,6 +41,7 @@ class EvidenceData:
     terms: list | None = None
     t: torch.Tensor | None = None
     products: tuple | None = None
+    basis: torch.Tensor | None = None
 
     def __post_init__(self):
         # the points' differences behind the (X, X), (X, Z) and (Z, Z) blocks, the same in every
@@ -68,6 +71,8 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
     X, Z = data.X, data.Z
     ff = SEDerivatives(X, X, lengthscale, outputscale, data.differences[0])
     K_raw = operator_block(X, X, lengthscale, outputscale, None, None, derivatives=ff)
+    if data.basis is not None:      # linear in s² like the kernel: the gradient's output-scale term holds
+        K_raw = K_raw + outputscale * (data.basis @ data.basis.T)
     K = _plus_diagonal(K_raw, noise.expand(len(X)))
     if Z is None:
         return Covariance(K, None, None, K_raw, None, (ff,))

@@ -9,7 +9,12 @@ and a PDE that together pin f down (the beam's ODE leaves four constants free; C
 gives the whole gradient) the posterior is nearly the true function after a few evaluations.
 
 - Kernel: squared exponential with a lengthscale per input, in physical coordinates so the PDE's
-  derivatives need no chain rule (:mod:`pinnbo.models.se_kernel`).
+  derivatives need no chain rule (:mod:`pinnbo.models.se_kernel`), plus, where given, a basis of
+  functions φ_j that the PDE's operator annihilates, each with an amplitude a_j ~ N(0, s²):
+  f = g + Σ_j a_j φ_j with L φ_j = 0 adds s² ΦΦᵀ to the data's covariance and nothing to the
+  PDE's, so the posterior is still exactly conditioned on the physics. A smooth kernel cannot
+  follow a jump; the angle functions of a plate's corners carry it (:mod:`pinnbo.models.corners`),
+  with a prior amplitude as large as the smooth part's spread.
 - Units: the observations are standardised, f = μ + s f̃, so the PDE reads L f̃ = (g − c₀ μ)/s with
   c₀ the coefficient of f itself.
 - Conditioning: every collocation equation is divided by the norm of its coefficients, an
@@ -41,7 +46,7 @@ gives the whole gradient) the posterior is nearly the true function after a few 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from botorch.models.model import Model
@@ -82,7 +87,8 @@ class PDEGP(Model):
     and ``y`` (n,) the observations; ``unit_Z`` (m, d) collocation points; ``linear_form`` the PDE's
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
-    to fit from as well, a refit, keeping the best evidence. The fit happens at construction;
+    to fit from as well, a refit, keeping the best evidence. ``basis``: physical points (N, d) ->
+    (N, J), functions the PDE's operator annihilates (module docstring; None: none). The fit happens at construction;
     ``fit=False`` conditions on the data under ``start``'s values instead (``log_likelihood`` None,
     as with no data). ``warm_gain``: the log
     evidence the fit from ``start`` gained over ``start`` itself (None without one).
@@ -90,9 +96,11 @@ class PDEGP(Model):
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
                  lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None,
-                 long_starts: Sequence[float] = (), fit: bool = True) -> None:
+                 long_starts: Sequence[float] = (), fit: bool = True,
+                 basis: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
+        self.basis = basis
         X, Z = self.physical(unit_X), None if unit_Z is None else self.physical(unit_Z)
         self.X = X
         self.mean = float(y.mean()) if len(y) else 0.0
@@ -109,7 +117,8 @@ class PDEGP(Model):
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         self.target = torch.cat(self.targets)
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
-                                      self.targets[1] if self.terms is not None else None, self._products)
+                                      self.targets[1] if self.terms is not None else None, self._products,
+                                      None if basis is None else basis(X))
         self.long_start_deficit = None
         self.warm_gain = None
         if len(y) and fit:
@@ -302,6 +311,8 @@ class PDEGP(Model):
     def _cross(self, P: torch.Tensor) -> torch.Tensor:
         """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows)."""
         k = operator_block(P, self.X, self.lengthscale, self.outputscale, None, None)
+        if self.basis is not None:
+            k = k + self.outputscale * (self.basis(P) @ self._evidence.basis.T)
         if self.terms is None:
             return k
         # K_fL's coefficient products are rows (1, m), whatever the first set of points
@@ -310,7 +321,10 @@ class PDEGP(Model):
 
     def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
         """{α: ∂^α of the posterior mean at unit points (N, d)}, in the data's units and physical
-        coordinates (what a linearisation of the PDE about the mean needs)."""
+        coordinates (what a linearisation of the PDE about the mean needs; of the kernel's part:
+        a model with a basis is conditioned on a linear PDE, never linearised)."""
+        if self.basis is not None:
+            raise ValueError("mean_derivatives: a PDE-GP with a basis gives no derivatives")
         P, alphas = self.physical(unit), [tuple(alpha) for alpha in multi_indices]
         operator = [[(alpha, None)] for alpha in alphas]        # one "equation" per derivative
         with torch.no_grad():
@@ -328,10 +342,12 @@ class PDEGP(Model):
 
     def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""
-        cross = self._cross(self.physical(unit))
+        P = self.physical(unit)
+        cross = self._cross(P)
         v = torch.linalg.solve_triangular(self.cholesky, cross.T, upper=False)
         mean = self.mean + self.scale * (cross @ self.alpha)
-        variance = (self.outputscale - (v ** 2).sum(0)).clamp_min(1e-12) * self.scale ** 2
+        prior = self.outputscale if self.basis is None else self.outputscale * (1 + (self.basis(P) ** 2).sum(-1))
+        variance = (prior - (v ** 2).sum(0)).clamp_min(1e-12) * self.scale ** 2
         return mean, variance
 
     def posterior(self, X: torch.Tensor, output_indices=None, observation_noise=False, posterior_transform=None,
@@ -348,6 +364,9 @@ class PDEGP(Model):
         Xb = X.reshape(*batch, q, d)
         prior = SEDerivatives(Xb.reshape(-1, d), Xb.reshape(-1, d), self.lengthscale, self.outputscale).k \
             if not batch else self._batched_prior(Xb)
+        if self.basis is not None:
+            values = self.basis(flat).reshape(*batch, q, -1)
+            prior = prior + self.outputscale * (values @ values.transpose(-1, -2))
         covariance = prior - v @ v.transpose(-1, -2)
         covariance = 0.5 * (covariance + covariance.transpose(-1, -2))
         # Rounding leaves a variance at a data point a hair below zero: floor it (a relative 1e-12).
