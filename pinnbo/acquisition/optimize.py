@@ -25,7 +25,7 @@ from pinnbo.space import Box
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
                          device: torch.device | str = "cpu", on_boundary: bool = False,
-                         domain: Box | None = None) -> np.ndarray:
+                         domain: Box | None = None, face_margin: float = 0.0) -> np.ndarray:
     """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
@@ -33,7 +33,10 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     from allowed pool points only; candidates beside an evaluated design are nudged just beyond
     ``duplicate_tol``; the winner is the best allowed new candidate (the least violating one when
     none is allowed). ``on_boundary``: the cube's faces only (the pool spread over them, each
-    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`). ``domain`` with
+    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
+    coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
+    cube's corners then scored as candidates of their own (the model's value at a corner where it
+    jumps is not the limit beside it). ``domain`` with
     integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
     (the pool as its raw sample and fallback; no face search)."""
     if domain is not None and not domain.numeric:
@@ -44,6 +47,9 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     dtype = torch.float64
     if on_boundary:
         pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
+        if face_margin > 0:     # the corners the refinement keeps off, candidates in their own right
+            corners = (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
+            pool = np.concatenate([pool, corners.astype(np.float64)])
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():
@@ -59,7 +65,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
             if on_boundary:
-                candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter)
+                candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter, face_margin)
             else:
                 bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
                 refined, refined_values = optimize_acqf(
@@ -105,10 +111,14 @@ class OnFaces(AcquisitionFunction):
         return self.acq(self.to_cube(X))
 
 
-def _refine_on_faces(acq, starts: torch.Tensor, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
+def _refine_on_faces(acq, starts: torch.Tensor, maxiter: int, margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """L-BFGS-B from ``starts`` (b, d), each on a face of the unit cube, over its own face
-    (:class:`OnFaces`): (refined (b, d), their acquisition values (b,)). In one variable the faces
-    are the two ends: nothing to refine."""
+    (:class:`OnFaces`), its free coordinates within [``margin``, 1 − ``margin``]: (refined (b, d),
+    their acquisition values (b,)). In one variable the faces are the two ends: nothing to refine.
+    A model that jumps where faces meet (the corners' angle functions of
+    :mod:`pinnbo.models.corners`) takes another value at the corner than beside it; a line search
+    that steps onto the corner meets a jump instead of a slope and shortens its step until the
+    iteration limit, so the search keeps just off it."""
     b, d = starts.shape
     if d == 1:
         with torch.no_grad():
@@ -117,13 +127,14 @@ def _refine_on_faces(acq, starts: torch.Tensor, maxiter: int) -> tuple[np.ndarra
     flat = starts.detach().cpu().double().numpy()
     axes = face_axes(flat, 0.0, 1.0)
     face = 2 * axes + (flat[np.arange(b), axes] > 0.5)
-    free = flat[np.arange(d)[None, :] != axes[:, None]].reshape(b, d - 1)
+    free = flat[np.arange(d)[None, :] != axes[:, None]].reshape(b, d - 1).clip(margin, 1.0 - margin)
     X0 = torch.as_tensor(np.concatenate([free, face[:, None]], 1), dtype=starts.dtype, device=starts.device)
-    upper = torch.ones(d, dtype=starts.dtype, device=starts.device)
-    upper[-1] = 2 * d - 1
+    lower = torch.full((d,), margin, dtype=starts.dtype, device=starts.device)
+    upper = 1.0 - lower
+    lower[-1], upper[-1] = 0, 2 * d - 1
     on_faces = OnFaces(acq, d)
     refined, values = optimize_acqf(
-        on_faces, bounds=torch.stack([torch.zeros_like(upper), upper]), q=1, num_restarts=b,
+        on_faces, bounds=torch.stack([lower, upper]), q=1, num_restarts=b,
         batch_initial_conditions=X0.unsqueeze(1), options={"maxiter": maxiter}, return_best_only=False,
         fixed_features={d - 1: X0[:, -1]},
     )

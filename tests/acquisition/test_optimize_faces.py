@@ -51,3 +51,55 @@ def test_in_one_variable_the_faces_are_the_two_ends():
     x = maximize_acquisition(bowl(np.array([0.7])), np.linspace(0.1, 0.9, 9)[:, None], np.zeros((0, 1)),
                              num_restarts=4, maxiter=50, duplicate_tol=1e-4, on_boundary=True)
     np.testing.assert_array_equal(x, [1.0])
+
+
+class Counted(PosteriorMean):
+    """A PosteriorMean that counts its evaluations."""
+
+    calls = 0
+
+    def forward(self, X):
+        Counted.calls += 1
+        return super().forward(X)
+
+
+def ramp_with_a_jump_at_its_corner() -> Counted:
+    """x₀ + x₁ on the unit square, but −1 at the corner (1, 1) itself: a model that jumps where two
+    faces meet. The supremum on the faces x₀ = 1 and x₁ = 1 is the limit 2 beside the corner."""
+    def f(X):
+        value = X.sum(-1, keepdim=True)
+        return torch.where((X == 1.0).all(-1, keepdim=True), -torch.ones_like(value), value)
+
+    return Counted(GenericDeterministicModel(f))
+
+
+def test_a_margin_keeps_the_face_search_off_a_corner_where_the_model_jumps():
+    """From starts on the two faces that meet at the jump: with a margin of 10⁻⁹ every start ends
+    that far from the corner at the limit, in a few evaluations; without it, L-BFGS-B's line
+    searches into the corner's value take many times as many."""
+    starts = torch.tensor([[1.0, 0.3], [0.4, 1.0], [1.0, 0.8], [0.9, 1.0]], dtype=torch.float64)
+    counts = {}
+    for margin in (1e-9, 0.0):
+        Counted.calls = 0
+        refined, values = _refine_on_faces(ramp_with_a_jump_at_its_corner(), starts, maxiter=200, margin=margin)
+        counts[margin] = Counted.calls
+        if margin:
+            np.testing.assert_allclose(refined, [[1.0, 1 - 1e-9], [1 - 1e-9, 1.0]] * 2, rtol=0, atol=1e-15)
+            np.testing.assert_allclose(values, 2 - 1e-9, rtol=0, atol=1e-12)
+    assert counts[1e-9] <= 5 and counts[0.0] > 5 * counts[1e-9]
+
+
+def test_with_a_margin_a_corner_is_still_a_candidate_of_its_own():
+    """The refinement keeps off the corners, but a corner whose own value is the best (here 3, where
+    the faces beside it approach 2) is proposed."""
+    def f(X):
+        value = X.sum(-1, keepdim=True)
+        return torch.where((X == 1.0).all(-1, keepdim=True), torch.full_like(value, 3.0), value)
+
+    pool = np.random.default_rng(2).random((32, 2))
+    x = maximize_acquisition(PosteriorMean(GenericDeterministicModel(f)), pool, np.zeros((0, 2)), num_restarts=4,
+                             maxiter=200, duplicate_tol=1e-4, on_boundary=True, face_margin=1e-9)
+    np.testing.assert_array_equal(x, [1.0, 1.0])
+    ramp = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)), num_restarts=4,
+                                maxiter=200, duplicate_tol=1e-4, on_boundary=True, face_margin=1e-9)
+    assert ramp.min() == 1 - 1e-9 and ramp.max() == 1.0
