@@ -48,14 +48,15 @@ def main() -> None:
             X = initial_design(domain, args.initial_points, seed)
             y = torch.as_tensor([problem.sign * problem.objective(x) for x in X])
             unit_X = torch.as_tensor(domain.to_unit(X))
-            model = pde_gp.PDEGP(unit_X, y, optimizer.collocation, optimizer.linear_form, lower, widths)
+            model = pde_gp.PDEGP(unit_X, y, optimizer.collocation, optimizer.linear_form, lower, widths,
+                                 basis=optimizer._corners(lower, widths))
             starts = [(f"{f}", model._raw({"lengthscale": f * widths})) for f in pde_gp.FIRST_LENGTHSCALES]
             short = model._short_start()
             if short is not None:
                 fraction = float(model._unpack(short)[0][0] / widths[0])
                 starts.append((f"{fraction:.3g}, PDE exact", short))
             for name, raw in starts:
-                fitted, value = model._optimise(raw)
+                fitted, value, _ = model._optimise(raw)
                 lengthscale, outputscale, noise, pde_noise = model._unpack(fitted)
                 model.raw = fitted
                 model._factorise()

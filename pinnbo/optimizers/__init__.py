@@ -47,7 +47,8 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
                    reference=None, boundary_continuous: bool | None = None) -> Optimizer:
     """Build a method by name with validated ``params`` (its documented defaults overridden);
     ``auto``: the method :func:`~pinnbo.optimizers.choice.choose_method` picks (from these
-    arguments and the problem's ``boundary_continuous``), recorded as the optimiser's ``choice``.
+    arguments and the problem's ``boundary_continuous``, which the method also reads), recorded as
+    the optimiser's ``choice``.
     ``constraints``: the problem's :class:`pinnbo.problem.Constraint` outputs, in order; ``sense``:
     that of the values ``tell`` will take; ``observation_noise``: None, "learned" or a known sd
     (:attr:`Optimizer.observation_noise`); ``objectives``: several objectives, name -> sense, with
@@ -100,6 +101,7 @@ def make_optimizer(method: str, domain, seed: int = 0, *, params: dict | None = 
     optimizer.sense = sense
     optimizer.choice = choice
     optimizer.observation_noise = observation_noise
+    optimizer.boundary_continuous = boundary_continuous
     if len(objectives) > 1:
         optimizer.objectives = objectives
         optimizer.reference = None if reference is None else np.asarray(reference, dtype=np.float64)

@@ -125,6 +125,9 @@ class Optimizer(abc.ABC):
         self.observation_noise: str | float | None = None
         # ``method: auto``'s choice (:class:`pinnbo.optimizers.choice.Choice`; None: the method was named).
         self.choice = None
+        # Whether the problem's boundary data join continuously where faces meet
+        # (:attr:`pinnbo.problem.Problem.boundary_continuous`; make_optimizer sets it; None: not declared).
+        self.boundary_continuous: bool | None = None
         # Several objectives (make_optimizer sets them): name -> sense, in order; y is then a vector
         # (m,) of minimised values, and ``reference`` the hypervolume's reference point in them
         # (None: inferred from the data).

@@ -24,9 +24,11 @@ The rule, in order, the first branch that applies:
    6; pinn-bo does not take them.
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
-   plate whose edges disagree at a corner): pinn-bo. The supremum is then a limit beside the
-   jump, which the network's residual fit follows and the PDE-GP's smooth kernel approaches only
-   slowly, proposal by proposal along the edge.
+   plate whose edges disagree at a corner): the supremum is then a limit beside the jump. pde-gp
+   where the PDE is c ∇²f = g in two variables, whose GP then carries the jumps in the corners'
+   angle functions (:mod:`pinnbo.models.corners`; a quarter of the better GP's proposals on the
+   three heat plates, every seed); pinn-bo elsewhere, whose residual fit follows a jump that the
+   PDE-GP's smooth kernel approaches only slowly, proposal by proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound
@@ -118,6 +120,10 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("gp-ei", f"a PDE in {domain.dim} variables, {why}: a GP with expected improvement; the PDE is "
                                "not used")
     if boundary_continuous is False and pde.minimum_on_boundary() and not conditions:
+        if domain.dim == 2 and pde.harmonic_operator():
+            return Choice("pde-gp", "the optimum is on the boundary (maximum principle) and the boundary data jump at "
+                                    "its corners: a GP conditioned on the PDE, with the corners' angle functions for "
+                                    "the jumps")
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")
     own = list(getattr(pde, "own_inputs", domain.names))

@@ -20,6 +20,12 @@ values once a fit barely moves them (``SETTLED_GAIN``). Where the
 result predicts the held-out observations worse than the data alone (leave-one-out), the step uses
 the GP of the data alone: the PDE never overrules the measurements.
 
+Where the problem declares boundary data that jump where its faces meet (``boundary_continuous``
+False) and the PDE is c ∇²f = g in two variables with no boundary condition, the GP adds the
+corners' angle functions to its prior (:mod:`pinnbo.models.corners`): the solution's jump at a
+corner is then part of the model instead of a cliff the smooth kernel approaches proposal by
+proposal.
+
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;
 docs/algorithms.md, "The maximum principle").
@@ -61,6 +67,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
+from pinnbo.models.corners import corner_angles
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -77,6 +84,11 @@ COLLOCATION_POINTS = 128
 #: Points on a boundary condition's plane: one, for one design variable; else the planes of all
 #: the conditions together get the interior's points over this share.
 BOUNDARY_SHARE = 2
+#: Where the model carries the corners' angle functions, the face search keeps this far (unit
+#: coordinates) from the corners, where the model takes the mean of its two edges' limits
+#: (:func:`pinnbo.acquisition.optimize._refine_on_faces`): a billionth of the width, closer to the
+#: corner than any design a user would tell apart from it, yet on one edge only.
+CORNER_MARGIN = 1e-9
 #: UCB's β (μ − σ): the PDE-conditioned posterior is confident where the PDE shapes the function,
 #: and β = 4 (gp-ucb's) spent proposals exploring basins it had already ruled out; log EI,
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
@@ -225,6 +237,9 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
+        # the corners' angle functions solve the homogeneous PDE (module docstring)
+        self.harmonic_plane = (pde is not None and self.domain.dim == 2 and not pde.boundary
+                               and pde.harmonic_operator())
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values. A
@@ -290,7 +305,7 @@ class PDEGPOptimizer(Optimizer):
             long_starts = refit_starts(len(y), start)
             if self.linearised is None:
                 self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
-                                   long_starts=long_starts)
+                                   long_starts=long_starts, basis=self._corners(lower, widths))
                 deficit = self.model.long_start_deficit
             else:
                 self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
@@ -306,14 +321,24 @@ class PDEGPOptimizer(Optimizer):
                 unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE)
         return self.domain.from_unit(unit)
 
+    def _corners(self, lower: torch.Tensor, widths: torch.Tensor):
+        """The corners' angle functions where the boundary data jump and they solve the PDE (module
+        docstring); None elsewhere."""
+        if self.boundary_continuous is not False or not self.harmonic_plane:
+            return None
+        upper = lower + widths
+        return lambda points: corner_angles(points, lower, upper)
+
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
                   keep_off: float | None = None) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too;
         ``keep_off``: the distance from every evaluated design instead of the duplicate rule's."""
         s = self.settings
+        jumps = getattr(acq.model, "basis", None) is not None
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
-                                    device=self.device, on_boundary=on_boundary, domain=self.domain)
+                                    device=self.device, on_boundary=on_boundary, domain=self.domain,
+                                    face_margin=CORNER_MARGIN if jumps else 0.0)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

@@ -167,7 +167,8 @@ def build_optimizer(self: Case, problem: Problem) -> Optimizer:
     optimizer = make_optimizer(method, problem.domain, self.seed, params=params, pde=problem.minimised_pde,
                                collocation_filter=problem.collocation_filter, device=self.device,
                                constraints=problem.constraints, observation_noise=noise_model(self.observation_noise),
-                               objectives=problem.objectives, reference=problem.minimised_reference)
+                               objectives=problem.objectives, reference=problem.minimised_reference,
+                               boundary_continuous=problem.boundary_continuous)
     optimizer.choice = choice
     return optimizer
 

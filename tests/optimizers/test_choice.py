@@ -16,6 +16,7 @@ from pinnbo.space import Variable
 x, y = sp.symbols("x y")
 T = sp.Function("T")(x, y)
 LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
+ANISOTROPIC = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)    # a maximum principle; the angle is no solution
 HELMHOLTZ = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
 LIOUVILLE = PDE(T.diff(x, 2) + T.diff(y, 2) + sp.exp(T), rhs=0)
 SIGN = PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1)
@@ -30,7 +31,9 @@ def mixed_box(kind: str) -> Box:
 @pytest.mark.parametrize("pde, continuous, method", [
     (LAPLACE, None, "pde-gp"),          # a linear PDE, boundary data not declared
     (LAPLACE, True, "pde-gp"),          # the maximum principle, continuous data
-    (LAPLACE, False, "pinn-bo"),        # the maximum principle and data that jump at a corner
+    (LAPLACE, False, "pde-gp"),         # the maximum principle, data that jump, the corners' angles solve it
+    (ANISOTROPIC, False, "pinn-bo"),    # the maximum principle, data that jump, no angle function solves it
+    (ANISOTROPIC, True, "pde-gp"),
     (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
     (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
     (SIGN, None, "pinn-bo"),            # nothing to linearise by
@@ -107,7 +110,19 @@ def test_auto_takes_no_settings():
 
 def test_a_problem_declares_its_boundary_data():
     problem = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=LAPLACE, boundary_continuous=False)
-    assert choice_for(problem).method == "pinn-bo"
+    choice = choice_for(problem)
+    assert choice.method == "pde-gp" and "angle functions" in choice.reason
+    anisotropic = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=ANISOTROPIC, boundary_continuous=False)
+    assert choice_for(anisotropic).method == "pinn-bo"
+
+
+def test_data_that_jump_in_three_variables_run_the_network():
+    """The corners' angle functions are a plane's; in 3 variables the jump rule still runs pinn-bo."""
+    names = sp.symbols("x1:4")
+    u = sp.Function("u")(*names)
+    box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
+    assert choose_method(box, PDE(sum(u.diff(v, 2) for v in names), rhs=0), boundary_continuous=False).method \
+        == "pinn-bo"
 
 
 WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])

@@ -172,11 +172,12 @@ def test_bad_max_gradient_is_refused_before_the_solve(bad, monkeypatch):
 
 
 def test_the_plate_declares_whether_its_edges_meet_continuously():
-    """BC1's edges disagree at the corners (so method: auto runs pinn-bo on it); x + y on every
-    edge agrees at each corner."""
+    """BC1's edges disagree at the corners (so method: auto runs pde-gp with the corners' angle
+    functions on it); x + y on every edge agrees at each corner."""
     from pinnbo.optimizers import choice_for
 
     jumps = heat_plate(case_boundary("heat_bc1"), grid=16)
-    assert jumps.boundary_continuous is False and choice_for(jumps).method == "pinn-bo"
+    assert jumps.boundary_continuous is False and choice_for(jumps).method == "pde-gp"
+    assert "angle functions" in choice_for(jumps).reason
     smooth = heat_plate({edge: "x + y" for edge in ("left", "right", "bottom", "top")}, grid=16)
     assert smooth.boundary_continuous is True and choice_for(smooth).method == "pde-gp"
