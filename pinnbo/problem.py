@@ -118,7 +118,8 @@ class Problem:
     boundary_continuous: whether the objective's values on the box's faces (its boundary data,
         for a PDE solved with them) join continuously where faces meet: False where they jump (a
         heat plate whose edges disagree at a corner), None where the problem does not know.
-        ``method: auto`` reads it (docs/guide/methods.md).
+        ``method: auto`` reads it, and pde-gp, whose prior then carries the corners' angle
+        functions where they solve the PDE (docs/guide/methods.md).
     field_plot: optional ``field_plot(n) -> (xs, ys, values)`` for 2-D problems: the true field on
         an n×n grid, ``values[j, i] = f(xs[i], ys[j])`` (rows are the second variable), for the
         report's map (cheap for cached fields).
