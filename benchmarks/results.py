@@ -108,7 +108,8 @@ FAMILIES += [
      "Measurements with noise of 10 % (5 % for the heat plate) of the objective's spread, `observation_noise: "
      "learned`: the true regret of the design each run recommends (the best posterior mean) against that of its best "
      "observed design, what a user who sees only the measurements would otherwise pick: 10 seeds, budget 40. `auto` "
-     "runs `pde-gp` on the harmonic function, `pinn-bo` on the heat plate and `gp-ei` on Levy's function (no PDE); "
+     "runs `pde-gp` on the harmonic function and the heat plate (with its corners' angle functions) and `gp-ei` on "
+     "Levy's function (no PDE); "
      "`pde-gp`, which `auto` also runs on Helmholtz's and the Poisson problem, is measured there by its name.",
      ["harmonic_noisy", "levy_noisy", "heat_bc1_noisy", "helmholtz_noisy", "poisson_noisy"],
      ["pinnbo bench benchmarks/noise/harmonic_noisy.yaml benchmarks/noise/levy_noisy.yaml cases/heat_bc1_noisy.yaml "

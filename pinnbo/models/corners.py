@@ -9,6 +9,10 @@ add it to its prior with an unknown amplitude without breaking the physics, and 
 continuous, which a smooth kernel models. Each function is 0 along
 the corner's horizontal edge (the second coordinate at its bound), 1 along the vertical one and ½
 at the corner itself, where a plate's value is the mean of its two edges'.
+
+A model carries them where :func:`carries_jumps` says: pde-gp's prior (:mod:`pinnbo.models.pde_gp`)
+and, as :class:`CornerKernel`, the GP that recommends a design under noise, which would otherwise
+take a corner and the design beside it on its edge for one point.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 
 import torch
+from gpytorch.kernels import Kernel
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
@@ -31,3 +36,32 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
             angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
             columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
     return torch.stack(columns, -1)
+
+
+def carries_jumps(domain, pde, boundary_continuous) -> bool:
+    """Whether a model of this problem adds the corners' angle functions: boundary data declared to
+    jump (``boundary_continuous`` False), a PDE c ∇²f = g in the box's two variables (the angle
+    solves its homogeneous part) and no boundary condition (which the angle would break)."""
+    if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim != 2:
+        return False
+    return (set(getattr(pde, "own_inputs", ())) == set(domain.names) and not getattr(pde, "boundary", ())
+            and pde.harmonic_operator())
+
+
+class CornerKernel(Kernel):
+    """ΦΦᵀ of the corners' angle functions, on unit-cube inputs of the box [lower, upper]: added to a
+    GPyTorch kernel (under a ``ScaleKernel``, the amplitudes' variance learned), a GP whose mean
+    may jump at each corner."""
+
+    def __init__(self, lower: torch.Tensor, upper: torch.Tensor) -> None:
+        super().__init__()
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params) -> torch.Tensor:
+        f1, f2 = (self._angles(x) for x in (x1, x2))
+        return (f1 * f2).sum(-1) if diag else f1 @ f2.transpose(-1, -2)
+
+    def _angles(self, unit: torch.Tensor) -> torch.Tensor:
+        lower, upper = self.lower.to(unit), self.upper.to(unit)
+        points = lower + unit * (upper - lower)
+        return corner_angles(points.reshape(-1, 2), lower, upper).reshape(*unit.shape[:-1], 4)

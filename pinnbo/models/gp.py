@@ -35,7 +35,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import MixedSingleTaskGP, SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
-from gpytorch.kernels import MaternKernel, ScaleKernel
+from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.means import ZeroMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
@@ -49,7 +49,7 @@ ISOTROPIC_GRID = np.logspace(-2.0, 1.5, 15)
 def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: float = 1e-5,
            dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", kernel: str = "ard",
            categorical: Sequence[int] = (), noise_sd: np.ndarray | None = None,
-           start: dict[str, torch.Tensor] | None = None) -> SingleTaskGP:
+           start: dict[str, torch.Tensor] | None = None, jumps: Kernel | None = None) -> SingleTaskGP:
     """A GP of −y on ``unit_X`` (n, d) in [0, 1]^d, hyper-parameters fit by marginal likelihood.
 
     ``categorical``: the columns holding a choice variable's level (:mod:`pinnbo.space`): BoTorch's
@@ -64,7 +64,9 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
     step's a few iterations.
 
     ``kernel``: ``ard`` (Matérn-5/2, one lengthscale per input, BoTorch's dimension-scaled priors, a
-    learned constant mean) or ``isotropic`` (Kim & Sanz-Alonso's: module docstring).
+    learned constant mean) or ``isotropic`` (Kim & Sanz-Alonso's: module docstring). ``jumps``: a
+    kernel of functions that jump where the data do (:class:`pinnbo.models.corners.CornerKernel`),
+    added to the ``ard`` kernel under a scale of its own.
 
     ``noise_free``: the observation noise is fixed at ``noise_floor`` × var(y), i.e. ``noise_floor``
     in standardised units (a nugget for numerical stability, no learned noise); otherwise the noise
@@ -95,6 +97,8 @@ def fit_gp(unit_X: np.ndarray, y: np.ndarray, *, noise_free: bool, noise_floor: 
         covar, mean = MaternKernel(nu=2.5), ZeroMean()
     else:
         covar, mean = get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1], use_rbf_kernel=False), None
+        if jumps is not None:
+            covar = covar + ScaleKernel(jumps)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputDataWarning)
         model = SingleTaskGP(train_X, train_Y, train_Yvar, covar_module=covar, mean_module=mean,

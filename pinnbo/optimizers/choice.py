@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinnbo.errors import PDEError
+from pinnbo.models.corners import carries_jumps
 
 AUTO = "auto"
 #: The most variables in which pde-gp was measured against the GPs (docs/results.md, "Three
@@ -120,7 +121,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("gp-ei", f"a PDE in {domain.dim} variables, {why}: a GP with expected improvement; the PDE is "
                                "not used")
     if boundary_continuous is False and pde.minimum_on_boundary() and not conditions:
-        if domain.dim == 2 and pde.harmonic_operator():
+        if carries_jumps(domain, pde, boundary_continuous):
             return Choice("pde-gp", "the optimum is on the boundary (maximum principle) and the boundary data jump at "
                                     "its corners: a GP conditioned on the PDE, with the corners' angle functions for "
                                     "the jumps")

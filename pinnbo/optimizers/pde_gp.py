@@ -67,7 +67,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.corners import corner_angles
+from pinnbo.models.corners import carries_jumps, corner_angles
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -237,9 +237,7 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
-        # the corners' angle functions solve the homogeneous PDE (module docstring)
-        self.harmonic_plane = (pde is not None and self.domain.dim == 2 and not pde.boundary
-                               and pde.harmonic_operator())
+
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values. A
@@ -324,7 +322,7 @@ class PDEGPOptimizer(Optimizer):
     def _corners(self, lower: torch.Tensor, widths: torch.Tensor):
         """The corners' angle functions where the boundary data jump and they solve the PDE (module
         docstring); None elsewhere."""
-        if self.boundary_continuous is not False or not self.harmonic_plane:
+        if not carries_jumps(self.domain, self.pde, self.boundary_continuous):
             return None
         upper = lower + widths
         return lambda points: corner_angles(points, lower, upper)

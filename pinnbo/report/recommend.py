@@ -7,7 +7,11 @@ pools each measurement with its neighbours. pinnbo does the same with one model 
 so the recommendation does not depend on which surrogate proposed the designs: a GP of the
 successful evaluations (:func:`pinnbo.models.gp.fit_gp`, the mixed kernel with choice variables)
 with its noise fitted. Without noise the posterior mean at an evaluated design is its observation,
-and the recommendation is the best observed design (no model is fitted).
+and the recommendation is the best observed design (no model is fitted). Where the problem's
+boundary data jump at the corners and the corners' angle functions solve its PDE
+(:func:`pinnbo.models.corners.carries_jumps`), the GP's kernel adds them: a smooth kernel takes a
+corner and a design 10⁻⁹ beside it on an edge, whose values differ by half the jump, for one point
+(on the noisy heat plate it recommended the corner itself on every seed).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pinnbo.models.corners import CornerKernel, carries_jumps
 from pinnbo.models.gp import fit_gp
 from pinnbo.problem import Problem
 from pinnbo.runner.history import History
@@ -48,7 +53,11 @@ def recommend(history: History, problem: Problem, seed: int = 0, noise: str | fl
         return _entry(records[best], float(y[best] * sign), 0.0 if not noisy else None)
     with torch.random.fork_rng():
         torch.manual_seed(derived_seed(seed, "recommend") % (2**31))
-        model = fit_gp(unit, y, noise_free=False, categorical=domain.dims("choice"), noise_sd=known)
+        jumps = None
+        if carries_jumps(domain, problem.pde, problem.boundary_continuous):
+            jumps = CornerKernel(torch.as_tensor(domain.lower_array, dtype=torch.float64),
+                                 torch.as_tensor(domain.lower_array + domain.widths, dtype=torch.float64))
+        model = fit_gp(unit, y, noise_free=False, categorical=domain.dims("choice"), noise_sd=known, jumps=jumps)
         with torch.no_grad():
             posterior = model.posterior(torch.as_tensor(unit, dtype=torch.float64))
             mean = -posterior.mean.reshape(-1).numpy()              # the GP models −y

@@ -98,3 +98,19 @@ def test_the_posterior_of_several_points_agrees_with_the_mean_and_variance():
     torch.testing.assert_close(torch.diagonal(joint.covariance_matrix[0]), variance, rtol=1e-6, atol=1e-9)
     torch.testing.assert_close(batched.variance.reshape(-1), variance, rtol=1e-6, atol=1e-9)
     assert math.isfinite(model.log_likelihood)
+
+
+def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_pde():
+    from pinnbo.models.corners import carries_jumps
+    from pinnbo.problem import Box
+
+    box = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+    laplace = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
+    assert carries_jumps(box, laplace, False)
+    assert carries_jumps(box, PDE(-2 * T.diff(x, 2) - 2 * T.diff(y, 2), rhs=sp.sin(x)), False)     # Poisson
+    assert not carries_jumps(box, laplace, True) and not carries_jumps(box, laplace, None)
+    assert not carries_jumps(box, PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0), False)             # anisotropic
+    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)]), False)
+    u = sp.Function("u")(x)        # an ODE in x with y a parameter: its "Laplacian" is u'' alone
+    assert not carries_jumps(box, PDE(u.diff(x, 2), rhs=0).for_variables(("x", "y")), False)
+    assert not carries_jumps(box, None, False)

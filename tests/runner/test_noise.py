@@ -53,6 +53,40 @@ def test_the_recommended_design_is_the_argmin_of_the_posterior_mean():
     assert abs(chosen["x"][0] - 0.6) < abs(luckiest.x[0] - 0.6)
 
 
+def test_where_the_boundary_data_jump_the_recommendation_tells_a_corner_from_the_edge_beside_it():
+    """x² − y² plus a jump of 10 at the corner (1, 0) (0 on the bottom edge, 10 on the right one, 5 at
+    the corner), measured with noise: the supremum, 11, is the limit along the right edge, and the
+    GP with the corners' angle functions recommends the design 10⁻⁹ beside the corner there; a
+    smooth kernel, which cannot tell the corner (6) from it, recommends a worse one."""
+    import sympy as sp
+
+    from pinnbo.models.corners import corner_angles
+    from pinnbo.pde import PDE
+
+    x, y = sp.symbols("x y")
+    u = sp.Function("u")(x, y)
+    box = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
+
+    def plate(p):
+        return float(10 * corner_angles(torch.as_tensor(np.asarray(p, dtype=np.float64))[None], torch.zeros(2),
+                                        torch.ones(2))[0, 2]) + float(p[0]) ** 2 - float(p[1]) ** 2
+
+    designs = [[1.0, 0.0], [1.0, 1e-9], [0.5, 0.0], [1.0, 0.5], [0.2, 0.3], [0.6, 0.7], [0.9, 0.1], [0.4, 0.9],
+               [1.0, 0.9], [0.0, 0.4], [0.7, 0.2], [0.3, 0.6]]
+    laplace = PDE(u.diff(x, 2) + u.diff(y, 2), rhs=0)
+    for continuous, chosen_index in ((False, 1), (None, None)):
+        problem = Problem("plate", box, plate, "maximize", pde=laplace, noise_std=0.05,
+                          boundary_continuous=continuous)
+        history = History("maximize")
+        for k, p in enumerate(designs):
+            history.append(observation(problem, np.array(p), k, 0, "initial", plate(p), None))
+        chosen = recommend(history, problem, seed=0)
+        if chosen_index is not None:
+            assert chosen["index"] == chosen_index and chosen["true"] == pytest.approx(11.0)
+        else:       # the smooth kernel averages the corner with the design beside it, and looks elsewhere
+            assert chosen["true"] < 10.9
+
+
 def test_without_noise_the_recommendation_is_the_best_observed_design():
     history, problem = noisy_history(sd=0.0)
     chosen = recommend(history, problem)
