@@ -113,6 +113,17 @@ def linearised_form(pde) -> "LinearisedForm":
     return LinearisedForm(symbols, tuple(equations), used)
 
 
+def _one_linear_equation(pde):
+    """The (terms, source) of a PDE of one linear equation; None for a system or a nonlinear one."""
+    if pde.n_equations != 1:
+        return None
+    try:
+        ((terms, source),) = _linear_equations(pde.expanded, pde)
+    except PDEError:
+        return None
+    return terms, source
+
+
 def minimum_on_boundary(pde) -> bool:
     """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
     maximum principle (Gilbarg & Trudinger, Theorem 3.1; Evans, §6.4.1): one linear equation
@@ -122,12 +133,10 @@ def minimum_on_boundary(pde) -> bool:
     minimum and, through the negated PDE, the maximum; Helmholtz's (a zero-order term), the beam's
     (fourth order) and any nonlinear PDE do not. Conservative: False whenever the conditions cannot
     be read off the symbols."""
-    if pde.n_equations != 1:
+    equation = _one_linear_equation(pde)
+    if equation is None:
         return False
-    try:
-        ((terms, source),) = _linear_equations(pde.expanded, pde)
-    except PDEError:
-        return False
+    terms, source = equation
     symbols = pde.atoms.symbols
     a = sp.zeros(pde.dim, pde.dim)
     for alpha, c in terms:
@@ -166,12 +175,10 @@ def harmonic_operator(pde) -> bool:
     Poisson's): any harmonic function then solves its homogeneous part, so adding one to a solution
     leaves the PDE satisfied (the angle functions of a plate whose boundary data jump at a corner,
     :mod:`pinnbo.models.corners`). False whenever another term appears, however small."""
-    if pde.n_equations != 1:
+    equation = _one_linear_equation(pde)
+    if equation is None:
         return False
-    try:
-        ((terms, _),) = _linear_equations(pde.expanded, pde)
-    except PDEError:
-        return False
+    terms, _ = equation
     dim = pde.dim
     wanted = {tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)}
     coefficients = dict(terms)
