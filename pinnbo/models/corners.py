@@ -6,9 +6,9 @@ in the quarter plane with data A on one edge and B on the other it is A + (B −
 θ_c the angle seen from the corner c, and near a corner of the plate it differs from that by a
 function continuous at c. The angle is harmonic, so a Gaussian process conditioned on ∇²f = g may
 add it to its prior with an unknown amplitude without breaking the physics, and what remains is
-continuous, which a smooth kernel models. Each function is 0 along
-the corner's horizontal edge (the second coordinate at its bound), 1 along the vertical one and ½
-at the corner itself, where a plate's value is the mean of its two edges'.
+continuous, which a smooth kernel models. Each function is 0 along the corner's horizontal edge
+(the second coordinate at its bound), 1 along the vertical one and ½ at the corner itself, where a
+plate's value is the mean of its two edges'.
 
 A model carries them where :func:`carries_jumps` says: pde-gp's prior (:mod:`pinnbo.models.pde_gp`)
 and, as :class:`CornerKernel`, the GP that recommends a design under noise, which would otherwise

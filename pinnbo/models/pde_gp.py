@@ -88,10 +88,10 @@ class PDEGP(Model):
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
     to fit from as well, a refit, keeping the best evidence. ``basis``: physical points (N, d) ->
-    (N, J), functions the PDE's operator annihilates (module docstring; None: none). The fit happens at construction;
-    ``fit=False`` conditions on the data under ``start``'s values instead (``log_likelihood`` None,
-    as with no data). ``warm_gain``: the log
-    evidence the fit from ``start`` gained over ``start`` itself (None without one).
+    (N, J), functions the PDE's operator annihilates (module docstring; None: none). The fit happens
+    at construction; ``fit=False`` conditions on the data under ``start``'s values instead
+    (``log_likelihood`` None, as with no data). ``warm_gain``: the log evidence the fit from
+    ``start`` gained over ``start`` itself (None without one).
     """
 
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
