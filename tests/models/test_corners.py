@@ -9,9 +9,10 @@ import math
 import sympy as sp
 import torch
 
-from pinnbo.models.corners import corner_angles
+from pinnbo.models.corners import carries_jumps, corner_angles
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE
+from pinnbo.problem import Box
 from pinnbo.streams import sobol_unit
 
 LOWER = torch.tensor([0.0, 0.0], dtype=torch.float64)
@@ -101,9 +102,6 @@ def test_the_posterior_of_several_points_agrees_with_the_mean_and_variance():
 
 
 def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_pde():
-    from pinnbo.models.corners import carries_jumps
-    from pinnbo.problem import Box
-
     box = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
     laplace = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
     assert carries_jumps(box, laplace, False)

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sympy as sp
 import torch
 import yaml
 from typer.testing import CliRunner
 
 from pinnbo import Box, Problem, make_optimizer
 from pinnbo.cli import app
+from pinnbo.models.corners import corner_angles
 from pinnbo.models.gp import fit_gp
+from pinnbo.pde import PDE
 from pinnbo.report.recommend import recommend
 from pinnbo.runner.evaluation import observation
 from pinnbo.runner.history import History
@@ -58,11 +61,6 @@ def test_where_the_boundary_data_jump_the_recommendation_tells_a_corner_from_the
     the corner), measured with noise: the supremum, 11, is the limit along the right edge, and the
     GP with the corners' angle functions recommends the design 10⁻⁹ beside the corner there; a
     smooth kernel, which cannot tell the corner (6) from it, recommends a worse one."""
-    import sympy as sp
-
-    from pinnbo.models.corners import corner_angles
-    from pinnbo.pde import PDE
-
     x, y = sp.symbols("x y")
     u = sp.Function("u")(x, y)
     box = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
