@@ -30,14 +30,15 @@ from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
 from pinnbo.oracles.heat_plate import (CORNER_OFFSET, DEFAULT_BOUNDS, EDGES, GradientLimitedPlate, HeatPlate,
-                                      check_max_gradient)
+                                      check_conductivity, check_max_gradient)
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 
 @register_problem
 def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
-               max_gradient: float | None = None) -> Problem:
-    """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0.
+               max_gradient: float | None = None, conductivity: list | None = None) -> Problem:
+    """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0 (k_x ∂²T/∂x² +
+    k_y ∂²T/∂y² = 0 with ``conductivity``).
 
     Args:
         boundary: Dirichlet data per edge as formulas of x and y:
@@ -48,6 +49,10 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         max_gradient: None (default): unconstrained. A number G > 0: maximise T subject to the
             black-box constraint ``gradient`` = |∇T(x, y)| − G <= 0 at the chosen point; f* is
             then the constrained maximum (≈ 1–2 s to compute on the cached field).
+        conductivity: ``[k_x, k_y]``, positive, default [1, 1]: a plate that conducts heat
+            differently along its axes (a fibre composite). The supremum is still the boundary
+            data's (maximum principle); the field inside, and so what the PDE tells an optimiser,
+            changes.
     """
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
@@ -57,8 +62,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
     if max_gradient is not None:
         max_gradient = check_max_gradient(max_gradient)  # before the solve: a typo costs no solve
+    k_x, k_y = check_conductivity([1.0, 1.0] if conductivity is None else conductivity)
 
-    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid))
+    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid), conductivity=(k_x, k_y))
     f_star, location = plate_supremum(plate)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -66,13 +72,16 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     x, y = sp.symbols("x y")
     T = sp.Function("T")(x, y)
     (x0, x1), (y0, y1) = plate.bounds
+    operator = "∇²T" if k_x == k_y == 1.0 else f"{k_x:g} T_xx + {k_y:g} T_yy"
     description = (
-        f"Steady heat plate ∇²T = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
+        f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
         f"py-pde reference on a {plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
+    if conductivity is not None:
+        metadata["conductivity"] = [k_x, k_y]
     objective, constraints = plate, ()
     if max_gradient is not None:
         metadata["max_gradient"] = max_gradient
@@ -86,7 +95,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0),
+        pde=PDE(T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,

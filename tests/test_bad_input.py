@@ -143,6 +143,8 @@ TABLE = [
         "params.boundary.left: cannot parse formula 'sin('"),
     Bad("boundary-unknown-symbol", case(problem="heat_plate", params="{grid: 16, boundary: {left: '0', right: '0', bottom: x, top: 'z*x'}}"),
         "params.boundary.top: unknown symbol 'z' in 'z*x'"),
+    Bad("conductivity-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: [1, -2], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
+        "params.conductivity: expected two positive numbers [k_x, k_y], got [1, -2]"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",

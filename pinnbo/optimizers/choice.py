@@ -25,8 +25,9 @@ The rule, in order, the first branch that applies:
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
    plate whose edges disagree at a corner): the supremum is then a limit beside the jump. pde-gp
-   where the PDE is c ∇²f = g in two variables, whose GP then carries the jumps in the corners'
-   angle functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's proposals or fewer
+   where the PDE is a_x ∂²f/∂x² + a_y ∂²f/∂y² = g in two variables (c ∇²f = g, or a conductivity
+   that differs along the axes), whose GP then carries the jumps in the corners' angle functions
+   (:mod:`pinnbo.models.corners`; a fifth of the better GP's proposals or fewer
    on the three heat plates, every seed); pinn-bo elsewhere, whose residual fit follows a jump
    that the PDE-GP's smooth kernel approaches only slowly, proposal by proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or

@@ -1,9 +1,12 @@
 """Steady heat plate: ∇²T = 0 on a rectangle with Dirichlet data on each edge (docs/algorithms.md,
-"The heat plate").
+"The heat plate"), or k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0 for a plate whose conductivity differs along
+its axes (a fibre composite, a laminate).
 
 The ground truth of PINN-BO's first real task. The field is solved once with py-pde's
 ``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and kept in
-memory and on disk (:mod:`pinnbo.oracles.field_cache`).
+memory and on disk (:mod:`pinnbo.oracles.field_cache`). An anisotropic plate is solved as the
+isotropic plate in the coordinates x/√k_x, y/√k_y, where its operator is the Laplacian: the same
+cells, the same edge data, a stretched box.
 
 What the oracle returns where (this decides the benchmark: the optima sit at corners where two
 edges with different data meet):
@@ -58,8 +61,10 @@ def solve_dirichlet_laplace(
     bounds: tuple[tuple[float, float], tuple[float, float]],
     grid: int,
     edge_data: Mapping[str, np.ndarray],
+    conductivity: tuple[float, float] = (1.0, 1.0),
 ) -> np.ndarray:
-    """Solve ∇²T = 0 with py-pde on a ``grid``×``grid`` cell-centred grid.
+    """Solve k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0 (∇²T = 0 by default) with py-pde on a ``grid``×``grid``
+    cell-centred grid.
 
     ``edge_data[edge]`` holds the Dirichlet values at the boundary face midpoints, i.e. at the cell
     centres' coordinate along that edge (shape (grid,)). Returns the field at the cell centres,
@@ -67,7 +72,9 @@ def solve_dirichlet_laplace(
     """
     import pde  # imported here: loading a cached field does not need py-pde
 
-    grid_obj = pde.CartesianGrid([list(bounds[0]), list(bounds[1])], [grid, grid])
+    # In ξ = x/√k_x, η = y/√k_y the operator is ξ's and η's Laplacian; the cells map one to one.
+    stretched = [[v / math.sqrt(k) for v in pair] for pair, k in zip(bounds, conductivity)]
+    grid_obj = pde.CartesianGrid(stretched, [grid, grid])
     bc = {
         "x-": {"value": np.asarray(edge_data["left"], dtype=np.float64)},
         "x+": {"value": np.asarray(edge_data["right"], dtype=np.float64)},
@@ -88,6 +95,7 @@ class HeatPlate:
         evaluated at the edge's coordinate.
     bounds: ``((x0, x1), (y0, y1))``, default [0, 2π]².
     grid: cells per axis of the finite-volume solve.
+    conductivity: ``(k_x, k_y)``, positive: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 2) -> (N,)``) or call with one point ``(2,) -> float``;
@@ -100,8 +108,10 @@ class HeatPlate:
         bounds=DEFAULT_BOUNDS,
         grid: int = 256,
         cache_dir: str | os.PathLike | None = None,
+        conductivity=(1.0, 1.0),
     ) -> None:
         self.bounds = _check_bounds(bounds)
+        self.conductivity = check_conductivity(conductivity)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
@@ -187,6 +197,7 @@ class HeatPlate:
             "boundary": {edge: sp.srepr(self.expressions[edge]) for edge in EDGES},
             "bounds": [list(pair) for pair in self.bounds],
             "grid": self.grid,
+            "conductivity": list(self.conductivity),
         }
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
@@ -198,7 +209,7 @@ class HeatPlate:
         def solve() -> np.ndarray:
             edge_data = {edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
                          for edge in EDGES}
-            return solve_dirichlet_laplace(self.bounds, self.grid, edge_data)
+            return solve_dirichlet_laplace(self.bounds, self.grid, edge_data, self.conductivity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_plate", (self.grid, self.grid), solve,
                           {"x_cells": self.x_cells, "y_cells": self.y_cells})
@@ -340,10 +351,11 @@ class HeatPlate:
     def __reduce__(self):
         # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
         # field in the memory or disk cache (a worker process does not solve again).
-        return (HeatPlate, (dict(self.boundary), self.bounds, self.grid, self.cache_dir))
+        return (HeatPlate, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.conductivity))
 
     def __repr__(self) -> str:
-        return f"HeatPlate(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid})"
+        anisotropic = f", conductivity={shown(self.conductivity)}" if self.conductivity != (1.0, 1.0) else ""
+        return f"HeatPlate(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}{anisotropic})"
 
 
 def check_max_gradient(value) -> float:
@@ -382,6 +394,19 @@ class GradientLimitedPlate:
 
     def __repr__(self) -> str:
         return f"GradientLimitedPlate({shown(self.plate)}, max_gradient={shown(self.max_gradient)})"
+
+
+def check_conductivity(conductivity) -> tuple[float, float]:
+    """``(k_x, k_y)`` as floats; ProblemError unless two finite positive numbers."""
+    message = f"params.conductivity: expected two positive numbers [k_x, k_y], got {shown(conductivity)}"
+    if isinstance(conductivity, (str, bytes)) or not isinstance(conductivity, (list, tuple)) or len(conductivity) != 2:
+        raise ProblemError(message)
+    if any(isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) for k in conductivity):
+        raise ProblemError(message)
+    k_x, k_y = (float(k) for k in conductivity)
+    if not all(math.isfinite(k) and k > 0 for k in (k_x, k_y)):
+        raise ProblemError(message)
+    return k_x, k_y
 
 
 def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:

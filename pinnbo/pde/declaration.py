@@ -335,10 +335,10 @@ class PDE:
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`)."""
         return forms.minimum_on_boundary(self)
 
-    def harmonic_operator(self) -> bool:
-        """Whether the PDE is c ∇²h = g, c constant: every harmonic function solves its homogeneous
-        part (:func:`pinnbo.pde.forms.harmonic_operator`)."""
-        return forms.harmonic_operator(self)
+    def scaled_laplacian(self) -> tuple[float, ...] | None:
+        """The constants a_i where the PDE is Σ a_i ∂²h/∂z_i² = g, all of one sign; None otherwise
+        (:func:`pinnbo.pde.forms.scaled_laplacian`)."""
+        return forms.scaled_laplacian(self)
 
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it

@@ -4,8 +4,8 @@ A Gaussian process stays Gaussian under a linear operator only: :func:`linear_fo
 PDE as coefficients c_α(z) of each ∂^α h and a source g(z); :func:`linearised_form` writes a
 nonlinear one as the Gauss–Newton linearisation about a function h₀ (Chen, Hosseini, Owhadi &
 Stuart 2021); :func:`minimum_on_boundary` says when the weak maximum principle puts a solution's
-minimum on the boundary of a box; :func:`harmonic_operator` when every harmonic function solves the
-homogeneous equation.
+minimum on the boundary of a box; :func:`scaled_laplacian` when a change of scale along the axes makes
+the operator the Laplacian.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import torch
 from pinnbo.errors import PDEError
 from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
 
-__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "harmonic_operator", "is_linear",
-           "linear_form", "linearised_form", "minimum_on_boundary"]
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "is_linear",
+           "linear_form", "linearised_form", "minimum_on_boundary", "scaled_laplacian"]
 
 
 class Expanded(NamedTuple):
@@ -170,25 +170,32 @@ def minimum_on_boundary(pde) -> bool:
     return sign * g <= 0.0
 
 
-def harmonic_operator(pde) -> bool:
-    """Whether the PDE is one linear equation c ∇²h = g with c a nonzero constant (Laplace's and
-    Poisson's): any harmonic function then solves its homogeneous part, so adding one to a solution
-    leaves the PDE satisfied (the angle functions of a plate whose boundary data jump at a corner,
-    :mod:`pinnbo.models.corners`). False whenever another term appears, however small."""
+def scaled_laplacian(pde) -> tuple[float, ...] | None:
+    """The constants (a_1, …, a_d) of a PDE that is one linear equation Σ a_i ∂²h/∂z_i² = g, every
+    a_i nonzero and all of one sign (Laplace's and Poisson's equations, c ∇²h = g, and a conductor
+    whose conductivity differs along its axes); None whenever another term appears, however small.
+    The change of variables ζ_i = z_i / √|a_i| makes the operator the Laplacian, so a harmonic
+    function of the ζ solves its homogeneous part (the angle functions of a plate whose boundary
+    data jump at a corner, :mod:`pinnbo.models.corners`)."""
     equation = _one_linear_equation(pde)
     if equation is None:
-        return False
+        return None
     terms, _ = equation
     dim = pde.dim
-    wanted = {tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)}
+    axes = [tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)]
     coefficients = dict(terms)
-    if set(coefficients) != wanted:
-        return False
-    values = {sp.simplify(c) for c in coefficients.values()}
-    if len(values) != 1:
-        return False
-    (c,) = values
-    return not c.free_symbols and c != 0
+    if set(coefficients) != set(axes):
+        return None
+    values = [sp.simplify(coefficients[alpha]) for alpha in axes]
+    if any(c.free_symbols for c in values):
+        return None
+    try:
+        numbers = tuple(float(sp.N(c)) for c in values)
+    except (TypeError, ValueError):
+        return None
+    if not (all(a > 0 for a in numbers) or all(a < 0 for a in numbers)):
+        return None
+    return numbers
 
 
 class LinearForm:
