@@ -432,6 +432,29 @@ def test_axis_derivatives_are_used_for_pure_derivatives_of_order_two_or_more(pde
 
 
 @pytest.mark.parametrize("pde, expected", [
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), True),                          # Laplace: both extrema on the boundary
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), True),
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=-1), True),                  # a supersolution: its minimum
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=1), False),                  # a subsolution: its maximum only
+    (PDE(-T2.diff(x, 2) - T2.diff(y, 2), rhs=1), True),                  # the same, written with the other sign
+    (PDE(T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2) + x * T2.diff(x)), True),   # elliptic, with drift
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), False),               # Helmholtz: a zero-order term
+    (PDE(T2.diff(x, 2) - T2.diff(y, 2)), False),                         # hyperbolic
+    (PDE(x * T2.diff(x, 2) + T2.diff(y, 2)), False),                     # a coefficient that may change sign
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), False),                  # a source of either sign
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), False),            # nonlinear (Liouville)
+    (PDE(w.diff(x, 4)), False),                                          # fourth order (the beam)
+    (PDE(w.diff(x, 2)), True),                                           # one bare derivative: 1-D Laplace
+    (PDE(x * T2.diff(y) - y * T2.diff(x)), False),                       # first order (DropWave's rotation)
+    (PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x)]), False),           # a system
+])
+def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
+    """For L h = Σ a_ij h_ij + Σ b_i h_i = g with (a_ij) definite and no zero-order term, the minimum
+    is on the boundary when h is a supersolution; every other form is refused, never guessed."""
+    assert pde.minimum_on_boundary() is expected
+
+
+@pytest.mark.parametrize("pde, expected", [
     (PDE(T2.diff(x, 2) + T2.diff(y, 2)), (1.0, 1.0)),                    # Laplace
     (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), (-1.0, -1.0)),
     (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), (-3.0, -3.0)),  # Poisson, any source
