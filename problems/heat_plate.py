@@ -30,15 +30,16 @@ from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
 from pinnbo.oracles.heat_plate import (CORNER_OFFSET, DEFAULT_BOUNDS, EDGES, GradientLimitedPlate, HeatPlate,
-                                      check_conductivity, check_max_gradient)
+                                      check_conductivity, check_max_gradient, check_velocity)
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 
 @register_problem
 def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
-               max_gradient: float | None = None, conductivity: list | None = None) -> Problem:
+               max_gradient: float | None = None, conductivity: list | None = None,
+               velocity: list | None = None) -> Problem:
     """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0 (k_x ∂²T/∂x² +
-    k_y ∂²T/∂y² = 0 with ``conductivity``).
+    k_y ∂²T/∂y² − v·∇T = 0 with ``conductivity`` and ``velocity``).
 
     Args:
         boundary: Dirichlet data per edge as formulas of x and y:
@@ -53,6 +54,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
             differently along its axes (a fibre composite). The supremum is still the boundary
             data's (maximum principle); the field inside, and so what the PDE tells an optimiser,
             changes.
+        velocity: ``[v_x, v_y]``, default [0, 0]: heat carried downstream by a flow (a strip
+            moving through a furnace); solved by second-order finite differences on the same
+            cells. The supremum is still the boundary data's.
     """
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
@@ -63,8 +67,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     if max_gradient is not None:
         max_gradient = check_max_gradient(max_gradient)  # before the solve: a typo costs no solve
     k_x, k_y = check_conductivity([1.0, 1.0] if conductivity is None else conductivity)
+    v_x, v_y = check_velocity([0.0, 0.0] if velocity is None else velocity)
 
-    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid), conductivity=(k_x, k_y))
+    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid), conductivity=(k_x, k_y), velocity=(v_x, v_y))
     f_star, location = plate_supremum(plate)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -73,15 +78,20 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     T = sp.Function("T")(x, y)
     (x0, x1), (y0, y1) = plate.bounds
     operator = "∇²T" if k_x == k_y == 1.0 else f"{k_x:g} T_xx + {k_y:g} T_yy"
+    flow = [f"{v:g} T_{z}" for v, z in ((v_x, "x"), (v_y, "y")) if v != 0.0]
+    if flow:
+        operator += f" - ({' + '.join(flow)})"
     description = (
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"py-pde reference on a {plate.grid}² grid; maximise T"
+        f"{'finite-difference' if flow else 'py-pde'} reference on a {plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
     if conductivity is not None:
         metadata["conductivity"] = [k_x, k_y]
+    if velocity is not None:
+        metadata["velocity"] = [v_x, v_y]
     objective, constraints = plate, ()
     if max_gradient is not None:
         metadata["max_gradient"] = max_gradient
@@ -95,7 +105,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2), rhs=0),
+        pde=PDE(plate_operator(T, x, y, (k_x, k_y), (v_x, v_y)), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,
@@ -104,6 +114,17 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         description=description,
         metadata=metadata,
     )
+
+
+def plate_operator(T, x, y, conductivity: tuple[float, float], velocity: tuple[float, float]):
+    """k_x T_xx + k_y T_yy − v_x T_x − v_y T_y, with only the terms present: the plain Laplacian for
+    an isotropic plate at rest, so that the PDE reads as it always has."""
+    (k_x, k_y), (v_x, v_y) = conductivity, velocity
+    operator = T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2)
+    for v, z in ((v_x, x), (v_y, y)):
+        if v != 0.0:
+            operator = operator - v * T.diff(z)
+    return operator
 
 
 def plate_supremum(plate: HeatPlate, samples: int = 20001) -> tuple[float, np.ndarray]:
