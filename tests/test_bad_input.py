@@ -145,6 +145,8 @@ TABLE = [
         "params.boundary.top: unknown symbol 'z' in 'z*x'"),
     Bad("conductivity-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: [1, -2], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.conductivity: expected two positive numbers [k_x, k_y], got [1, -2]"),
+    Bad("velocity-not-numbers", case(problem="heat_plate", params="{grid: 16, velocity: [1, fast], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
+        "params.velocity: expected two numbers [v_x, v_y], got [1, 'fast']"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",

@@ -455,25 +455,32 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
 
 
 @pytest.mark.parametrize("pde, expected", [
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), (1.0, 1.0)),                    # Laplace
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), (-1.0, -1.0)),
-    (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), (-3.0, -3.0)),  # Poisson, any source
-    (PDE(T2.diff(x, 2) + 2 * T2.diff(y, 2)), (1.0, 2.0)),                # anisotropic
-    (PDE(sp.Rational(1, 4) * T2.diff(y, 2) + sp.pi * T2.diff(x, 2)), (math.pi, 0.25)),  # the inputs' order
-    (PDE(w.diff(x, 2)), (1.0,)),                                         # one input
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), ((1.0, 1.0), (0.0, 0.0), 0.0)),                    # Laplace
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), ((-1.0, -1.0), (0.0, 0.0), 0.0)),
+    (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), ((-3.0, -3.0), (0.0, 0.0), 0.0)),  # any source
+    (PDE(T2.diff(x, 2) + 2 * T2.diff(y, 2)), ((1.0, 2.0), (0.0, 0.0), 0.0)),                # anisotropic
+    (PDE(sp.Rational(1, 4) * T2.diff(y, 2) + sp.pi * T2.diff(x, 2)), ((math.pi, 0.25), (0.0, 0.0), 0.0)),
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 3 * T2.diff(x)), ((1.0, 1.0), (-3.0, 0.0), 0.0)),  # a flow
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), ((1.0, 1.0), (0.0, 0.0), 13.0)),         # Helmholtz
+    (PDE(w.diff(x, 2)), ((1.0,), (0.0,), 0.0)),                                              # one input
     (PDE(T2.diff(x, 2) - 2 * T2.diff(y, 2)), None),                      # hyperbolic
     (PDE(x * T2.diff(x, 2) + x * T2.diff(y, 2)), None),                  # a coefficient that varies
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), None),                # Helmholtz
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x)), None),             # a drift
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + x * T2.diff(x)), None),         # a flow that varies
     (PDE(T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2)), None),          # a mixed derivative
     (PDE(T2.diff(x, 2)), None),                                          # not every input
+    (PDE(w.diff(x, 4)), None),                                           # fourth order (the beam)
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), None),             # nonlinear (Liouville)
     (PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x)]), None),            # a system
 ])
-def test_a_laplacian_scaled_along_the_axes_is_recognised(pde, expected):
-    """Σ a_i ∂²h/∂z_i² = g with constant a_i of one sign, and nothing else: a change of scale along
-    the axes makes it Poisson's equation (the corners' angle functions of pde-gp)."""
-    assert pde.scaled_laplacian() == (pytest.approx(expected) if expected else None)
+def test_a_constant_operator_without_mixed_derivatives_is_read(pde, expected):
+    """Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g with constants, the a_i of one sign, and nothing
+    else (the corner functions of pde-gp); the coefficients in the order of the PDE's inputs."""
+    found = pde.axis_operator()
+    if expected is None:
+        assert found is None
+    else:
+        assert found[0] == pytest.approx(expected[0]) and found[1] == pytest.approx(expected[1])
+        assert found[2] == pytest.approx(expected[2])
 
 
 def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear_one_its_derivative():

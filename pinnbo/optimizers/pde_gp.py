@@ -21,10 +21,11 @@ result predicts the held-out observations worse than the data alone (leave-one-o
 the GP of the data alone: the PDE never overrules the measurements.
 
 Where the problem declares boundary data that jump where its faces meet (``boundary_continuous``
-False) and the PDE is a_x ∂²f/∂x² + a_y ∂²f/∂y² = g in two variables (Laplace's and Poisson's
-equations, an anisotropic conductor) with no boundary condition, the GP adds the corners' angle
-functions to its prior (:mod:`pinnbo.models.corners`): the solution's jump at a corner is then
-part of the model instead of a cliff the smooth kernel approaches proposal by proposal.
+False), the PDE has constant coefficients and no mixed derivative in two variables (Laplace's and
+Poisson's equations, an anisotropic conductor, heat carried by a flow) and no boundary condition
+is declared, the GP adds the corner functions to its prior (:mod:`pinnbo.models.corners`): the
+solution's jump at a corner is then part of the model instead of a cliff the smooth kernel
+approaches proposal by proposal.
 
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;
@@ -67,7 +68,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.corners import corner_angles, jump_stretch
+from pinnbo.models.corners import corner_functions, jump_shape
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -319,13 +320,13 @@ class PDEGPOptimizer(Optimizer):
         return self.domain.from_unit(unit)
 
     def _corners(self, lower: torch.Tensor, widths: torch.Tensor):
-        """The corners' angle functions where the boundary data jump and they solve the PDE (module
+        """The corner functions where the boundary data jump and they solve the PDE (module
         docstring); None elsewhere."""
-        stretch = jump_stretch(self.domain, self.pde, self.boundary_continuous)
-        if stretch is None:
+        shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
+        if shape is None:
             return None
         upper = lower + widths
-        return lambda points: corner_angles(points, lower, upper, stretch)
+        return lambda points: corner_functions(points, lower, upper, shape)
 
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
                   keep_off: float | None = None) -> np.ndarray:

@@ -335,10 +335,10 @@ class PDE:
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`)."""
         return forms.minimum_on_boundary(self)
 
-    def scaled_laplacian(self) -> tuple[float, ...] | None:
-        """The constants a_i where the PDE is Σ a_i ∂²h/∂z_i² = g, all of one sign; None otherwise
-        (:func:`pinnbo.pde.forms.scaled_laplacian`)."""
-        return forms.scaled_laplacian(self)
+    def axis_operator(self) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
+        """``(a, b, c)`` where the PDE is Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g with constants,
+        the a_i of one sign; None otherwise (:func:`pinnbo.pde.forms.axis_operator`)."""
+        return forms.axis_operator(self)
 
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it

@@ -4,8 +4,8 @@ A Gaussian process stays Gaussian under a linear operator only: :func:`linear_fo
 PDE as coefficients c_α(z) of each ∂^α h and a source g(z); :func:`linearised_form` writes a
 nonlinear one as the Gauss–Newton linearisation about a function h₀ (Chen, Hosseini, Owhadi &
 Stuart 2021); :func:`minimum_on_boundary` says when the weak maximum principle puts a solution's
-minimum on the boundary of a box; :func:`scaled_laplacian` when a change of scale along the axes makes
-the operator the Laplacian.
+minimum on the boundary of a box; :func:`axis_operator` reads a constant-coefficient operator without
+mixed derivatives.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import torch
 from pinnbo.errors import PDEError
 from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
 
-__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "expand", "is_linear",
-           "linear_form", "linearised_form", "minimum_on_boundary", "scaled_laplacian"]
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "axis_operator", "expand", "is_linear",
+           "linear_form", "linearised_form", "minimum_on_boundary"]
 
 
 class Expanded(NamedTuple):
@@ -170,32 +170,37 @@ def minimum_on_boundary(pde) -> bool:
     return sign * g <= 0.0
 
 
-def scaled_laplacian(pde) -> tuple[float, ...] | None:
-    """The constants (a_1, …, a_d) of a PDE that is one linear equation Σ a_i ∂²h/∂z_i² = g, every
-    a_i nonzero and all of one sign (Laplace's and Poisson's equations, c ∇²h = g, and a conductor
-    whose conductivity differs along its axes); None whenever another term appears, however small.
-    The change of variables ζ_i = z_i / √|a_i| makes the operator the Laplacian, so a harmonic
-    function of the ζ solves its homogeneous part (the angle functions of a plate whose boundary
-    data jump at a corner, :mod:`pinnbo.models.corners`)."""
+def axis_operator(pde) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
+    """``(a, b, c)`` of a PDE that is one linear equation Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g
+    with constant coefficients, every a_i nonzero and all of one sign, and no mixed derivative
+    (Laplace's and Poisson's equations, a conductor whose conductivity differs along its axes, heat
+    carried by a uniform flow, a uniform loss or source); None for anything else. With
+    h = e^{α·z} v, α_i = −b_i/(2a_i), and ζ_i = z_i/√|a_i| the operator becomes
+    e^{α·z}(Δ_ζ v + μ v) up to its sign, μ = (c − Σ b_i²/(4a_i)) sgn a, so the solutions of its
+    homogeneous part are known in closed form where they matter: the corner functions of a plate
+    whose boundary data jump at a corner (:mod:`pinnbo.models.corners`)."""
     equation = _one_linear_equation(pde)
     if equation is None:
         return None
     terms, _ = equation
     dim = pde.dim
     axes = [tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)]
+    slopes = [tuple(1 if j == i else 0 for j in range(dim)) for i in range(dim)]
+    zero = (0,) * dim
     coefficients = dict(terms)
-    if set(coefficients) != set(axes):
-        return None
-    values = [sp.simplify(coefficients[alpha]) for alpha in axes]
-    if any(c.free_symbols for c in values):
+    if not set(axes) <= set(coefficients) or not set(coefficients) <= {*axes, *slopes, zero}:
         return None
     try:
-        numbers = tuple(float(sp.N(c)) for c in values)
+        values = {alpha: sp.simplify(c) for alpha, c in coefficients.items()}
+        if any(c.free_symbols for c in values.values()):
+            return None
+        number = {alpha: float(sp.N(c)) for alpha, c in values.items()}
     except (TypeError, ValueError):
         return None
-    if not (all(a > 0 for a in numbers) or all(a < 0 for a in numbers)):
+    a = tuple(number[alpha] for alpha in axes)
+    if not (all(v > 0 for v in a) or all(v < 0 for v in a)):
         return None
-    return numbers
+    return a, tuple(number.get(alpha, 0.0) for alpha in slopes), number.get(zero, 0.0)
 
 
 class LinearForm:

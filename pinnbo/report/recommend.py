@@ -8,8 +8,8 @@ so the recommendation does not depend on which surrogate proposed the designs: a
 successful evaluations (:func:`pinnbo.models.gp.fit_gp`, the mixed kernel with choice variables)
 with its noise fitted. Without noise the posterior mean at an evaluated design is its observation,
 and the recommendation is the best observed design (no model is fitted). Where the problem's
-boundary data jump at the corners and the corners' angle functions solve its PDE
-(:func:`pinnbo.models.corners.jump_stretch`), the GP's kernel adds them: a smooth kernel takes a
+boundary data jump at the corners and the corner functions solve its PDE
+(:func:`pinnbo.models.corners.jump_shape`), the GP's kernel adds them: a smooth kernel takes a
 corner and a design 10⁻⁹ beside it on an edge, whose values differ by half the jump, for one point
 (on the noisy heat plate it recommended the corner itself on every seed).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pinnbo.models.corners import CornerKernel, jump_stretch
+from pinnbo.models.corners import CornerKernel, jump_shape
 from pinnbo.models.gp import fit_gp
 from pinnbo.problem import Problem
 from pinnbo.runner.history import History
@@ -53,10 +53,10 @@ def recommend(history: History, problem: Problem, seed: int = 0, noise: str | fl
         return _entry(records[best], float(y[best] * sign), 0.0 if not noisy else None)
     with torch.random.fork_rng():
         torch.manual_seed(derived_seed(seed, "recommend") % (2**31))
-        jumps, stretch = None, jump_stretch(domain, problem.pde, problem.boundary_continuous)
-        if stretch is not None:
+        jumps, shape = None, jump_shape(domain, problem.pde, problem.boundary_continuous)
+        if shape is not None:
             jumps = CornerKernel(torch.as_tensor(domain.lower_array, dtype=torch.float64),
-                                 torch.as_tensor(domain.lower_array + domain.widths, dtype=torch.float64), stretch)
+                                 torch.as_tensor(domain.lower_array + domain.widths, dtype=torch.float64), shape)
         model = fit_gp(unit, y, noise_free=False, categorical=domain.dims("choice"), noise_sd=known, jumps=jumps)
         with torch.no_grad():
             posterior = model.posterior(torch.as_tensor(unit, dtype=torch.float64))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.corners import carries_jumps, corner_angles, jump_stretch
+from pinnbo.models.corners import CornerShape, carries_jumps, corner_angles, corner_functions, jump_shape
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
@@ -39,25 +40,42 @@ def test_each_angle_function_is_harmonic_inside_the_box():
         assert float(gradient.detach().abs().max()) > 0.1
 
 
-def test_a_stretched_angle_function_solves_a_laplacian_scaled_along_the_axes():
-    """With stretch √(a_x/a_y), a_x ∂²θ/∂x² + a_y ∂²θ/∂y² by autograd at 50 points inside the box is
-    zero to rounding, while the plain Laplacian is not; its edges keep 0 and 1."""
-    a_x, a_y = 1.0, 10.0
-    stretch = math.sqrt(a_x / a_y)
+@pytest.mark.parametrize("a, b, c", [
+    ((1.0, 10.0), (0.0, 0.0), 0.0),         # a conductivity that differs along the axes
+    ((1.0, 1.0), (-3.0, 0.0), 0.0),         # heat carried by a flow along x
+    ((2.0, 0.5), (1.0, -2.0), -4.0),        # both, and a loss
+    ((-2.0, -0.5), (-1.0, 2.0), 4.0),       # the same operator with the other sign
+])
+def test_each_corner_function_solves_its_operator_and_jumps_by_one(a, b, c):
+    """a_x f_xx + a_y f_yy + b_x f_x + b_y f_y + c f by autograd at 50 points inside the box is zero to
+    rounding for each corner function of :func:`jump_shape`'s shape, and the angle alone does not
+    solve it; each function is 0 on its corner's horizontal edge and tends to 1 along its vertical
+    edge at the corner."""
+    x_, y_ = sp.symbols("x y")
+    u = sp.Function("u")(x_, y_)
+    pde = PDE(a[0] * u.diff(x_, 2) + a[1] * u.diff(y_, 2) + b[0] * u.diff(x_) + b[1] * u.diff(y_) + c * u, rhs=0)
+    shape = jump_shape(Box((0.0, 0.0), (2.0, 3.0), ("x", "y")), pde, False)
     unit = 0.05 + 0.9 * torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     points = (LOWER + unit * WIDTHS).requires_grad_(True)
-    for j in range(4):
-        (gradient,) = torch.autograd.grad(corner_angles(points, LOWER, UPPER, stretch)[:, j].sum(), points,
-                                          create_graph=True)
+
+    def residual(functions, j):
+        (gradient,) = torch.autograd.grad(functions(points)[:, j].sum(), points, create_graph=True)
         xx, yy = (torch.autograd.grad(gradient[:, i].sum(), points, retain_graph=True)[0][:, i] for i in range(2))
-        assert float((a_x * xx + a_y * yy).detach().abs().max()) < 1e-12
-        assert float((xx + yy).detach().abs().max()) > 0.1
+        value = functions(points)[:, j]
+        return (a[0] * xx + a[1] * yy + b[0] * gradient[:, 0] + b[1] * gradient[:, 1] + c * value).detach()
+
+    for j in range(4):
+        exact = residual(lambda p: corner_functions(p, LOWER, UPPER, shape), j)
+        assert float(exact.abs().max()) < 1e-10 * (1 + float(corner_functions(points, LOWER, UPPER, shape).abs().max()))
+        assert float(residual(angles, j).abs().max()) > 0.1
     t = torch.linspace(0.01, 0.99, 7, dtype=torch.float64)
     for j, (cx, cy) in enumerate(CORNERS):
         horizontal = torch.stack([LOWER[0] + t * WIDTHS[0], torch.full_like(t, cy)], -1)
-        vertical = torch.stack([torch.full_like(t, cx), LOWER[1] + t * WIDTHS[1]], -1)
-        assert torch.equal(corner_angles(horizontal, LOWER, UPPER, stretch)[:, j], torch.zeros_like(t))
-        assert torch.equal(corner_angles(vertical, LOWER, UPPER, stretch)[:, j], torch.ones_like(t))
+        assert torch.equal(corner_functions(horizontal, LOWER, UPPER, shape)[:, j], torch.zeros_like(t))
+        beside = torch.tensor([[cx, cy + (1e-9 if cy == 0.0 else -1e-9)]], dtype=torch.float64)
+        assert float(corner_functions(beside, LOWER, UPPER, shape)[0, j]) == pytest.approx(1.0, abs=1e-8)
+        at = torch.tensor([[cx, cy]], dtype=torch.float64)
+        assert float(corner_functions(at, LOWER, UPPER, shape)[0, j]) == 0.5
 
 
 def test_zero_on_a_corners_horizontal_edge_one_on_its_vertical_edge_one_half_at_the_corner():
@@ -128,12 +146,16 @@ def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_
     assert carries_jumps(box, laplace, False)
     assert carries_jumps(box, PDE(-2 * T.diff(x, 2) - 2 * T.diff(y, 2), rhs=sp.sin(x)), False)     # Poisson
     assert not carries_jumps(box, laplace, True) and not carries_jumps(box, laplace, None)
-    assert jump_stretch(box, laplace, False) == 1.0
-    assert jump_stretch(box, PDE(T.diff(x, 2) + 4 * T.diff(y, 2), rhs=0), False) == 0.5           # anisotropic
-    assert jump_stretch(Box((0.0, 0.0), (1.0, 1.0), ("y", "x")), PDE(T.diff(x, 2) + 4 * T.diff(y, 2), rhs=0),
-                        False) == 2.0                                          # the domain's order, not the PDE's
-    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False)         # Helmholtz
+    assert jump_shape(box, laplace, False) == CornerShape()
+    assert jump_shape(box, PDE(T.diff(x, 2) + 4 * T.diff(y, 2), rhs=0), False).stretch == 0.5      # anisotropic
+    flipped = jump_shape(Box((0.0, 0.0), (1.0, 1.0), ("y", "x")),
+                         PDE(T.diff(x, 2) + 4 * T.diff(y, 2) - 8 * T.diff(y), rhs=0), False)
+    assert flipped.stretch == 2.0 and flipped.drift == (1.0, 0.0)              # the domain's order, not the PDE's
+    assert jump_shape(box, PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x) - 4 * T, rhs=0), False) == \
+        CornerShape((1.0, 1.0), (1.5, 0.0), 2.5)                                # κ² = 9/4 + 4
+    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False)         # Helmholtz: J₀
     assert not carries_jumps(box, PDE(T.diff(x, 2) - T.diff(y, 2), rhs=0), False)                  # hyperbolic
+    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0), False)   # mixed
     assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)]), False)
     u = sp.Function("u")(x)        # an ODE in x with y a parameter: its "Laplacian" is u'' alone
     assert not carries_jumps(box, PDE(u.diff(x, 2), rhs=0).for_variables(("x", "y")), False)

@@ -17,7 +17,8 @@ x, y = sp.symbols("x y")
 T = sp.Function("T")(x, y)
 LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
 ANISOTROPIC = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)    # a maximum principle; the stretched angle solves it
-DRIFT = PDE(T.diff(x, 2) + T.diff(y, 2) + T.diff(x), rhs=0)  # a maximum principle; no angle function solves it
+DRIFT = PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x), rhs=0)  # a maximum principle; a corner function solves it
+MIXED = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)   # a maximum principle; no corner function known
 HELMHOLTZ = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
 LIOUVILLE = PDE(T.diff(x, 2) + T.diff(y, 2) + sp.exp(T), rhs=0)
 SIGN = PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1)
@@ -34,8 +35,9 @@ def mixed_box(kind: str) -> Box:
     (LAPLACE, True, "pde-gp"),          # the maximum principle, continuous data
     (LAPLACE, False, "pde-gp"),         # the maximum principle, data that jump, the corners' angles solve it
     (ANISOTROPIC, False, "pde-gp"),     # the same, the angles in the coordinates where it is the Laplacian
-    (DRIFT, False, "pinn-bo"),          # the maximum principle, data that jump, no angle function solves it
-    (DRIFT, True, "pde-gp"),
+    (DRIFT, False, "pde-gp"),           # the same, the angles tilted downstream
+    (MIXED, False, "pinn-bo"),          # the maximum principle, data that jump, no corner function known
+    (MIXED, True, "pde-gp"),
     (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
     (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
     (SIGN, None, "pinn-bo"),            # nothing to linearise by
@@ -116,8 +118,8 @@ def test_a_problem_declares_its_boundary_data():
     assert choice.method == "pde-gp" and "angle functions" in choice.reason
     anisotropic = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=ANISOTROPIC, boundary_continuous=False)
     assert choice_for(anisotropic).method == "pde-gp"
-    drift = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=DRIFT, boundary_continuous=False)
-    assert choice_for(drift).method == "pinn-bo"
+    mixed = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=MIXED, boundary_continuous=False)
+    assert choice_for(mixed).method == "pinn-bo"
 
 
 def test_data_that_jump_in_three_variables_run_the_network():

@@ -296,10 +296,10 @@ def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solv
     data declared continuous, or not declared, or a PDE no angle function solves, leave the kernel
     alone."""
     anisotropic = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)
-    drift = PDE(T.diff(x, 2) + T.diff(y, 2) + T.diff(x), rhs=0)
+    mixed = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)
     for pde, a_y, continuous, carries in ((LAPLACE, 1.0, False, True), (LAPLACE, 1.0, True, False),
                                           (LAPLACE, 1.0, None, False), (anisotropic, 2.0, False, True),
-                                          (drift, 1.0, False, False)):
+                                          (mixed, 1.0, False, False)):
         opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=pde, boundary_continuous=continuous)
         for p in initial_design(BOX, 8, 0):
             opt.tell(p, jump_plate(p, a_y))

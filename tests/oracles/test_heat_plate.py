@@ -229,6 +229,37 @@ def test_an_anisotropic_plate_matches_its_analytic_field(tmp_path):
     assert pickle.loads(pickle.dumps(plate)).conductivity == (k_x, k_y)
 
 
+def test_without_a_flow_the_finite_differences_are_py_pdes_solve():
+    # the same cells, the same ghost-cell rule for the edge data: the same linear system
+    edge_data = {"left": np.sin(np.arange(32) / 5), "right": np.cos(np.arange(32) / 7),
+                 "bottom": np.linspace(0, 1, 32), "top": np.full(32, 2.0)}
+    ours = laplace.solve_dirichlet_advection(((0, 2), (0, 3)), 32, edge_data, (0.5, 4.0), (0.0, 0.0))
+    theirs = laplace.solve_dirichlet_laplace(((0, 2), (0, 3)), 32, edge_data, (0.5, 4.0))
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+
+
+def test_a_plate_with_a_flow_matches_its_analytic_field(tmp_path):
+    # T = e^{v_x x/k_x} + e^{v_y y/k_y} solves k_x T_xx + k_y T_yy − v_x T_x − v_y T_y = 0
+    k, v = (1.0, 8.0), (3.0, -2.0)
+    formula = f"exp({v[0] / k[0]}*x) + exp({v[1] / k[1]}*y)"
+    points = np.random.default_rng(4).uniform([0.1, 0.1], [1.9, 0.9], size=(300, 2))
+    exact = np.exp(v[0] / k[0] * points[:, 0]) + np.exp(v[1] / k[1] * points[:, 1])
+    errors = []
+    for grid in (32, 64):
+        plate = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=grid,
+                          cache_dir=tmp_path, conductivity=k, velocity=v)
+        errors.append(np.abs(plate.temperature(points) - exact).max() / np.abs(exact).max())
+    assert errors[1] < 1e-3 and errors[0] / errors[1] > 3          # second order: 2.5e-3, 7.2e-4
+    assert pickle.loads(pickle.dumps(plate)).velocity == v
+    assert "velocity=(3.0, -2.0)" in repr(plate)
+
+
+@pytest.mark.parametrize("velocity", [(1.0,), (1.0, math.nan), "11", (False, 1.0), (1.0, None)])
+def test_bad_velocity(velocity, tmp_path):
+    with pytest.raises(ProblemError, match=r"params\.velocity: expected two numbers"):
+        HeatPlate(STEP, grid=8, cache_dir=tmp_path, velocity=velocity)
+
+
 @pytest.mark.parametrize("conductivity", [(1.0,), (1.0, 0.0), (1.0, -2.0), (1.0, math.inf), "11", (True, 1.0),
                                           (1.0, "a")])
 def test_bad_conductivity(conductivity, tmp_path):
