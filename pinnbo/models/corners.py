@@ -36,17 +36,14 @@ from gpytorch.kernels import Kernel
 
 @dataclass(frozen=True)
 class CornerShape:
-    """What the operator makes of the corner functions (module docstring): ``scale`` (1/√a_x,
-    1/√a_y), ``drift`` α and ``decay`` κ. The default, Laplace's, is the plain angle."""
+    """What the operator makes of the corner functions (module docstring): ``stretch`` √(a_x/a_y),
+    the factor on the second coordinate's offset inside the angle; ``scale`` (1/√a_x, 1/√a_y) of
+    the radius; ``drift`` α and ``decay`` κ. The default, Laplace's, is the plain angle."""
 
+    stretch: float = 1.0
     scale: tuple[float, float] = (1.0, 1.0)
     drift: tuple[float, float] = (0.0, 0.0)
     decay: float = 0.0
-
-    @property
-    def stretch(self) -> float:
-        """√(a_x/a_y): the factor on the second coordinate's offset inside the angle."""
-        return 1.0 if self.scale[0] == self.scale[1] else self.scale[1] / self.scale[0]
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -113,9 +110,10 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | None:
     mu = c - b[0] ** 2 / (4 * a[0]) - b[1] ** 2 / (4 * a[1])
     if mu > 0:
         return None
+    stretch = 1.0 if a[0] == a[1] else math.sqrt(a[0] / a[1])
     scale = (1.0, 1.0) if a[0] == a[1] == 1.0 else (1 / math.sqrt(a[0]), 1 / math.sqrt(a[1]))
     drift = (-b[0] / (2 * a[0]) + 0.0, -b[1] / (2 * a[1]) + 0.0)     # + 0.0: no −0.0
-    return CornerShape(scale, drift, math.sqrt(-mu) if mu < 0 else 0.0)
+    return CornerShape(stretch, scale, drift, math.sqrt(-mu) if mu < 0 else 0.0)
 
 
 def carries_jumps(domain, pde, boundary_continuous) -> bool:

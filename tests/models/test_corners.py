@@ -152,7 +152,7 @@ def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_
                          PDE(T.diff(x, 2) + 4 * T.diff(y, 2) - 8 * T.diff(y), rhs=0), False)
     assert flipped.stretch == 2.0 and flipped.drift == (1.0, 0.0)              # the domain's order, not the PDE's
     assert jump_shape(box, PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x) - 4 * T, rhs=0), False) == \
-        CornerShape((1.0, 1.0), (1.5, 0.0), 2.5)                                # κ² = 9/4 + 4
+        CornerShape(1.0, (1.0, 1.0), (1.5, 0.0), 2.5)                           # κ² = 9/4 + 4
     assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False)         # Helmholtz: J₀
     assert not carries_jumps(box, PDE(T.diff(x, 2) - T.diff(y, 2), rhs=0), False)                  # hyperbolic
     assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0), False)   # mixed
