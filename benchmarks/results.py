@@ -54,18 +54,20 @@ FAMILIES = [
      "damped oscillator driven over a range of frequencies (problems/pde_kinds.py) and two beams with other stiffness, "
      "loads and supports than the paper's (cases in benchmarks/kinds/), written after the rule for `auto` was "
      "chosen, to measure it where it was not tuned: `auto` (which runs `pde-gp` on each) against the GPs, 10 seeds, "
-     "budget 40. Beside them a heat plate of a fibre composite, T_xx + 8 T_yy = 0 with boundary data that jump at "
-     "every corner (the heat plate's `conductivity`), written after `pde-gp` modelled the isotropic plates' corners "
-     "and before their angle functions were stretched for it: `auto` runs `pde-gp` with the stretched angle "
-     "functions, and `pinn-bo`, which `auto` had run there, is measured beside it.",
+     "budget 40. Beside them two heat plates with boundary data that jump at every corner, written after `pde-gp` "
+     "modelled the isotropic plates' corners and before its corner functions took their operators: a fibre "
+     "composite, T_xx + 8 T_yy = 0 (the heat plate's `conductivity`), and heat carried by a flow, "
+     "T_xx + T_yy − 3 T_x = 0 (its `velocity`). `auto` runs `pde-gp` with the corner functions of each operator, "
+     "and `pinn-bo`, which `auto` had run there, is measured beside it.",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
-      "heat_orthotropic"],
+      "heat_orthotropic", "heat_advection"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
       "--methods auto,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT",
-      "pinnbo bench benchmarks/kinds/heat_orthotropic.yaml --methods auto,pinn-bo,gp-ei,gp-ucb --reference auto "
-      "--seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT"]),
+      "pinnbo bench benchmarks/kinds/heat_orthotropic.yaml benchmarks/kinds/heat_advection.yaml "
+      "--methods auto,pinn-bo,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "--output ROOT"]),
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
      "solutions with continuous boundary data (problems/pde_dimensions.py, cases in benchmarks/dimensions/), written "
