@@ -456,28 +456,23 @@ class GradientLimitedPlate:
 
 def check_conductivity(conductivity) -> tuple[float, float]:
     """``(k_x, k_y)`` as floats; ProblemError unless two finite positive numbers."""
-    message = f"params.conductivity: expected two positive numbers [k_x, k_y], got {shown(conductivity)}"
-    if isinstance(conductivity, (str, bytes)) or not isinstance(conductivity, (list, tuple)) or len(conductivity) != 2:
-        raise ProblemError(message)
-    if any(isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) for k in conductivity):
-        raise ProblemError(message)
-    k_x, k_y = (float(k) for k in conductivity)
-    if not all(math.isfinite(k) and k > 0 for k in (k_x, k_y)):
-        raise ProblemError(message)
-    return k_x, k_y
+    return _number_pair(conductivity, "conductivity", "two positive numbers [k_x, k_y]", positive=True)
 
 
 def check_velocity(velocity) -> tuple[float, float]:
     """``(v_x, v_y)`` as floats; ProblemError unless two finite numbers."""
-    message = f"params.velocity: expected two numbers [v_x, v_y], got {shown(velocity)}"
-    if isinstance(velocity, (str, bytes)) or not isinstance(velocity, (list, tuple)) or len(velocity) != 2:
+    return _number_pair(velocity, "velocity", "two numbers [v_x, v_y]", positive=False)
+
+
+def _number_pair(value, field: str, expected: str, positive: bool) -> tuple[float, float]:
+    message = f"params.{field}: expected {expected}, got {shown(value)}"
+    if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in value)):
         raise ProblemError(message)
-    if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in velocity):
+    first, second = (float(v) for v in value)
+    if not all(math.isfinite(v) and (v > 0 or not positive) for v in (first, second)):
         raise ProblemError(message)
-    v_x, v_y = (float(v) for v in velocity)
-    if not (math.isfinite(v_x) and math.isfinite(v_y)):
-        raise ProblemError(message)
-    return v_x, v_y
+    return first, second
 
 
 def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
