@@ -30,7 +30,7 @@ from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
 from pinnbo.oracles.heat_plate import (CORNER_OFFSET, DEFAULT_BOUNDS, EDGES, GradientLimitedPlate, HeatPlate,
-                                      check_conductivity, check_max_gradient, check_velocity)
+                                      check_max_gradient)
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 
@@ -66,10 +66,12 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
     if max_gradient is not None:
         max_gradient = check_max_gradient(max_gradient)  # before the solve: a typo costs no solve
-    k_x, k_y = check_conductivity([1.0, 1.0] if conductivity is None else conductivity)
-    v_x, v_y = check_velocity([0.0, 0.0] if velocity is None else velocity)
 
-    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid), conductivity=(k_x, k_y), velocity=(v_x, v_y))
+    # the plate checks its conductivity and velocity before it solves
+    plate = HeatPlate(boundary, bounds=bounds, grid=int(grid),
+                      conductivity=(1.0, 1.0) if conductivity is None else conductivity,
+                      velocity=(0.0, 0.0) if velocity is None else velocity)
+    (k_x, k_y), (v_x, v_y) = plate.conductivity, plate.velocity
     f_star, location = plate_supremum(plate)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch

@@ -37,8 +37,9 @@ from gpytorch.kernels import Kernel
 @dataclass(frozen=True)
 class CornerShape:
     """What the operator makes of the corner functions (module docstring): ``stretch`` √(a_x/a_y),
-    the factor on the second coordinate's offset inside the angle; ``scale`` (1/√a_x, 1/√a_y) of
-    the radius; ``drift`` α and ``decay`` κ. The default, Laplace's, is the plain angle."""
+    the factor on the second coordinate's offset inside the angle (its own root: the ratio of the
+    two scales differs from it in the last bit); ``scale`` (1/√a_x, 1/√a_y) of the radius;
+    ``drift`` α and ``decay`` κ. The default, Laplace's, is the plain angle."""
 
     stretch: float = 1.0
     scale: tuple[float, float] = (1.0, 1.0)
@@ -110,10 +111,9 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | None:
     mu = c - b[0] ** 2 / (4 * a[0]) - b[1] ** 2 / (4 * a[1])
     if mu > 0:
         return None
-    stretch = 1.0 if a[0] == a[1] else math.sqrt(a[0] / a[1])
-    scale = (1.0, 1.0) if a[0] == a[1] == 1.0 else (1 / math.sqrt(a[0]), 1 / math.sqrt(a[1]))
     drift = (-b[0] / (2 * a[0]) + 0.0, -b[1] / (2 * a[1]) + 0.0)     # + 0.0: no −0.0
-    return CornerShape(stretch, scale, drift, math.sqrt(-mu) if mu < 0 else 0.0)
+    return CornerShape(math.sqrt(a[0] / a[1]), (1 / math.sqrt(a[0]), 1 / math.sqrt(a[1])), drift,
+                       math.sqrt(-mu) if mu < 0 else 0.0)
 
 
 def carries_jumps(domain, pde, boundary_continuous) -> bool:
