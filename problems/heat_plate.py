@@ -30,7 +30,7 @@ from scipy.optimize import minimize_scalar
 
 from pinnbo.errors import shown
 from pinnbo.oracles.heat_plate import (CORNER_OFFSET, DEFAULT_BOUNDS, EDGES, GradientLimitedPlate, HeatPlate,
-                                      check_max_gradient)
+                                      check_max_gradient, conductivity_tensor)
 from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_problem
 
 
@@ -51,9 +51,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
             black-box constraint ``gradient`` = |∇T(x, y)| − G <= 0 at the chosen point; f* is
             then the constrained maximum (≈ 1–2 s to compute on the cached field).
         conductivity: ``[k_x, k_y]``, positive, default [1, 1]: a plate that conducts heat
-            differently along its axes (a fibre composite). The supremum is still the boundary
-            data's (maximum principle); the field inside, and so what the PDE tells an optimiser,
-            changes.
+            differently along its axes (a fibre composite); or the tensor ``[[k_xx, k_xy], [k_xy,
+            k_yy]]``, symmetric and positive definite, for fibres at an angle to the edges
+            (∇·(K∇T) = 0, solved by second-order finite differences on the same cells). The
+            supremum is still the boundary data's (maximum principle); the field inside, and so
+            what the PDE tells an optimiser, changes.
         velocity: ``[v_x, v_y]``, default [0, 0]: heat carried downstream by a flow (a strip
             moving through a furnace); solved by second-order finite differences on the same
             cells. The supremum is still the boundary data's.
@@ -71,7 +73,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid),
                       conductivity=(1.0, 1.0) if conductivity is None else conductivity,
                       velocity=(0.0, 0.0) if velocity is None else velocity)
-    (k_x, k_y), (v_x, v_y) = plate.conductivity, plate.velocity
+    (k_x, k_xy), (_, k_y) = conductivity_tensor(plate.conductivity)
+    v_x, v_y = plate.velocity
     f_star, location = plate_supremum(plate)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -79,7 +82,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     x, y = sp.symbols("x y")
     T = sp.Function("T")(x, y)
     (x0, x1), (y0, y1) = plate.bounds
-    operator = "∇²T" if k_x == k_y == 1.0 else f"{k_x:g} T_xx + {k_y:g} T_yy"
+    operator = "∇²T" if k_x == k_y == 1.0 and k_xy == 0.0 else \
+        f"{k_x:g} T_xx + {2 * k_xy:g} T_xy + {k_y:g} T_yy" if k_xy else f"{k_x:g} T_xx + {k_y:g} T_yy"
     flow = [f"{v:g} T_{z}" for v, z in ((v_x, "x"), (v_y, "y")) if v != 0.0]
     if flow:
         operator += f" - ({' + '.join(flow)})"
@@ -87,11 +91,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"{'finite-difference' if flow else 'py-pde'} reference on a {plate.grid}² grid; maximise T"
+        f"{'finite-difference' if flow or k_xy else 'py-pde'} reference on a {plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
     if conductivity is not None:
-        metadata["conductivity"] = [k_x, k_y]
+        metadata["conductivity"] = [k_x, k_y] if k_xy == 0.0 else [[k_x, k_xy], [k_xy, k_y]]
     if velocity is not None:
         metadata["velocity"] = [v_x, v_y]
     objective, constraints = plate, ()
@@ -107,7 +111,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(plate_operator(T, x, y, (k_x, k_y), (v_x, v_y)), rhs=0),
+        pde=PDE(plate_operator(T, x, y, plate.conductivity, (v_x, v_y)), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,
@@ -118,11 +122,16 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     )
 
 
-def plate_operator(T, x, y, conductivity: tuple[float, float], velocity: tuple[float, float]):
-    """k_x T_xx + k_y T_yy − v_x T_x − v_y T_y, with only the terms present: the plain Laplacian for
-    an isotropic plate at rest, so that the PDE reads as it always has."""
-    (k_x, k_y), (v_x, v_y) = conductivity, velocity
+def plate_operator(T, x, y, conductivity: tuple, velocity: tuple[float, float]):
+    """k_xx T_xx + 2 k_xy T_xy + k_yy T_yy − v_x T_x − v_y T_y (``conductivity`` a pair (k_x, k_y)
+    or a tensor, :func:`pinnbo.oracles.heat_plate.check_conductivity`), with only the terms
+    present: the plain Laplacian for an isotropic plate at rest, so that the PDE reads as it
+    always has."""
+    (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
+    v_x, v_y = velocity
     operator = T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2)
+    if k_xy != 0.0:
+        operator = operator + 2 * k_xy * T.diff(x, y)
     for v, z in ((v_x, x), (v_y, y)):
         if v != 0.0:
             operator = operator - v * T.diff(z)

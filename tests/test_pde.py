@@ -455,32 +455,40 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
 
 
 @pytest.mark.parametrize("pde, expected", [
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), ((1.0, 1.0), (0.0, 0.0), 0.0)),                    # Laplace
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), ((-1.0, -1.0), (0.0, 0.0), 0.0)),
-    (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), ((-3.0, -3.0), (0.0, 0.0), 0.0)),  # any source
-    (PDE(T2.diff(x, 2) + 2 * T2.diff(y, 2)), ((1.0, 2.0), (0.0, 0.0), 0.0)),                # anisotropic
-    (PDE(sp.Rational(1, 4) * T2.diff(y, 2) + sp.pi * T2.diff(x, 2)), ((math.pi, 0.25), (0.0, 0.0), 0.0)),
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 3 * T2.diff(x)), ((1.0, 1.0), (-3.0, 0.0), 0.0)),  # a flow
-    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), ((1.0, 1.0), (0.0, 0.0), 13.0)),         # Helmholtz
-    (PDE(w.diff(x, 2)), ((1.0,), (0.0,), 0.0)),                                              # one input
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), ((1.0, 0.0, 1.0), (0.0, 0.0), 0.0)),               # Laplace
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), ((-1.0, 0.0, -1.0), (0.0, 0.0), 0.0)),
+    (PDE(-3 * T2.diff(x, 2) - 3 * T2.diff(y, 2), rhs=sp.sin(x)), ((-3.0, 0.0, -3.0), (0.0, 0.0), 0.0)),  # any source
+    (PDE(T2.diff(x, 2) + 2 * T2.diff(y, 2)), ((1.0, 0.0, 2.0), (0.0, 0.0), 0.0)),           # anisotropic
+    (PDE(sp.Rational(1, 4) * T2.diff(y, 2) + sp.pi * T2.diff(x, 2)), ((math.pi, 0.0, 0.25), (0.0, 0.0), 0.0)),
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 3 * T2.diff(x)), ((1.0, 0.0, 1.0), (-3.0, 0.0), 0.0)),  # a flow
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), ((1.0, 0.0, 1.0), (0.0, 0.0), 13.0)),    # Helmholtz
+    (PDE(T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2)), ((1.0, 0.5, 1.0), (0.0, 0.0), 0.0)),  # a tensor
+    (PDE(-2 * T2.diff(x, 2) + 3 * T2.diff(y, x) - 5 * T2.diff(y, 2) + T2), ((-2.0, 1.5, -5.0), (0.0, 0.0), 1.0)),
     (PDE(T2.diff(x, 2) - 2 * T2.diff(y, 2)), None),                      # hyperbolic
+    (PDE(T2.diff(x, 2) + 2 * T2.diff(x, y) + T2.diff(y, 2)), None),      # parabolic: (∂x + ∂y)²
+    (PDE(T2.diff(x, 2) + 3 * T2.diff(x, y) + T2.diff(y, 2)), None),      # hyperbolic through its mixed term
     (PDE(x * T2.diff(x, 2) + x * T2.diff(y, 2)), None),                  # a coefficient that varies
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + x * T2.diff(x)), None),         # a flow that varies
-    (PDE(T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2)), None),          # a mixed derivative
     (PDE(T2.diff(x, 2)), None),                                          # not every input
     (PDE(w.diff(x, 4)), None),                                           # fourth order (the beam)
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), None),             # nonlinear (Liouville)
     (PDE([T2.diff(x, 2) + T2.diff(y, 2), T2.diff(x)]), None),            # a system
 ])
-def test_a_constant_operator_without_mixed_derivatives_is_read(pde, expected):
-    """Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g with constants, the a_i of one sign, and nothing
-    else (the corner functions of pde-gp); the coefficients in the order of the PDE's inputs."""
-    found = pde.axis_operator()
+def test_a_definite_constant_operator_is_read(pde, expected):
+    """Σ A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h = g with constants and (A_ij) definite, and nothing
+    else (the corner functions of pde-gp): A as (A_xx, A_xy, A_yy), A_xy half the coefficient of the
+    mixed derivative, in the order of the PDE's inputs."""
+    found = pde.constant_operator()
     if expected is None:
         assert found is None
     else:
-        assert found[0] == pytest.approx(expected[0]) and found[1] == pytest.approx(expected[1])
-        assert found[2] == pytest.approx(expected[2])
+        (A_xx, A_xy), (A_yx, A_yy) = found[0]
+        assert A_xy == A_yx and (A_xx, A_xy, A_yy) == pytest.approx(expected[0])
+        assert found[1] == pytest.approx(expected[1]) and found[2] == pytest.approx(expected[2])
+
+
+def test_a_constant_operator_of_one_input_is_read():
+    assert PDE(-4 * w.diff(x, 2) + w.diff(x)).constant_operator() == (((-4.0,),), (1.0,), 0.0)
 
 
 def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear_one_its_derivative():

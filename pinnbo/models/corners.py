@@ -10,15 +10,17 @@ continuous, which a smooth kernel models. Each function is 0 along the corner's 
 (the second coordinate at its bound), 1 along the vertical one and ½ at the corner itself, where a
 plate's value is the mean of its two edges'.
 
-The same holds under L = a_x ∂²/∂x² + a_y ∂²/∂y² + b_x ∂/∂x + b_y ∂/∂y + c with constants, a_x and
-a_y of one sign (:meth:`pinnbo.pde.PDE.axis_operator`; taken here with a_x, a_y > 0). With
-f = e^{α·z} v, α = (−b_x/(2a_x), −b_y/(2a_y)), and ξ = x/√a_x, η = y/√a_y, L f = e^{α·z}(Δ_{ξη} v + μ v)
-with μ = c − b_x²/(4a_x) − b_y²/(4a_y). The angle θ seen from the corner in (ξ, η) is harmonic there
-and its gradient is perpendicular to the radius ρ, so θ·I₀(κρ), κ = √(−μ), solves Δv + μv = 0 for
-μ ≤ 0: the corner function is e^{α·(z − c)} θ/(π/2) I₀(κρ), still 0 along the horizontal edge, ½ at
-the corner and a jump of 1 there, the fan between the edges stretched (a conductivity that differs
-along the axes), tilted downstream (a flow) and fading away from the corner (a loss). μ > 0 (a
-Helmholtz operator) needs J₀, which has no autograd in torch, and is not modelled.
+The same holds under L = Σ A_ij ∂²/∂z_i∂z_j + b·∇ + c with constants and (A_ij) definite
+(:meth:`pinnbo.pde.PDE.constant_operator`; taken here with A positive definite). With f = e^{α·z} v,
+α = −½ A⁻¹b, and ζ = M⁻¹z for any M with A = MMᵀ, L f = e^{α·z}(Δ_ζ v + μ v) with
+μ = c − ¼ bᵀA⁻¹b. In ζ the box is a parallelogram whose corner opens by ω, with cos ω =
+−s A_xy/√(A_xx A_yy) (s = ±1, the corner's orientation): π/2 without a mixed derivative. The angle θ
+seen from the corner in ζ, measured from the image of its horizontal edge, is harmonic there and its
+gradient is perpendicular to the radius ρ = |ζ − ζ_c|, so θ·I₀(κρ), κ = √(−μ), solves Δv + μv = 0
+for μ ≤ 0: the corner function is e^{α·(z − c)} θ/ω I₀(κρ), still 0 along the horizontal edge, ½ at
+the corner and a jump of 1 there, the fan between the edges stretched and sheared (a conductivity
+tensor), tilted downstream (a flow) and fading away from the corner (a loss). μ > 0 (a Helmholtz
+operator) needs J₀, which has no autograd in torch, and is not modelled.
 
 A model carries them where :func:`jump_shape` says: pde-gp's prior (:mod:`pinnbo.models.pde_gp`)
 and, as :class:`CornerKernel`, the GP that recommends a design under noise, which would otherwise
@@ -36,32 +38,38 @@ from gpytorch.kernels import Kernel
 
 @dataclass(frozen=True)
 class CornerShape:
-    """What the operator makes of the corner functions (module docstring): ``stretch`` √(a_x/a_y),
-    the factor on the second coordinate's offset inside the angle (its own root: the ratio of the
-    two scales differs from it in the last bit); ``scale`` (1/√a_x, 1/√a_y) of the radius;
-    ``drift`` α and ``decay`` κ. The default, Laplace's, is the plain angle."""
+    """What the operator makes of the corner functions (module docstring): ``stretch``
+    √(det A)/A_yy and ``shear`` A_xy/A_yy, by which the angle's offsets enter (without a mixed
+    derivative √(A_xx/A_yy), its own root: the ratio of two roots differs from it in the last bit,
+    and 0); ``metric`` (A⁻¹_xx, A⁻¹_xy, A⁻¹_yy), of the radius ρ² = dᵀA⁻¹d; ``drift`` α and ``decay``
+    κ. The default, Laplace's, is the plain angle."""
 
     stretch: float = 1.0
-    scale: tuple[float, float] = (1.0, 1.0)
+    shear: float = 0.0
+    metric: tuple[float, float, float] = (1.0, 0.0, 1.0)
     drift: tuple[float, float] = (0.0, 0.0)
     decay: float = 0.0
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                  stretch: float = 1.0) -> torch.Tensor:
-    """θ_c/(π/2) at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
+                  stretch: float = 1.0, shear: float = 0.0) -> torch.Tensor:
+    """θ_c/ω_c at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
     order (x₀, y₀), (x₀, y₁), (x₁, y₀), (x₁, y₁): shape (N, 4), each in [0, 1], differentiable
-    everywhere in the box but at its own corner, where it is ½ with a zero gradient. ``stretch``
-    √(a_x/a_y) measures the angle in the coordinates (x/√a_x, y/√a_y) (:class:`CornerShape`)."""
+    everywhere in the box but at its own corner, where it is ½ with a zero gradient. ``stretch`` and
+    ``shear`` measure the angle in the coordinates ζ = M⁻¹z of an operator with a conductivity
+    tensor (:class:`CornerShape`): with offsets a ≥ 0 across and l ≥ 0 along the corner's vertical
+    edge, θ = atan2(stretch·l, a − s·shear·l), s = +1 at (x₀, y₀) and (x₁, y₁), −1 at the other two,
+    and ω is θ along the vertical edge (a = 0)."""
     columns = []
-    for across in (points[:, 0] - lower[0], upper[0] - points[:, 0]):
-        for along in (points[:, 1] - lower[1], upper[1] - points[:, 1]):
+    for s_x, across in ((1.0, points[:, 0] - lower[0]), (-1.0, upper[0] - points[:, 0])):
+        for s_y, along in ((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1])):
             at = (across == 0) & (along == 0)
-            if stretch != 1.0:
-                along = along * stretch
+            a = across - s_x * s_y * shear * along if shear else across
+            l = along * stretch if stretch != 1.0 else along
+            opening = math.pi / 2 if not shear else math.atan2(stretch, -s_x * s_y * shear)
             # atan2(0, 0) and its gradient there are not defined: the corner's own value instead
-            one = torch.ones_like(across)
-            angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
+            one = torch.ones_like(a)
+            angle = torch.atan2(torch.where(at, one, l), torch.where(at, one, a)) / opening
             columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
     return torch.stack(columns, -1)
 
@@ -71,17 +79,17 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
     :func:`corner_angles`' order: the angles times e^{α·(z − c)} I₀(κρ) (module docstring), which
     is 1 at each function's own corner; the angles alone where α = 0 and κ = 0."""
-    angles = corner_angles(points, lower, upper, shape.stretch)
+    angles = corner_angles(points, lower, upper, shape.stretch, shape.shear)
     if shape.drift == (0.0, 0.0) and shape.decay == 0.0:
         return angles
-    (s_x, s_y), (alpha, beta) = shape.scale, shape.drift
+    (m_xx, m_xy, m_yy), (alpha, beta) = shape.metric, shape.drift
     factors = []
     for x_c in (lower[0], upper[0]):
         for y_c in (lower[1], upper[1]):
             dx, dy = points[:, 0] - x_c, points[:, 1] - y_c
             factor = torch.exp(alpha * dx + beta * dy)
             if shape.decay:
-                squared = (s_x * dx) ** 2 + (s_y * dy) ** 2
+                squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
                 at = squared == 0
                 # √ has no gradient at 0, I₀(κ√s) has (it is even): the corner's own value instead
                 radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
@@ -93,26 +101,38 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
 def jump_shape(domain, pde, boundary_continuous) -> CornerShape | None:
     """The shape of the corner functions where a model of this problem adds them, None where it
     does not: boundary data declared to jump (``boundary_continuous`` False), a PDE
-    a_x f_xx + a_y f_yy + b_x f_x + b_y f_y + c f = g in the box's two variables with constant
-    coefficients and μ ≤ 0 (module docstring; the corner functions solve its homogeneous part), and
-    no boundary condition (which they would break)."""
+    Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with constant coefficients, A
+    definite and μ ≤ 0 (module docstring; the corner functions solve its homogeneous part), and no
+    boundary condition (which they would break)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim != 2:
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
     if set(own) != set(domain.names) or getattr(pde, "boundary", ()):
         return None
-    operator = pde.axis_operator()
+    operator = pde.constant_operator()
     if operator is None:
         return None
-    sign = 1.0 if operator[0][0] > 0 else -1.0        # −L has the same solutions
+    sign = 1.0 if operator[0][0][0] > 0 else -1.0        # −L has the same solutions
     order = [own.index(name) for name in domain.names]
-    a, b = ([sign * values[i] for i in order] for values in operator[:2])
+    A = [[sign * operator[0][i][j] for j in order] for i in order]
+    b = [sign * operator[1][i] for i in order]
     c = sign * operator[2]
-    mu = c - b[0] ** 2 / (4 * a[0]) - b[1] ** 2 / (4 * a[1])
+    (a_x, a_xy), (_, a_y) = A
+    if a_xy == 0.0:
+        # the diagonal case in its own terms: the same floats as the formulas below would give to
+        # within their last bit, and the plates' runs depend on the last bit
+        mu = c - b[0] ** 2 / (4 * a_x) - b[1] ** 2 / (4 * a_y)
+        drift = (-b[0] / (2 * a_x), -b[1] / (2 * a_y))
+        stretch, shear, metric = math.sqrt(a_x / a_y), 0.0, (1 / a_x, 0.0, 1 / a_y)
+    else:
+        det = a_x * a_y - a_xy**2
+        metric = (a_y / det, -a_xy / det, a_x / det)                  # A⁻¹
+        drift = (-(metric[0] * b[0] + metric[1] * b[1]) / 2, -(metric[1] * b[0] + metric[2] * b[1]) / 2)
+        mu = c + (drift[0] * b[0] + drift[1] * b[1]) / 2               # c − ¼ bᵀA⁻¹b
+        stretch, shear = math.sqrt(det) / a_y, a_xy / a_y
     if mu > 0:
         return None
-    drift = (-b[0] / (2 * a[0]) + 0.0, -b[1] / (2 * a[1]) + 0.0)     # + 0.0: no −0.0
-    return CornerShape(math.sqrt(a[0] / a[1]), (1 / math.sqrt(a[0]), 1 / math.sqrt(a[1])), drift,
+    return CornerShape(stretch, shear, metric, (drift[0] + 0.0, drift[1] + 0.0),      # + 0.0: no −0.0
                        math.sqrt(-mu) if mu < 0 else 0.0)
 
 

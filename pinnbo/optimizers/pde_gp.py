@@ -21,11 +21,11 @@ result predicts the held-out observations worse than the data alone (leave-one-o
 the GP of the data alone: the PDE never overrules the measurements.
 
 Where the problem declares boundary data that jump where its faces meet (``boundary_continuous``
-False), the PDE has constant coefficients and no mixed derivative in two variables (Laplace's and
-Poisson's equations, an anisotropic conductor, heat carried by a flow) and no boundary condition
-is declared, the GP adds the corner functions to its prior (:mod:`pinnbo.models.corners`): the
-solution's jump at a corner is then part of the model instead of a cliff the smooth kernel
-approaches proposal by proposal.
+False), the PDE has constant coefficients in two variables (Laplace's and Poisson's equations,
+a conductor whose conductivity differs along its axes or is a tensor, heat carried by a flow) and
+no boundary condition is declared, the GP adds the corner functions to its prior
+(:mod:`pinnbo.models.corners`): the solution's jump at a corner is then part of the model instead
+of a cliff the smooth kernel approaches proposal by proposal.
 
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;

@@ -1,15 +1,17 @@
 """Steady heat plate: ∇²T = 0 on a rectangle with Dirichlet data on each edge (docs/algorithms.md,
 "The heat plate"), or k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0 for a plate whose conductivity differs along
-its axes (a fibre composite, a laminate), or k_x ∂²T/∂x² + k_y ∂²T/∂y² − v·∇T = 0 for heat carried
-by a flow of velocity v (a strip moving through a furnace, a fluid layer).
+its axes (a fibre composite, a laminate), ∇·(K∇T) = 0 for one whose conductivity is a tensor K (the
+fibres at an angle to the edges), and − v·∇T added for heat carried by a flow of velocity v (a strip
+moving through a furnace, a fluid layer).
 
 The ground truth of PINN-BO's first real task. The field is solved once with py-pde's
 ``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and kept in
 memory and on disk (:mod:`pinnbo.oracles.field_cache`). An anisotropic plate is solved as the
 isotropic plate in the coordinates x/√k_x, y/√k_y, where its operator is the Laplacian: the same
-cells, the same edge data, a stretched box. A plate with a flow is solved on the same cells by
-second-order finite differences (:func:`solve_dirichlet_advection`), which py-pde's Laplace
-solver does not take; with no flow it repeats py-pde's solve.
+cells, the same edge data, a stretched box. A plate with a flow or a conductivity tensor is solved
+on the same cells by second-order finite differences (:func:`solve_dirichlet_operator`), which
+py-pde's Laplace solver does not take (a drift, a mixed derivative); with neither it repeats
+py-pde's solve.
 
 What the oracle returns where (this decides the benchmark: the optima sit at corners where two
 edges with different data meet):
@@ -88,45 +90,74 @@ def solve_dirichlet_laplace(
     return np.array(field.data, dtype=np.float64)
 
 
-def solve_dirichlet_advection(
+def solve_dirichlet_operator(
     bounds: tuple[tuple[float, float], tuple[float, float]],
     grid: int,
     edge_data: Mapping[str, np.ndarray],
-    conductivity: tuple[float, float],
+    conductivity,
     velocity: tuple[float, float],
 ) -> np.ndarray:
-    """Solve k_x ∂²T/∂x² + k_y ∂²T/∂y² − v_x ∂T/∂x − v_y ∂T/∂y = 0 on the cell-centred grid of
-    :func:`solve_dirichlet_laplace`, with the same edge data and the same result's layout.
+    """Solve ∇·(K∇T) − v·∇T = k_xx ∂²T/∂x² + 2 k_xy ∂²T/∂x∂y + k_yy ∂²T/∂y² − v_x ∂T/∂x − v_y ∂T/∂y = 0
+    on the cell-centred grid of :func:`solve_dirichlet_laplace`, with the same edge data and the
+    same result's layout; ``conductivity`` (k_x, k_y) or the tensor ((k_xx, k_xy), (k_xy, k_yy)).
 
-    Central differences, second order, as py-pde's Laplacian; the Dirichlet data enter through a
-    ghost cell beyond each edge, T_ghost = 2 g − T_cell, py-pde's rule for a value at a face, so
-    with v = 0 the system is py-pde's. Central differences of the flow stay monotone while the
-    cell Péclet number |v| h / (2k) is below 1 (|v| < 2k/h: 81 k at 256 cells over 2π).
+    Central differences, second order, as py-pde's Laplacian; the mixed derivative by the four
+    diagonal neighbours. The Dirichlet data enter through a ghost cell beyond each edge,
+    T_ghost = 2 g − T_cell, py-pde's rule for a value at a face, so with v = 0 and no k_xy the
+    system is py-pde's; the ghost beyond a corner (the mixed derivative's only) extrapolates the
+    two edges' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) − T(0, 0). Central differences of the flow
+    stay monotone while the cell Péclet number |v| h / (2k) is below 1 (|v| < 2k/h: 81 k at 256
+    cells over 2π), and the mixed derivative's stencil while |k_xy| stays below k_xx h_y/h_x and
+    k_yy h_x/h_y.
     """
     import scipy.sparse as sparse
     import scipy.sparse.linalg as sparse_linalg
 
     (x0, x1), (y0, y1) = bounds
-    (k_x, k_y), (v_x, v_y) = conductivity, velocity
+    (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
+    v_x, v_y = velocity
     h_x, h_y = (x1 - x0) / grid, (y1 - y0) / grid
     index = np.arange(grid * grid).reshape(grid, grid)                 # [i_x, i_y]
     I, J = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
     diagonal = np.full((grid, grid), -2 * k_x / h_x**2 - 2 * k_y / h_y**2)
     rows, columns, values = [index.ravel()], [index.ravel()], []
     rhs = np.zeros(grid * grid)
+    data = {edge: np.asarray(edge_data[edge], dtype=np.float64) for edge in EDGES}
+
+    def add(where, to, weight):
+        rows.append(index[where])
+        columns.append(to)
+        values.append(np.broadcast_to(weight, (int(where.sum()),)).astype(np.float64))
+
     for di, dj, weight, edge in ((-1, 0, k_x / h_x**2 + v_x / (2 * h_x), "left"),
                                  (1, 0, k_x / h_x**2 - v_x / (2 * h_x), "right"),
                                  (0, -1, k_y / h_y**2 + v_y / (2 * h_y), "bottom"),
                                  (0, 1, k_y / h_y**2 - v_y / (2 * h_y), "top")):
         ni, nj = I + di, J + dj
         inside = (ni >= 0) & (ni < grid) & (nj >= 0) & (nj < grid)
-        rows.append(index[inside])
-        columns.append(index[ni[inside], nj[inside]])
-        values.append(np.full(int(inside.sum()), weight))
+        add(inside, index[ni[inside], nj[inside]], weight)
         ghost = ~inside
         diagonal[ghost] -= weight
         along = J[ghost] if edge in ("left", "right") else I[ghost]
-        np.add.at(rhs, index[ghost], -2 * weight * np.asarray(edge_data[edge], dtype=np.float64)[along])
+        np.add.at(rhs, index[ghost], -2 * weight * data[edge][along])
+    if k_xy != 0.0:
+        for di in (-1, 1):
+            for dj in (-1, 1):
+                weight = di * dj * k_xy / (2 * h_x * h_y)            # 2 k_xy ∂²T/∂x∂y
+                x_edge, y_edge = ("left" if di < 0 else "right"), ("bottom" if dj < 0 else "top")
+                ni, nj = I + di, J + dj
+                in_x, in_y = (ni >= 0) & (ni < grid), (nj >= 0) & (nj < grid)
+                both = in_x & in_y
+                add(both, index[ni[both], nj[both]], weight)
+                beyond_x = ~in_x & in_y                              # 2 g_x(y_nj) − T(i, nj)
+                add(beyond_x, index[I[beyond_x], nj[beyond_x]], -weight)
+                np.add.at(rhs, index[beyond_x], -2 * weight * data[x_edge][nj[beyond_x]])
+                beyond_y = in_x & ~in_y                              # 2 g_y(x_ni) − T(ni, j)
+                add(beyond_y, index[ni[beyond_y], J[beyond_y]], -weight)
+                np.add.at(rhs, index[beyond_y], -2 * weight * data[y_edge][ni[beyond_y]])
+                corner = ~in_x & ~in_y                               # 2 g_x(y_j) + 2 g_y(x_i) − 3 T(i, j)
+                diagonal[corner] -= 3 * weight
+                np.add.at(rhs, index[corner], -2 * weight * (data[x_edge][J[corner]] + data[y_edge][I[corner]]))
     values.insert(0, diagonal.ravel())
     matrix = sparse.csc_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))),
                                shape=(grid * grid, grid * grid))
@@ -143,7 +174,8 @@ class HeatPlate:
         evaluated at the edge's coordinate.
     bounds: ``((x0, x1), (y0, y1))``, default [0, 2π]².
     grid: cells per axis of the finite-volume solve.
-    conductivity: ``(k_x, k_y)``, positive: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0.
+    conductivity: ``(k_x, k_y)``, positive: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0; or a
+        symmetric positive-definite tensor ``((k_xx, k_xy), (k_xy, k_yy))``: ∇·(K∇T) = 0.
     velocity: ``(v_x, v_y)``: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² − v·∇T = 0, heat carried
         downstream by a flow.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
@@ -249,7 +281,7 @@ class HeatPlate:
             "boundary": {edge: sp.srepr(self.expressions[edge]) for edge in EDGES},
             "bounds": [list(pair) for pair in self.bounds],
             "grid": self.grid,
-            "conductivity": list(self.conductivity),
+            "conductivity": [list(v) if isinstance(v, tuple) else v for v in self.conductivity],
             "velocity": list(self.velocity),
         }
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
@@ -262,8 +294,8 @@ class HeatPlate:
         def solve() -> np.ndarray:
             edge_data = {edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
                          for edge in EDGES}
-            if self.velocity != (0.0, 0.0):
-                return solve_dirichlet_advection(self.bounds, self.grid, edge_data, self.conductivity, self.velocity)
+            if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple):
+                return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self.conductivity, self.velocity)
             return solve_dirichlet_laplace(self.bounds, self.grid, edge_data, self.conductivity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_plate", (self.grid, self.grid), solve,
@@ -454,9 +486,29 @@ class GradientLimitedPlate:
         return f"GradientLimitedPlate({shown(self.plate)}, max_gradient={shown(self.max_gradient)})"
 
 
-def check_conductivity(conductivity) -> tuple[float, float]:
-    """``(k_x, k_y)`` as floats; ProblemError unless two finite positive numbers."""
-    return _number_pair(conductivity, "conductivity", "two positive numbers [k_x, k_y]", positive=True)
+CONDUCTIVITY = "two positive numbers [k_x, k_y] or a symmetric positive-definite matrix [[k_xx, k_xy], [k_xy, k_yy]]"
+
+
+def check_conductivity(conductivity) -> tuple:
+    """``(k_x, k_y)``, or ``((k_xx, k_xy), (k_xy, k_yy))`` for a tensor with k_xy ≠ 0, as floats;
+    ProblemError unless two finite positive numbers or a symmetric positive-definite 2×2 matrix of
+    finite numbers (a diagonal one is the pair of its diagonal: the same plate)."""
+    if (isinstance(conductivity, (list, tuple)) and len(conductivity) == 2
+            and all(isinstance(row, (list, tuple)) for row in conductivity)):
+        (k_xx, k_xy), (k_yx, k_yy) = (_number_pair(row, "conductivity", CONDUCTIVITY, positive=False, shown_as=conductivity)
+                                      for row in conductivity)
+        if k_xy != k_yx or not (k_xx > 0 and k_xx * k_yy - k_xy**2 > 0):
+            raise ProblemError(f"params.conductivity: expected {CONDUCTIVITY}, got {shown(conductivity)}"
+                               + (" (not symmetric)" if k_xy != k_yx else " (not positive definite)"))
+        return (k_xx, k_yy) if k_xy == 0.0 else ((k_xx, k_xy), (k_xy, k_yy))
+    return _number_pair(conductivity, "conductivity", CONDUCTIVITY, positive=True)
+
+
+def conductivity_tensor(conductivity) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The tensor of a checked conductivity (:func:`check_conductivity`): (k_x, k_y) is diagonal."""
+    if isinstance(conductivity[0], tuple):
+        return conductivity
+    return (conductivity[0], 0.0), (0.0, conductivity[1])
 
 
 def check_velocity(velocity) -> tuple[float, float]:
@@ -464,8 +516,8 @@ def check_velocity(velocity) -> tuple[float, float]:
     return _number_pair(velocity, "velocity", "two numbers [v_x, v_y]", positive=False)
 
 
-def _number_pair(value, field: str, expected: str, positive: bool) -> tuple[float, float]:
-    message = f"params.{field}: expected {expected}, got {shown(value)}"
+def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None) -> tuple[float, float]:
+    message = f"params.{field}: expected {expected}, got {shown(value if shown_as is None else shown_as)}"
     if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or len(value) != 2
             or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in value)):
         raise ProblemError(message)

@@ -335,10 +335,10 @@ class PDE:
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`)."""
         return forms.minimum_on_boundary(self)
 
-    def axis_operator(self) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
-        """``(a, b, c)`` where the PDE is Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g with constants,
-        the a_i of one sign; None otherwise (:func:`pinnbo.pde.forms.axis_operator`)."""
-        return forms.axis_operator(self)
+    def constant_operator(self) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
+        """``(A, b, c)`` where the PDE is Σ A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h = g with constants
+        and (A_ij) definite; None otherwise (:func:`pinnbo.pde.forms.constant_operator`)."""
+        return forms.constant_operator(self)
 
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it

@@ -4,22 +4,23 @@ A Gaussian process stays Gaussian under a linear operator only: :func:`linear_fo
 PDE as coefficients c_α(z) of each ∂^α h and a source g(z); :func:`linearised_form` writes a
 nonlinear one as the Gauss–Newton linearisation about a function h₀ (Chen, Hosseini, Owhadi &
 Stuart 2021); :func:`minimum_on_boundary` says when the weak maximum principle puts a solution's
-minimum on the boundary of a box; :func:`axis_operator` reads a constant-coefficient operator without
-mixed derivatives.
+minimum on the boundary of a box; :func:`constant_operator` reads an elliptic operator with constant
+coefficients.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Mapping, NamedTuple
 
+import numpy as np
 import sympy as sp
 import torch
 
 from pinnbo.errors import PDEError
 from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
 
-__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "axis_operator", "expand", "is_linear",
-           "linear_form", "linearised_form", "minimum_on_boundary"]
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "constant_operator", "expand",
+           "is_linear", "linear_form", "linearised_form", "minimum_on_boundary"]
 
 
 class Expanded(NamedTuple):
@@ -170,13 +171,13 @@ def minimum_on_boundary(pde) -> bool:
     return sign * g <= 0.0
 
 
-def axis_operator(pde) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
-    """``(a, b, c)`` of a PDE that is one linear equation Σ a_i ∂²h/∂z_i² + Σ b_i ∂h/∂z_i + c h = g
-    with constant coefficients, every a_i nonzero and all of one sign, and no mixed derivative
-    (Laplace's and Poisson's equations, a conductor whose conductivity differs along its axes, heat
-    carried by a uniform flow, a uniform loss or source); None for anything else. With
-    h = e^{α·z} v, α_i = −b_i/(2a_i), and ζ_i = z_i/√|a_i| the operator becomes
-    e^{α·z}(Δ_ζ v + μ v) up to its sign, μ = (c − Σ b_i²/(4a_i)) sgn a, so the solutions of its
+def constant_operator(pde) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
+    """``(A, b, c)`` of a PDE that is one linear equation Σ_ij A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h
+    = g with constant coefficients and (A_ij) symmetric and definite (Laplace's and Poisson's
+    equations, a conductor whose conductivity is a tensor, heat carried by a uniform flow, a uniform
+    loss or source); None for anything else. A_ij (i ≠ j) is half the coefficient of ∂²h/∂z_i∂z_j.
+    With h = e^{α·z} v, α = −½ A⁻¹b, and ζ = M⁻¹z for any M with A = MMᵀ the operator becomes
+    e^{α·z}(Δ_ζ v + μ v) up to its sign, μ = (c − ¼ bᵀA⁻¹b) sgn A, so the solutions of its
     homogeneous part are known in closed form where they matter: the corner functions of a plate
     whose boundary data jump at a corner (:mod:`pinnbo.models.corners`)."""
     equation = _one_linear_equation(pde)
@@ -184,11 +185,10 @@ def axis_operator(pde) -> tuple[tuple[float, ...], tuple[float, ...], float] | N
         return None
     terms, _ = equation
     dim = pde.dim
-    axes = [tuple(2 if j == i else 0 for j in range(dim)) for i in range(dim)]
     slopes = [tuple(1 if j == i else 0 for j in range(dim)) for i in range(dim)]
     zero = (0,) * dim
     coefficients = dict(terms)
-    if not set(axes) <= set(coefficients) or not set(coefficients) <= {*axes, *slopes, zero}:
+    if any(sum(alpha) > 2 for alpha in coefficients):
         return None
     try:
         values = {alpha: sp.simplify(c) for alpha, c in coefficients.items()}
@@ -197,10 +197,15 @@ def axis_operator(pde) -> tuple[tuple[float, ...], tuple[float, ...], float] | N
         number = {alpha: float(sp.N(c)) for alpha, c in values.items()}
     except (TypeError, ValueError):
         return None
-    a = tuple(number[alpha] for alpha in axes)
-    if not (all(v > 0 for v in a) or all(v < 0 for v in a)):
+    A = [[0.0] * dim for _ in range(dim)]
+    for alpha, value in number.items():
+        if sum(alpha) == 2:
+            i, j = (k for k, n in enumerate(alpha) for _ in range(n))
+            A[i][j] = A[j][i] = value if i == j else value / 2
+    eigenvalues = np.linalg.eigvalsh(np.array(A))
+    if not (all(eigenvalues > 0) or all(eigenvalues < 0)):
         return None
-    return a, tuple(number.get(alpha, 0.0) for alpha in slopes), number.get(zero, 0.0)
+    return tuple(tuple(row) for row in A), tuple(number.get(alpha, 0.0) for alpha in slopes), number.get(zero, 0.0)
 
 
 class LinearForm:

@@ -41,32 +41,38 @@ def test_each_angle_function_is_harmonic_inside_the_box():
 
 
 @pytest.mark.parametrize("a, b, c", [
-    ((1.0, 10.0), (0.0, 0.0), 0.0),         # a conductivity that differs along the axes
-    ((1.0, 1.0), (-3.0, 0.0), 0.0),         # heat carried by a flow along x
-    ((2.0, 0.5), (1.0, -2.0), -4.0),        # both, and a loss
-    ((-2.0, -0.5), (-1.0, 2.0), 4.0),       # the same operator with the other sign
+    ((1.0, 0.0, 10.0), (0.0, 0.0), 0.0),         # a conductivity that differs along the axes
+    ((1.0, 0.0, 1.0), (-3.0, 0.0), 0.0),         # heat carried by a flow along x
+    ((2.0, 0.0, 0.5), (1.0, -2.0), -4.0),        # both, and a loss
+    ((-2.0, 0.0, -0.5), (-1.0, 2.0), 4.0),       # the same operator with the other sign
+    ((3.25, 2.6, 1.75), (0.0, 0.0), 0.0),        # a tensor: fibres at 30° to x, 4 times as conductive
+    ((1.0, -1.5, 2.0), (-3.0, 1.0), -2.0),       # a tensor, a flow and a loss
+    ((-3.25, -2.6, -1.75), (1.0, 0.0), 0.0),     # a tensor with the other sign, a flow
 ])
 def test_each_corner_function_solves_its_operator_and_jumps_by_one(a, b, c):
-    """a_x f_xx + a_y f_yy + b_x f_x + b_y f_y + c f by autograd at 50 points inside the box is zero to
-    rounding for each corner function of :func:`jump_shape`'s shape, and the angle alone does not
-    solve it; each function is 0 on its corner's horizontal edge and tends to 1 along its vertical
-    edge at the corner."""
+    """a_xx f_xx + a_xy f_xy + a_yy f_yy + b_x f_x + b_y f_y + c f by autograd at 50 points inside the
+    box is zero to rounding for each corner function of :func:`jump_shape`'s shape, and the angle
+    alone does not solve it; each function is 0 on its corner's horizontal edge and tends to 1 along
+    its vertical edge at the corner."""
     x_, y_ = sp.symbols("x y")
     u = sp.Function("u")(x_, y_)
-    pde = PDE(a[0] * u.diff(x_, 2) + a[1] * u.diff(y_, 2) + b[0] * u.diff(x_) + b[1] * u.diff(y_) + c * u, rhs=0)
+    pde = PDE(a[0] * u.diff(x_, 2) + a[1] * u.diff(x_, y_) + a[2] * u.diff(y_, 2) + b[0] * u.diff(x_)
+              + b[1] * u.diff(y_) + c * u, rhs=0)
     shape = jump_shape(Box((0.0, 0.0), (2.0, 3.0), ("x", "y")), pde, False)
     unit = 0.05 + 0.9 * torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     points = (LOWER + unit * WIDTHS).requires_grad_(True)
 
     def residual(functions, j):
         (gradient,) = torch.autograd.grad(functions(points)[:, j].sum(), points, create_graph=True)
-        xx, yy = (torch.autograd.grad(gradient[:, i].sum(), points, retain_graph=True)[0][:, i] for i in range(2))
+        (xx, xy), (_, yy) = (torch.autograd.grad(gradient[:, i].sum(), points, retain_graph=True)[0].unbind(-1)
+                             for i in range(2))
         value = functions(points)[:, j]
-        return (a[0] * xx + a[1] * yy + b[0] * gradient[:, 0] + b[1] * gradient[:, 1] + c * value).detach()
+        return (a[0] * xx + a[1] * xy + a[2] * yy + b[0] * gradient[:, 0] + b[1] * gradient[:, 1]
+                + c * value).detach()
 
     for j in range(4):
         exact = residual(lambda p: corner_functions(p, LOWER, UPPER, shape), j)
-        assert float(exact.abs().max()) < 1e-10 * (1 + float(corner_functions(points, LOWER, UPPER, shape).abs().max()))
+        assert float(exact.abs().max()) < 1e-10 * (1 + float(corner_functions(points, LOWER, UPPER, shape).detach().abs().max()))
         assert float(residual(angles, j).abs().max()) > 0.1
     t = torch.linspace(0.01, 0.99, 7, dtype=torch.float64)
     for j, (cx, cy) in enumerate(CORNERS):
@@ -152,10 +158,13 @@ def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_
                          PDE(T.diff(x, 2) + 4 * T.diff(y, 2) - 8 * T.diff(y), rhs=0), False)
     assert flipped.stretch == 2.0 and flipped.drift == (1.0, 0.0)              # the domain's order, not the PDE's
     assert jump_shape(box, PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x) - 4 * T, rhs=0), False) == \
-        CornerShape(1.0, (1.0, 1.0), (1.5, 0.0), 2.5)                           # κ² = 9/4 + 4
+        CornerShape(1.0, 0.0, (1.0, 0.0, 1.0), (1.5, 0.0), 2.5)                # κ² = 9/4 + 4
+    tensor = jump_shape(box, PDE(2 * T.diff(x, 2) + 2 * T.diff(x, y) + T.diff(y, 2) - 2 * T.diff(y), rhs=0), False)
+    assert tensor == CornerShape(1.0, 1.0, (1.0, -1.0, 2.0), (-1.0, 2.0), math.sqrt(2))  # det A = 1, μ = −¼bᵀA⁻¹b
     assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False)         # Helmholtz: J₀
     assert not carries_jumps(box, PDE(T.diff(x, 2) - T.diff(y, 2), rhs=0), False)                  # hyperbolic
-    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0), False)   # mixed
+    assert carries_jumps(box, PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0), False)       # a tensor
+    assert not carries_jumps(box, PDE(T.diff(x, 2) + 2 * T.diff(x, y) + T.diff(y, 2), rhs=0), False)  # parabolic
     assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)]), False)
     u = sp.Function("u")(x)        # an ODE in x with y a parameter: its "Laplacian" is u'' alone
     assert not carries_jumps(box, PDE(u.diff(x, 2), rhs=0).for_variables(("x", "y")), False)

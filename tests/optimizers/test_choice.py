@@ -18,7 +18,8 @@ T = sp.Function("T")(x, y)
 LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
 ANISOTROPIC = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)    # a maximum principle; the stretched angle solves it
 DRIFT = PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x), rhs=0)  # a maximum principle; a corner function solves it
-MIXED = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)   # a maximum principle; no corner function known
+TENSOR = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)  # a maximum principle; a sheared angle solves it
+SWIRL = PDE(T.diff(x, 2) + T.diff(y, 2) + x * T.diff(x), rhs=0)   # a maximum principle; no corner function known
 HELMHOLTZ = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
 LIOUVILLE = PDE(T.diff(x, 2) + T.diff(y, 2) + sp.exp(T), rhs=0)
 SIGN = PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1)
@@ -36,8 +37,9 @@ def mixed_box(kind: str) -> Box:
     (LAPLACE, False, "pde-gp"),         # the maximum principle, data that jump, the corners' angles solve it
     (ANISOTROPIC, False, "pde-gp"),     # the same, the angles in the coordinates where it is the Laplacian
     (DRIFT, False, "pde-gp"),           # the same, the angles tilted downstream
-    (MIXED, False, "pinn-bo"),          # the maximum principle, data that jump, no corner function known
-    (MIXED, True, "pde-gp"),
+    (TENSOR, False, "pde-gp"),          # the same, the angles sheared: a conductivity tensor
+    (SWIRL, False, "pinn-bo"),          # the maximum principle, data that jump, no corner function known
+    (SWIRL, True, "pde-gp"),
     (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
     (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
     (SIGN, None, "pinn-bo"),            # nothing to linearise by
@@ -118,8 +120,10 @@ def test_a_problem_declares_its_boundary_data():
     assert choice.method == "pde-gp" and "angle functions" in choice.reason
     anisotropic = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=ANISOTROPIC, boundary_continuous=False)
     assert choice_for(anisotropic).method == "pde-gp"
-    mixed = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=MIXED, boundary_continuous=False)
-    assert choice_for(mixed).method == "pinn-bo"
+    tensor = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=TENSOR, boundary_continuous=False)
+    assert choice_for(tensor).method == "pde-gp"
+    varying = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=SWIRL, boundary_continuous=False)
+    assert choice_for(varying).method == "pinn-bo"
 
 
 def test_data_that_jump_in_three_variables_run_the_network():

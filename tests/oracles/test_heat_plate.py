@@ -233,7 +233,7 @@ def test_without_a_flow_the_finite_differences_are_py_pdes_solve():
     # the same cells, the same ghost-cell rule for the edge data: the same linear system
     edge_data = {"left": np.sin(np.arange(32) / 5), "right": np.cos(np.arange(32) / 7),
                  "bottom": np.linspace(0, 1, 32), "top": np.full(32, 2.0)}
-    ours = laplace.solve_dirichlet_advection(((0, 2), (0, 3)), 32, edge_data, (0.5, 4.0), (0.0, 0.0))
+    ours = laplace.solve_dirichlet_operator(((0, 2), (0, 3)), 32, edge_data, (0.5, 4.0), (0.0, 0.0))
     theirs = laplace.solve_dirichlet_laplace(((0, 2), (0, 3)), 32, edge_data, (0.5, 4.0))
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
 
@@ -252,6 +252,61 @@ def test_a_plate_with_a_flow_matches_its_analytic_field(tmp_path):
     assert errors[1] < 1e-3 and errors[0] / errors[1] > 3          # second order: 2.5e-3, 7.2e-4
     assert pickle.loads(pickle.dumps(plate)).velocity == v
     assert "velocity=(3.0, -2.0)" in repr(plate)
+
+
+def laminate_solution(K, v):
+    """A solution of ∇·(K∇T) − v·∇T = 0 and its formula: e^{ζ₁} sin ζ₂ + ζ₁ζ₂ in ζ = M⁻¹z, K = MMᵀ,
+    harmonic in ζ, without a flow; e^{λ·z} + e^{λ'·z} with λᵀKλ = v·λ (λ = t n, t = v·n / nᵀKn along
+    two directions n) with one."""
+    if v == (0.0, 0.0):
+        (a, b), (c, d) = np.linalg.inv(np.linalg.cholesky(np.array(K))).tolist()
+        z1, z2 = f"({a!r}*x + {b!r}*y)", f"({c!r}*x + {d!r}*y)"
+        return f"exp({z1})*sin({z2}) + {z1}*{z2}", lambda p: (
+            np.exp(a * p[:, 0] + b * p[:, 1]) * np.sin(c * p[:, 0] + d * p[:, 1])
+            + (a * p[:, 0] + b * p[:, 1]) * (c * p[:, 0] + d * p[:, 1]))
+    rates = [float(np.dot(v, n) / (np.array(n) @ np.array(K) @ np.array(n))) * np.array(n)
+             for n in ((1.0, 0.0), (-0.8, 0.6))]
+    formula = " + ".join(f"exp({float(r[0])!r}*x + {float(r[1])!r}*y)" for r in rates)
+    return formula, lambda p: sum(np.exp(p @ r) for r in rates)
+
+
+@pytest.mark.parametrize("v", [(0.0, 0.0), (3.0, -2.0)])
+def test_a_plate_with_a_conductivity_tensor_matches_its_analytic_field(v, tmp_path):
+    """Fibres at 30° to x, four times as conductive along them: second order in the grid, with and
+    without a flow, and the diagonal of the same tensor is another field."""
+    K = ((3.25, 1.3), (1.3, 1.75))
+    formula, exact = laminate_solution(K, v)
+    points = np.random.default_rng(5).uniform([0.05, 0.05], [1.95, 0.95], size=(300, 2))
+    truth = exact(points)
+    errors = []
+    for grid in (32, 64):
+        plate = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=grid,
+                          cache_dir=tmp_path, conductivity=[list(row) for row in K], velocity=v)
+        errors.append(np.abs(plate.temperature(points) - truth).max() / np.abs(truth).max())
+    assert errors[1] < 3e-4 and errors[0] / errors[1] > 3      # second order: 2.7e-4, 5.8e-5; 7.3e-4, 2.1e-4
+    diagonal = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=64, cache_dir=tmp_path,
+                         conductivity=(3.25, 1.75), velocity=v)
+    assert np.abs(diagonal.temperature(points) - truth).max() / np.abs(truth).max() > 20 * errors[1]
+    assert plate.conductivity == K and pickle.loads(pickle.dumps(plate)).conductivity == K
+    assert "conductivity=((3.25, 1.3), (1.3, 1.75))" in repr(plate)
+    # a diagonal tensor is the plate of its diagonal: the same field, from the same cache entry
+    same = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=64, cache_dir=tmp_path,
+                     conductivity=[[3.25, 0], [0, 1.75]], velocity=v)
+    assert same.conductivity == (3.25, 1.75) and same.cache_key == diagonal.cache_key
+
+
+@pytest.mark.parametrize("conductivity, why", [
+    ([[1.0, 0.5], [0.4, 1.0]], "not symmetric"),
+    ([[1.0, 2.0], [2.0, 1.0]], "not positive definite"),
+    ([[-1.0, 0.0], [0.0, -1.0]], "not positive definite"),
+    ([[1.0, 0.5], [0.5]], "got"),
+    ([[1.0, math.nan], [math.nan, 1.0]], "got"),
+    ([[1.0, "a"], ["a", 1.0]], "got"),
+])
+def test_bad_conductivity_tensor(conductivity, why, tmp_path):
+    with pytest.raises(ProblemError, match=r"params\.conductivity: expected two positive numbers \[k_x, k_y\] or a "
+                                           r"symmetric positive-definite matrix .*" + why):
+        HeatPlate(STEP, grid=8, cache_dir=tmp_path, conductivity=conductivity)
 
 
 @pytest.mark.parametrize("velocity", [(1.0,), (1.0, math.nan), "11", (False, 1.0), (1.0, None)])
