@@ -41,9 +41,25 @@ def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
 STALL_COUNT, STALL_RADIUS, STALL_GAIN, ESCAPE_DISTANCE = 3, 1e-3, 1e-3, 0.1
 
 
-def stalled(unit_X: np.ndarray, y: np.ndarray) -> bool:
+def off_corners(unit_X: np.ndarray) -> np.ndarray:
+    """The rows of ``unit_X`` (n, d) that are not a corner of the unit cube. Where the model carries
+    the boundary data's jumps at the corners (:mod:`pinnbo.models.corners`) a corner's value is the
+    mean of its edges' limits, not the value beside it, so a design there is no neighbour of the
+    designs beside it in the stall rule (:func:`stalled`)."""
+    unit_X = np.asarray(unit_X, dtype=np.float64)
+    return unit_X[~np.all((unit_X == 0.0) | (unit_X == 1.0), axis=1)]
+
+
+def repeats(u: np.ndarray, earlier_unit: np.ndarray, corners_apart: bool = False) -> bool:
+    """Whether ``u`` repeats an earlier design for the stall rule: within ``STALL_RADIUS`` of one,
+    the cube's corners left out with ``corners_apart`` (:func:`off_corners`)."""
+    return is_duplicate(u, off_corners(earlier_unit) if corners_apart else earlier_unit, STALL_RADIUS)
+
+
+def stalled(unit_X: np.ndarray, y: np.ndarray, corners_apart: bool = False) -> bool:
     """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
-    designs (n, d), minimised values (n,)).
+    designs (n, d), minimised values (n,)); ``corners_apart``: a design at a corner of the cube is no
+    neighbour of the others (:func:`off_corners`).
 
     An optimistic acquisition (UCB) keeps re-measuring a resolved local optimum when its model is
     certain everywhere else. A run approaching a discontinuity repeats itself too, but improves the
@@ -56,7 +72,7 @@ def stalled(unit_X: np.ndarray, y: np.ndarray) -> bool:
     best_before = np.minimum.accumulate(y)[:-1]
     improved = np.flatnonzero(y[1:] < best_before - STALL_GAIN * float(np.ptp(y))) + 1
     since = int(improved[-1]) + 1 if len(improved) else 1
-    return sum(is_duplicate(unit_X[i], unit_X[:i], STALL_RADIUS) for i in range(since, n)) >= STALL_COUNT
+    return sum(repeats(unit_X[i], unit_X[:i], corners_apart) for i in range(since, n)) >= STALL_COUNT
 
 
 def farthest_from(points: np.ndarray, evaluated_unit: np.ndarray) -> int:

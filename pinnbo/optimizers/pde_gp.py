@@ -65,7 +65,7 @@ from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
 from pinnbo.acquisition.optimize import maximize_acquisition
-from pinnbo.acquisition.search import ESCAPE_DISTANCE, STALL_RADIUS, faces_only, is_duplicate, stalled
+from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.corners import corner_functions, jump_shape
@@ -315,7 +315,9 @@ class PDEGPOptimizer(Optimizer):
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
             unit = self._maximise(acq, pool, evaluated, on_boundary)
             # The stall rule; noise-free only: under declared noise a replicate is information.
-            if self.duplicate_tol > 0 and is_duplicate(unit, evaluated, STALL_RADIUS) and stalled(unit_X, y):
+            # Where the model jumps at the corners, a corner's design is no neighbour of those beside it.
+            apart = self.model.basis is not None
+            if self.duplicate_tol > 0 and repeats(unit, evaluated, apart) and stalled(unit_X, y, apart):
                 unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE)
         return self.domain.from_unit(unit)
 

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.search import (STALL_COUNT, STALL_GAIN, STALL_RADIUS, best_allowed, best_new, bound_snaps,
-                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, stalled)
+                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, off_corners,
+                                      repeats, stalled)
 
 
 def bowl(u: torch.Tensor) -> torch.Tensor:
@@ -137,3 +138,20 @@ def test_a_stall_is_repeats_since_the_best_last_improved():
     elsewhere = np.vstack([X, [[0.95, 0.05]]])
     assert stalled(elsewhere, np.append(y, 1.2))
     assert not stalled(elsewhere, np.append(y, 0.5))
+
+
+def test_where_the_model_jumps_at_the_corners_a_corner_is_no_neighbour_of_the_designs_beside_it():
+    """A corner's value is the mean of its edges' limits: the designs beside it on an edge are no
+    repeat of it (with ``corners_apart``), while two designs beside each other still are."""
+    corner, beside = np.array([0.0, 1.0]), np.array([STALL_RADIUS / 10, 1.0])
+    earlier = np.array([[0.5, 0.5], corner])
+    np.testing.assert_array_equal(off_corners(np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.5], [1e-9, 1.0]])),
+                                  [[0.0, 0.5], [1e-9, 1.0]])
+    assert repeats(beside, earlier) and not repeats(beside, earlier, corners_apart=True)
+    assert repeats(beside + [STALL_RADIUS / 10, 0.0], np.vstack([earlier, beside]), corners_apart=True)
+    # after the corner, three designs beside it, none improving the best: the first is a repeat of
+    # the corner only, the other two of the designs beside it as well, so a stall only without the rule
+    near = corner + STALL_RADIUS * np.array([[0.1, 0.0], [0.3, 0.0], [0.2, -0.2]])
+    X = np.vstack([np.random.default_rng(1).random((6, 2)), corner, near])
+    y = np.array([3.0, 2.0, 1.0, 2.5, 4.0, 1.5, 1.2, 1.1, 1.1, 1.1])
+    assert stalled(X, y) and not stalled(X, y, corners_apart=True)
