@@ -57,16 +57,18 @@ FAMILIES = [
      "budget 40. Beside them two heat plates with boundary data that jump at every corner, written after `pde-gp` "
      "modelled the isotropic plates' corners and before its corner functions took their operators: a fibre "
      "composite, T_xx + 8 T_yy = 0 (the heat plate's `conductivity`), and heat carried by a flow, "
-     "T_xx + T_yy − 3 T_x = 0 (its `velocity`). `auto` runs `pde-gp` with the corner functions of each operator, "
-     "and `pinn-bo`, which `auto` had run there, is measured beside it.",
+     "T_xx + T_yy − 3 T_x = 0 (its `velocity`); and a laminate whose fibres run at 30° to the edges, "
+     "3.25 T_xx + 2.598 T_xy + 1.75 T_yy = 0 (a conductivity tensor), written with the corner functions of a "
+     "mixed derivative. `auto` runs `pde-gp` with the corner functions of each operator, and `pinn-bo`, which "
+     "`auto` had run there, is measured beside it.",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
-      "heat_orthotropic", "heat_advection"],
+      "heat_orthotropic", "heat_advection", "heat_laminate"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
       "--methods auto,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT",
       "pinnbo bench benchmarks/kinds/heat_orthotropic.yaml benchmarks/kinds/heat_advection.yaml "
-      "--methods auto,pinn-bo,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "benchmarks/kinds/heat_laminate.yaml --methods auto,pinn-bo,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT"]),
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
