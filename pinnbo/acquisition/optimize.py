@@ -17,15 +17,16 @@ from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.mixed import maximize_mixed
-from pinnbo.acquisition.search import (best_allowed, best_new, face_axes, farthest_from, nudged, spread_over_faces,
-                                      to_nearest_face)
+from pinnbo.acquisition.search import (at_corners, best_allowed, best_new, face_axes, farthest_from, nudged,
+                                      spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
                          device: torch.device | str = "cpu", on_boundary: bool = False,
-                         domain: Box | None = None, face_margin: float = 0.0) -> np.ndarray:
+                         domain: Box | None = None, face_margin: float = 0.0,
+                         corners_apart: bool = False) -> np.ndarray:
     """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
@@ -36,7 +37,9 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners then scored as candidates of their own (the model's value at a corner where it
-    jumps is not the limit beside it). ``domain`` with
+    jumps is not the limit beside it). ``corners_apart``: where the model jumps at the cube's
+    corners, an evaluated corner is a repeat of itself only, not of the designs within
+    ``duplicate_tol`` of it (:func:`pinnbo.acquisition.search.at_corners`). ``domain`` with
     integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
     (the pool as its raw sample and fallback; no face search)."""
     if domain is not None and not domain.numeric:
@@ -45,11 +48,17 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                               violation=violation, device=device)
     d = pool.shape[1]
     dtype = torch.float64
+    measured_corners = np.zeros((0, d))
+    if corners_apart:
+        corner = at_corners(evaluated)
+        measured_corners, evaluated = evaluated[corner], evaluated[~corner]
     if on_boundary:
         pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
         if face_margin > 0:     # the corners the refinement keeps off, candidates in their own right
             corners = (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
             pool = np.concatenate([pool, corners.astype(np.float64)])
+    if len(measured_corners):     # a measured corner is still a repeat of itself
+        pool = pool[~(pool[:, None, :] == measured_corners[None, :, :]).all(-1).any(-1)]
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():

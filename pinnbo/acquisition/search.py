@@ -41,25 +41,28 @@ def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
 STALL_COUNT, STALL_RADIUS, STALL_GAIN, ESCAPE_DISTANCE = 3, 1e-3, 1e-3, 0.1
 
 
-def off_corners(unit_X: np.ndarray) -> np.ndarray:
-    """The rows of ``unit_X`` (n, d) that are not a corner of the unit cube. Where the model carries
+def at_corners(unit_X: np.ndarray) -> np.ndarray:
+    """Which rows of ``unit_X`` (n, d) are corners of the unit cube, (n,). Where the model carries
     the boundary data's jumps at the corners (:mod:`pinnbo.models.corners`) a corner's value is the
     mean of its edges' limits, not the value beside it, so a design there is no neighbour of the
-    designs beside it in the stall rule (:func:`stalled`)."""
-    unit_X = np.asarray(unit_X, dtype=np.float64)
-    return unit_X[~np.all((unit_X == 0.0) | (unit_X == 1.0), axis=1)]
+    designs beside it: not in the stall rule (:func:`stalled`), not in the duplicate rule
+    (:func:`pinnbo.acquisition.optimize.maximize_acquisition`)."""
+    unit_X = np.asarray(unit_X, dtype=np.float64).reshape(-1, np.shape(unit_X)[-1])
+    return np.all((unit_X == 0.0) | (unit_X == 1.0), axis=1)
 
 
 def repeats(u: np.ndarray, earlier_unit: np.ndarray, corners_apart: bool = False) -> bool:
     """Whether ``u`` repeats an earlier design for the stall rule: within ``STALL_RADIUS`` of one,
-    the cube's corners left out with ``corners_apart`` (:func:`off_corners`)."""
-    return is_duplicate(u, off_corners(earlier_unit) if corners_apart else earlier_unit, STALL_RADIUS)
+    the cube's corners left out with ``corners_apart`` (:func:`at_corners`)."""
+    if corners_apart:
+        earlier_unit = np.asarray(earlier_unit)[~at_corners(earlier_unit)]
+    return is_duplicate(u, earlier_unit, STALL_RADIUS)
 
 
 def stalled(unit_X: np.ndarray, y: np.ndarray, corners_apart: bool = False) -> bool:
     """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
     designs (n, d), minimised values (n,)); ``corners_apart``: a design at a corner of the cube is no
-    neighbour of the others (:func:`off_corners`).
+    neighbour of the others (:func:`at_corners`).
 
     An optimistic acquisition (UCB) keeps re-measuring a resolved local optimum when its model is
     certain everywhere else. A run approaching a discontinuity repeats itself too, but improves the

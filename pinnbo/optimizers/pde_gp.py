@@ -333,13 +333,15 @@ class PDEGPOptimizer(Optimizer):
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
                   keep_off: float | None = None) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too;
-        ``keep_off``: the distance from every evaluated design instead of the duplicate rule's."""
+        ``keep_off``: the distance from every evaluated design instead of the duplicate rule's.
+        Where the model jumps at the corners, a measured corner repeats only itself: the design
+        beside it on an edge takes that edge's limit, not the corner's mean of two."""
         s = self.settings
         jumps = getattr(acq.model, "basis", None) is not None
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
                                     device=self.device, on_boundary=on_boundary, domain=self.domain,
-                                    face_margin=CORNER_MARGIN if jumps else 0.0)
+                                    face_margin=CORNER_MARGIN if jumps else 0.0, corners_apart=jumps)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

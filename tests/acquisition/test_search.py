@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.search import (STALL_COUNT, STALL_GAIN, STALL_RADIUS, best_allowed, best_new, bound_snaps,
-                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, off_corners,
+                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, at_corners,
                                       repeats, stalled)
 
 
@@ -145,8 +145,8 @@ def test_where_the_model_jumps_at_the_corners_a_corner_is_no_neighbour_of_the_de
     repeat of it (with ``corners_apart``), while two designs beside each other still are."""
     corner, beside = np.array([0.0, 1.0]), np.array([STALL_RADIUS / 10, 1.0])
     earlier = np.array([[0.5, 0.5], corner])
-    np.testing.assert_array_equal(off_corners(np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.5], [1e-9, 1.0]])),
-                                  [[0.0, 0.5], [1e-9, 1.0]])
+    np.testing.assert_array_equal(at_corners(np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.5], [1e-9, 1.0]])),
+                                  [True, True, False, False])
     assert repeats(beside, earlier) and not repeats(beside, earlier, corners_apart=True)
     assert repeats(beside + [STALL_RADIUS / 10, 0.0], np.vstack([earlier, beside]), corners_apart=True)
     # after the corner, three designs beside it, none improving the best: the first is a repeat of
