@@ -17,7 +17,7 @@ from botorch.optim import optimize_acqf
 from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.mixed import maximize_mixed
-from pinnbo.acquisition.search import (at_corners, best_allowed, best_new, face_axes, farthest_from, nudged,
+from pinnbo.acquisition.search import (Sides, best_allowed, best_new, face_axes, farthest_from, nudged,
                                       spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
@@ -26,7 +26,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
                          device: torch.device | str = "cpu", on_boundary: bool = False,
                          domain: Box | None = None, face_margin: float = 0.0,
-                         corners_apart: bool = False) -> np.ndarray:
+                         sides: Sides | None = None) -> np.ndarray:
     """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
@@ -37,9 +37,10 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners then scored as candidates of their own (the model's value at a corner where it
-    jumps is not the limit beside it). ``corners_apart``: where the model jumps at the cube's
-    corners, an evaluated corner is a repeat of itself only, not of the designs within
-    ``duplicate_tol`` of it (:func:`pinnbo.acquisition.search.at_corners`). ``domain`` with
+    jumps is not the limit beside it). ``sides``: where the model jumps at the cube's corners,
+    designs on two sides of a jump are no repeat of each other however close (a corner and the
+    design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
+    ``domain`` with
     integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
     (the pool as its raw sample and fallback; no face search)."""
     if domain is not None and not domain.numeric:
@@ -48,17 +49,11 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                               violation=violation, device=device)
     d = pool.shape[1]
     dtype = torch.float64
-    measured_corners = np.zeros((0, d))
-    if corners_apart:
-        corner = at_corners(evaluated)
-        measured_corners, evaluated = evaluated[corner], evaluated[~corner]
     if on_boundary:
         pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
         if face_margin > 0:     # the corners the refinement keeps off, candidates in their own right
             corners = (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
             pool = np.concatenate([pool, corners.astype(np.float64)])
-    if len(measured_corners):     # a measured corner is still a repeat of itself
-        pool = pool[~(pool[:, None, :] == measured_corners[None, :, :]).all(-1).any(-1)]
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():
@@ -83,7 +78,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                 )
                 candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
                 values = refined_values.reshape(-1).detach().cpu().double().numpy()
-        beside = nudged(candidates, evaluated, duplicate_tol)
+        beside = nudged(candidates, evaluated, duplicate_tol, sides)
         if on_boundary:
             beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
         if len(beside):
@@ -95,7 +90,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     candidates = np.concatenate([candidates, pool])
     values = np.concatenate([values, pool_values])
     return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
-                        duplicate_tol)
+                        duplicate_tol, sides)
 
 
 class OnFaces(AcquisitionFunction):

@@ -27,11 +27,40 @@ class Proposal:
     value: float        # surrogate value there
 
 
-def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
-    """Whether ``u`` (d,) lies within ``tol`` (sup norm, unit coordinates) of an evaluated design."""
+#: Sides of a jump: where the model jumps at the box's corners, two designs whose corner angles
+#: (:func:`pinnbo.models.corners.corner_angles`, 0 on a corner's horizontal edge, 1 on its vertical
+#: one, ½ at the corner) differ by this much or more lie on different sides of it (on the two edges
+#: beside a corner, or one at the corner and one beside it) and are no repeat of each other however
+#: close: their values differ by a share of the jump.
+SIDE_GAP = 0.25
+#: Unit designs (n, d) -> their corner angles (n, 4), where the model jumps at the corners.
+Sides = Callable[[np.ndarray], np.ndarray]
+
+
+def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float, sides: Sides | None = None) -> bool:
+    """Whether ``u`` (d,) lies within ``tol`` (sup norm, unit coordinates) of an evaluated design, on
+    the same side of every jump with ``sides`` (``SIDE_GAP``)."""
+    if sides is None or evaluated_unit.size == 0:
+        return _repeats(u, evaluated_unit, tol)
+    return _repeats(u, evaluated_unit, tol, sides(np.asarray(u)[None, :])[0], sides(evaluated_unit))
+
+
+def _repeats(u: np.ndarray, evaluated_unit: np.ndarray, tol: float, side: np.ndarray | None = None,
+             evaluated_sides: np.ndarray | None = None) -> bool:
+    """:func:`is_duplicate` with the sides of ``u`` and of the evaluated designs computed already."""
     if evaluated_unit.size == 0:
         return False
-    return bool(np.min(np.max(np.abs(evaluated_unit - u), axis=1)) < tol)
+    near = np.max(np.abs(evaluated_unit - u), axis=1) < tol
+    if side is not None:
+        near &= np.max(np.abs(evaluated_sides - side), axis=1) < SIDE_GAP
+    return bool(near.any())
+
+
+def _sides_of(points: np.ndarray, evaluated_unit: np.ndarray, sides: Sides | None):
+    """The sides of ``points`` and of the evaluated designs, each row's once (None, None without)."""
+    if sides is None or len(points) == 0 or evaluated_unit.size == 0:
+        return [None] * len(points), None
+    return sides(points), sides(evaluated_unit)
 
 
 #: The stall rule (docs/algorithms.md, "The stall rule"): once STALL_COUNT evaluations since the best
@@ -41,28 +70,16 @@ def is_duplicate(u: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> bool:
 STALL_COUNT, STALL_RADIUS, STALL_GAIN, ESCAPE_DISTANCE = 3, 1e-3, 1e-3, 0.1
 
 
-def at_corners(unit_X: np.ndarray) -> np.ndarray:
-    """Which rows of ``unit_X`` (n, d) are corners of the unit cube, (n,). Where the model carries
-    the boundary data's jumps at the corners (:mod:`pinnbo.models.corners`) a corner's value is the
-    mean of its edges' limits, not the value beside it, so a design there is no neighbour of the
-    designs beside it: not in the stall rule (:func:`stalled`), not in the duplicate rule
-    (:func:`pinnbo.acquisition.optimize.maximize_acquisition`)."""
-    unit_X = np.asarray(unit_X, dtype=np.float64).reshape(-1, np.shape(unit_X)[-1])
-    return np.all((unit_X == 0.0) | (unit_X == 1.0), axis=1)
+def repeats(u: np.ndarray, earlier_unit: np.ndarray, sides: Sides | None = None) -> bool:
+    """Whether ``u`` repeats an earlier design for the stall rule: within ``STALL_RADIUS`` of one, on
+    the same side of every jump with ``sides`` (:data:`SIDE_GAP`)."""
+    return is_duplicate(u, earlier_unit, STALL_RADIUS, sides)
 
 
-def repeats(u: np.ndarray, earlier_unit: np.ndarray, corners_apart: bool = False) -> bool:
-    """Whether ``u`` repeats an earlier design for the stall rule: within ``STALL_RADIUS`` of one,
-    the cube's corners left out with ``corners_apart`` (:func:`at_corners`)."""
-    if corners_apart:
-        earlier_unit = np.asarray(earlier_unit)[~at_corners(earlier_unit)]
-    return is_duplicate(u, earlier_unit, STALL_RADIUS)
-
-
-def stalled(unit_X: np.ndarray, y: np.ndarray, corners_apart: bool = False) -> bool:
+def stalled(unit_X: np.ndarray, y: np.ndarray, sides: Sides | None = None) -> bool:
     """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
-    designs (n, d), minimised values (n,)); ``corners_apart``: a design at a corner of the cube is no
-    neighbour of the others (:func:`at_corners`).
+    designs (n, d), minimised values (n,)); ``sides``: designs on two sides of a jump are no
+    repeat of each other (:data:`SIDE_GAP`).
 
     An optimistic acquisition (UCB) keeps re-measuring a resolved local optimum when its model is
     certain everywhere else. A run approaching a discontinuity repeats itself too, but improves the
@@ -75,7 +92,9 @@ def stalled(unit_X: np.ndarray, y: np.ndarray, corners_apart: bool = False) -> b
     best_before = np.minimum.accumulate(y)[:-1]
     improved = np.flatnonzero(y[1:] < best_before - STALL_GAIN * float(np.ptp(y))) + 1
     since = int(improved[-1]) + 1 if len(improved) else 1
-    return sum(repeats(unit_X[i], unit_X[:i], corners_apart) for i in range(since, n)) >= STALL_COUNT
+    labels = None if sides is None else sides(unit_X)
+    return sum(_repeats(unit_X[i], unit_X[:i], STALL_RADIUS, *(() if labels is None else (labels[i], labels[:i])))
+               for i in range(since, n)) >= STALL_COUNT
 
 
 def farthest_from(points: np.ndarray, evaluated_unit: np.ndarray) -> int:
@@ -210,18 +229,20 @@ def to_nearest_face(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
     return points
 
 
-def nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float) -> np.ndarray:
+def nudged(points: np.ndarray, evaluated_unit: np.ndarray, tol: float, sides: Sides | None = None) -> np.ndarray:
     """Neighbours just beyond ``tol`` of the refined optima that repeat an evaluated design.
 
     When the surrogate's optimum is a design already evaluated (typically a corner of the box),
     the best new design is usually right beside it; the Sobol pool is far too coarse to hold it.
     Each duplicate gets 2d axis steps and one step towards the box centre, of size 1.05·tol
-    (sup norm), so a boundary optimum is approached as closely as the tolerance allows.
+    (sup norm), so a boundary optimum is approached as closely as the tolerance allows; ``sides``:
+    the duplicates on the same side of every jump (:func:`is_duplicate`).
     """
     out = []
     d = points.shape[1]
-    for u in points:
-        if not is_duplicate(u, evaluated_unit, tol):
+    labels, evaluated_labels = _sides_of(points, evaluated_unit, sides)
+    for u, label in zip(points, labels):
+        if not _repeats(u, evaluated_unit, tol, label, evaluated_labels):
             continue
         steps = np.concatenate([np.eye(d), -np.eye(d), np.sign(0.5 - u)[None, :]]) * 1.05 * tol
         out.append(np.clip(u + steps, 0.0, 1.0))
@@ -271,13 +292,15 @@ def best_new(points: np.ndarray, values: np.ndarray, evaluated: np.ndarray, tol:
 
 
 def best_allowed(points: np.ndarray, values: np.ndarray, violation: np.ndarray, evaluated: np.ndarray,
-                 tol: float) -> np.ndarray:
+                 tol: float, sides: Sides | None = None) -> np.ndarray:
     """The best row of ``points`` by ``values`` (higher is better; non-finite last) among those with
-    zero known ``violation`` that repeat no evaluated design; else the least violating new one; else
-    the point farthest from every evaluated design."""
+    zero known ``violation`` that repeat no evaluated design (``sides``: on the same side of every
+    jump, :func:`is_duplicate`); else the least violating new one; else the point farthest from
+    every evaluated design."""
     score = np.where(np.isfinite(values), values, -np.inf)
+    labels, evaluated_labels = _sides_of(points, evaluated, sides)
     for i in np.lexsort((-score, violation)):
-        if not is_duplicate(points[i], evaluated, tol):
+        if not _repeats(points[i], evaluated, tol, labels[i], evaluated_labels):
             return points[i]
     return points[farthest_from(points, evaluated)]
 

@@ -68,7 +68,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.corners import corner_functions, jump_shape
+from pinnbo.models.corners import corner_angles, corner_functions, jump_shape
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -313,12 +313,12 @@ class PDEGPOptimizer(Optimizer):
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
-            unit = self._maximise(acq, pool, evaluated, on_boundary)
+            # Where the model jumps at the corners, designs on two sides of a jump are no repeats.
+            sides = self._sides(lower, widths) if self.model.basis is not None else None
+            unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides)
             # The stall rule; noise-free only: under declared noise a replicate is information.
-            # Where the model jumps at the corners, a corner's design is no neighbour of those beside it.
-            apart = self.model.basis is not None
-            if self.duplicate_tol > 0 and repeats(unit, evaluated, apart) and stalled(unit_X, y, apart):
-                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE)
+            if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
+                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides)
         return self.domain.from_unit(unit)
 
     def _corners(self, lower: torch.Tensor, widths: torch.Tensor):
@@ -330,18 +330,28 @@ class PDEGPOptimizer(Optimizer):
         upper = lower + widths
         return lambda points: corner_functions(points, lower, upper, shape)
 
+    def _sides(self, lower: torch.Tensor, widths: torch.Tensor):
+        """Unit designs (n, 2) -> their corner angles (n, 4), which tell the sides of a jump apart
+        (:data:`pinnbo.acquisition.search.SIDE_GAP`), where the model carries the corner functions."""
+        shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
+        low, wide = lower.cpu().numpy(), widths.cpu().numpy()
+        bounds = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(low + wide, dtype=torch.float64)
+        return lambda unit: corner_angles(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64), *bounds,
+                                          shape.stretch, shape.shear).numpy()
+
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
-                  keep_off: float | None = None) -> np.ndarray:
+                  keep_off: float | None = None, sides=None) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too;
         ``keep_off``: the distance from every evaluated design instead of the duplicate rule's.
-        Where the model jumps at the corners, a measured corner repeats only itself: the design
-        beside it on an edge takes that edge's limit, not the corner's mean of two."""
+        ``sides`` (:meth:`_sides`), where the model jumps at the corners: designs on two sides of a
+        jump are no repeats, as the design beside a measured corner on an edge takes that edge's
+        limit, not the corner's mean of two, nor the other edge's."""
         s = self.settings
         jumps = getattr(acq.model, "basis", None) is not None
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
                                     device=self.device, on_boundary=on_boundary, domain=self.domain,
-                                    face_margin=CORNER_MARGIN if jumps else 0.0, corners_apart=jumps)
+                                    face_margin=CORNER_MARGIN if jumps else 0.0, sides=sides)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

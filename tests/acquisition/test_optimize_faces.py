@@ -11,6 +11,7 @@ from botorch.models.deterministic import GenericDeterministicModel
 
 from pinnbo.acquisition.optimize import OnFaces, _refine_on_faces, maximize_acquisition
 from pinnbo.acquisition.search import spread_over_faces
+from tests.acquisition.sides import unit_square_sides
 
 CENTRE = np.array([0.3, 0.8, 0.55])
 
@@ -105,23 +106,27 @@ def test_with_a_margin_a_corner_is_still_a_candidate_of_its_own():
     assert ramp.min() == 1 - 1e-9 and ramp.max() == 1.0
 
 
-def test_a_measured_corner_where_the_model_jumps_repeats_only_itself():
+def test_across_a_jump_a_measured_corner_repeats_only_itself():
     """The ramp's supremum is the limit beside its corner (1, 1), which has been measured: with the
-    corners apart the search proposes the design 10⁻⁹ from it on a face, where the duplicate rule
-    alone holds it 10⁻⁴ away; a corner whose own value is the best, once measured, is not proposed
-    again."""
+    corners' angles as sides the search proposes the design 10⁻⁹ from it on a face, where the
+    duplicate rule alone holds it 10⁻⁴ away; a corner whose own value is the best, once measured, is
+    not proposed again."""
     pool = np.random.default_rng(3).random((32, 2))
     measured = np.array([[1.0, 1.0], [0.2, 0.3]])
     kwargs = dict(num_restarts=4, maxiter=200, duplicate_tol=1e-4, on_boundary=True, face_margin=1e-9)
-    apart = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, measured, corners_apart=True, **kwargs)
+    apart = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, measured, sides=unit_square_sides, **kwargs)
     assert apart.max() == 1.0 and apart.min() == 1 - 1e-9
     held = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, measured, **kwargs)
     assert held.max() == 1.0 and 1 - 1.1e-4 < held.min() < 1 - 1e-4
+    # measured beside the corner on one face too: the other face's side is still new
+    beside = np.vstack([measured, [[1.0, 1 - 1e-9]]])
+    other = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, beside, sides=unit_square_sides, **kwargs)
+    np.testing.assert_array_equal(other, [1 - 1e-9, 1.0])
 
     def corner_best(X):
         value = X.sum(-1, keepdim=True)
         return torch.where((X == 1.0).all(-1, keepdim=True), torch.full_like(value, 3.0), value)
 
     again = maximize_acquisition(PosteriorMean(GenericDeterministicModel(corner_best)), pool, measured,
-                                 corners_apart=True, **kwargs)
+                                 sides=unit_square_sides, **kwargs)
     assert not np.array_equal(again, [1.0, 1.0]) and again.min() == 1 - 1e-9

@@ -6,8 +6,9 @@ import numpy as np
 import torch
 
 from pinnbo.acquisition.search import (STALL_COUNT, STALL_GAIN, STALL_RADIUS, best_allowed, best_new, bound_snaps,
-                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, at_corners,
-                                      repeats, stalled)
+                                      candidate_pool, faces_only, is_duplicate, minimize_surrogate, repeats,
+                                      stalled)
+from tests.acquisition.sides import unit_square_sides
 
 
 def bowl(u: torch.Tensor) -> torch.Tensor:
@@ -140,18 +141,20 @@ def test_a_stall_is_repeats_since_the_best_last_improved():
     assert not stalled(elsewhere, np.append(y, 0.5))
 
 
-def test_where_the_model_jumps_at_the_corners_a_corner_is_no_neighbour_of_the_designs_beside_it():
-    """A corner's value is the mean of its edges' limits: the designs beside it on an edge are no
-    repeat of it (with ``corners_apart``), while two designs beside each other still are."""
-    corner, beside = np.array([0.0, 1.0]), np.array([STALL_RADIUS / 10, 1.0])
+def test_designs_on_two_sides_of_a_jump_are_no_repeat_of_each_other():
+    """With the corners' angles as sides: a corner and the design beside it on an edge, or the
+    designs beside it on its two edges, are no repeat however close, while two designs beside each
+    other on one side still are, and a corner is a repeat of itself."""
+    corner, beside, across = np.array([0.0, 1.0]), np.array([STALL_RADIUS / 20, 1.0]), np.array([0.0, 1 - 1e-9])
     earlier = np.array([[0.5, 0.5], corner])
-    np.testing.assert_array_equal(at_corners(np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.5], [1e-9, 1.0]])),
-                                  [True, True, False, False])
-    assert repeats(beside, earlier) and not repeats(beside, earlier, corners_apart=True)
-    assert repeats(beside + [STALL_RADIUS / 10, 0.0], np.vstack([earlier, beside]), corners_apart=True)
+    assert repeats(beside, earlier) and not repeats(beside, earlier, unit_square_sides)
+    assert is_duplicate(across, beside[None, :], 1e-4) and not is_duplicate(across, beside[None, :], 1e-4,
+                                                                             unit_square_sides)
+    assert repeats(beside + [STALL_RADIUS / 10, 0.0], np.vstack([earlier, beside]), unit_square_sides)
+    assert is_duplicate(corner, earlier, 1e-4, unit_square_sides)
     # after the corner, three designs beside it, none improving the best: the first is a repeat of
-    # the corner only, the other two of the designs beside it as well, so a stall only without the rule
-    near = corner + STALL_RADIUS * np.array([[0.1, 0.0], [0.3, 0.0], [0.2, -0.2]])
+    # the corner only, the other two of the designs beside it as well, so a stall only without sides
+    near = corner + STALL_RADIUS * np.array([[0.1, 0.0], [0.3, 0.0], [0.2, -0.01]])
     X = np.vstack([np.random.default_rng(1).random((6, 2)), corner, near])
     y = np.array([3.0, 2.0, 1.0, 2.5, 4.0, 1.5, 1.2, 1.1, 1.1, 1.1])
-    assert stalled(X, y) and not stalled(X, y, corners_apart=True)
+    assert stalled(X, y) and not stalled(X, y, unit_square_sides)
