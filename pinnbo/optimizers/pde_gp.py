@@ -25,7 +25,9 @@ False), the PDE has constant coefficients in two variables (Laplace's and Poisso
 a conductor whose conductivity differs along its axes or is a tensor, heat carried by a flow) and
 no boundary condition is declared, the GP adds the corner functions to its prior
 (:mod:`pinnbo.models.corners`): the solution's jump at a corner is then part of the model instead
-of a cliff the smooth kernel approaches proposal by proposal.
+of a cliff the smooth kernel approaches proposal by proposal, and two designs on different sides
+of a jump are no repeat of each other in the duplicate and stall rules
+(:data:`pinnbo.acquisition.search.SIDE_GAP`).
 
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;
