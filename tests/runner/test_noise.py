@@ -57,26 +57,26 @@ def test_the_recommended_design_is_the_argmin_of_the_posterior_mean():
     assert abs(chosen["x"][0] - 0.6) < abs(luckiest.x[0] - 0.6)
 
 
-@pytest.mark.parametrize("a_y", [1.0, 4.0])
-def test_where_the_boundary_data_jump_the_recommendation_tells_a_corner_from_the_edge_beside_it(a_y):
+@pytest.mark.parametrize("a_y, a_xy", [(1.0, 0.0), (4.0, 0.0), (1.0, 0.5)])
+def test_where_the_boundary_data_jump_the_recommendation_tells_a_corner_from_the_edge_beside_it(a_y, a_xy):
     """x² − y²/a_y plus a jump of 10 at the corner (1, 0) (0 on the bottom edge, 10 on the right one, 5
-    at the corner), measured with noise, under u_xx + a_y u_yy = 0 (the jump's fan stretched where
-    a_y ≠ 1): the supremum, 11, is the limit along the right edge, and the GP with the corners' angle
-    functions recommends the design 10⁻⁹ beside the corner there; a smooth kernel, which cannot tell
-    the corner (6) from it, recommends a worse one."""
+    at the corner), measured with noise, under u_xx + 2 a_xy u_xy + a_y u_yy = 0 (the jump's fan
+    stretched where a_y ≠ 1, sheared where a_xy ≠ 0): the supremum, 11, is the limit along the right
+    edge, and the GP with the corners' functions recommends the design 10⁻⁹ beside the corner there;
+    a smooth kernel, which cannot tell the corner (6) from it, recommends a worse one."""
     x, y = sp.symbols("x y")
     u = sp.Function("u")(x, y)
     box = Box((0.0, 0.0), (1.0, 1.0), ("x", "y"))
-    stretch = 1.0 / math.sqrt(a_y)
+    stretch, shear = math.sqrt(a_y - a_xy**2) / a_y, a_xy / a_y      # √det A / A_yy, A_xy / A_yy
 
     def plate(p):
         angles = corner_angles(torch.as_tensor(np.asarray(p, dtype=np.float64))[None], torch.zeros(2), torch.ones(2),
-                               stretch)
+                               stretch, shear)
         return float(10 * angles[0, 2]) + float(p[0]) ** 2 - float(p[1]) ** 2 / a_y
 
     designs = [[1.0, 0.0], [1.0, 1e-9], [0.5, 0.0], [1.0, 0.5], [0.2, 0.3], [0.6, 0.7], [0.9, 0.1], [0.4, 0.9],
                [1.0, 0.9], [0.0, 0.4], [0.7, 0.2], [0.3, 0.6]]
-    laplace = PDE(u.diff(x, 2) + a_y * u.diff(y, 2), rhs=0)
+    laplace = PDE(u.diff(x, 2) + 2 * a_xy * u.diff(x, y) + a_y * u.diff(y, 2), rhs=0)
     for continuous, chosen_index in ((False, 1), (None, None)):
         problem = Problem("plate", box, plate, "maximize", pde=laplace, noise_std=0.05,
                           boundary_continuous=continuous)
