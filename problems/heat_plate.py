@@ -73,7 +73,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid),
                       conductivity=(1.0, 1.0) if conductivity is None else conductivity,
                       velocity=(0.0, 0.0) if velocity is None else velocity)
-    (k_x, k_xy), (_, k_y) = conductivity_tensor(plate.conductivity)
+    tensor = conductivity_tensor(plate.conductivity)
+    (k_x, k_xy), (_, k_y) = tensor
     v_x, v_y = plate.velocity
     f_star, location = plate_supremum(plate)
 
@@ -111,7 +112,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(plate_operator(T, x, y, plate.conductivity, (v_x, v_y)), rhs=0),
+        pde=PDE(plate_operator(T, x, y, tensor, plate.velocity), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,
@@ -122,12 +123,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     )
 
 
-def plate_operator(T, x, y, conductivity: tuple, velocity: tuple[float, float]):
-    """k_xx T_xx + 2 k_xy T_xy + k_yy T_yy − v_x T_x − v_y T_y (``conductivity`` a pair (k_x, k_y)
-    or a tensor, :func:`pinnbo.oracles.heat_plate.check_conductivity`), with only the terms
-    present: the plain Laplacian for an isotropic plate at rest, so that the PDE reads as it
-    always has."""
-    (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
+def plate_operator(T, x, y, tensor: tuple, velocity: tuple[float, float]):
+    """k_xx T_xx + 2 k_xy T_xy + k_yy T_yy − v_x T_x − v_y T_y (``tensor`` ((k_xx, k_xy), (k_xy, k_yy)),
+    :func:`pinnbo.oracles.heat_plate.conductivity_tensor`), with only the terms present: the plain
+    Laplacian for an isotropic plate at rest, so that the PDE reads as it always has."""
+    (k_x, k_xy), (_, k_y) = tensor
     v_x, v_y = velocity
     operator = T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2)
     if k_xy != 0.0:

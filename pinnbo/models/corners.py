@@ -64,12 +64,12 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
     for s_x, across in ((1.0, points[:, 0] - lower[0]), (-1.0, upper[0] - points[:, 0])):
         for s_y, along in ((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1])):
             at = (across == 0) & (along == 0)
-            a = across - s_x * s_y * shear * along if shear else across
-            l = along * stretch if stretch != 1.0 else along
+            sheared = across - s_x * s_y * shear * along if shear else across
+            stretched = along * stretch if stretch != 1.0 else along
             opening = math.pi / 2 if not shear else math.atan2(stretch, -s_x * s_y * shear)
             # atan2(0, 0) and its gradient there are not defined: the corner's own value instead
-            one = torch.ones_like(a)
-            angle = torch.atan2(torch.where(at, one, l), torch.where(at, one, a)) / opening
+            one = torch.ones_like(sheared)
+            angle = torch.atan2(torch.where(at, one, stretched), torch.where(at, one, sheared)) / opening
             columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
     return torch.stack(columns, -1)
 

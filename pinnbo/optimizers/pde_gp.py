@@ -303,9 +303,10 @@ class PDEGPOptimizer(Optimizer):
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
             start = earlier_fit(self._fits, self.n_told)
             long_starts = refit_starts(len(y), start)
+            basis, sides = self._jumps(lower, widths)
             if self.linearised is None:
                 self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
-                                   long_starts=long_starts, basis=self._corners(lower, widths))
+                                   long_starts=long_starts, basis=basis)
                 deficit = self.model.long_start_deficit
             else:
                 self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
@@ -315,45 +316,40 @@ class PDEGPOptimizer(Optimizer):
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
-            # Where the model jumps at the corners, designs on two sides of a jump are no repeats.
-            sides = self._sides(lower, widths) if self.model.basis is not None else None
             unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides)
             # The stall rule; noise-free only: under declared noise a replicate is information.
             if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
                 unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides)
         return self.domain.from_unit(unit)
 
-    def _corners(self, lower: torch.Tensor, widths: torch.Tensor):
-        """The corner functions where the boundary data jump and they solve the PDE (module
-        docstring); None elsewhere."""
+    def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
+        """Where the boundary data jump and the corner functions solve the PDE (module docstring):
+        the functions, physical points (N, 2) -> (N, 4), for the model's prior, and the sides of a
+        jump, unit designs (n, 2) -> their corner angles (n, 4), which the duplicate and stall rules
+        tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); (None, None) elsewhere (a
+        nonlinear PDE has none)."""
         shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
         if shape is None:
-            return None
+            return None, None
         upper = lower + widths
-        return lambda points: corner_functions(points, lower, upper, shape)
-
-    def _sides(self, lower: torch.Tensor, widths: torch.Tensor):
-        """Unit designs (n, 2) -> their corner angles (n, 4), which tell the sides of a jump apart
-        (:data:`pinnbo.acquisition.search.SIDE_GAP`), where the model carries the corner functions."""
-        shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
         low, wide = lower.cpu().numpy(), widths.cpu().numpy()
         bounds = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(low + wide, dtype=torch.float64)
-        return lambda unit: corner_angles(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64), *bounds,
-                                          shape.stretch, shape.shear).numpy()
+        return (lambda points: corner_functions(points, lower, upper, shape),
+                lambda unit: corner_angles(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64),
+                                           *bounds, shape.stretch, shape.shear).numpy())
 
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
                   keep_off: float | None = None, sides=None) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too;
         ``keep_off``: the distance from every evaluated design instead of the duplicate rule's.
-        ``sides`` (:meth:`_sides`), where the model jumps at the corners: designs on two sides of a
+        ``sides`` (:meth:`_jumps`), where the model jumps at the corners: designs on two sides of a
         jump are no repeats, as the design beside a measured corner on an edge takes that edge's
         limit, not the corner's mean of two, nor the other edge's."""
         s = self.settings
-        jumps = getattr(acq.model, "basis", None) is not None
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
                                     device=self.device, on_boundary=on_boundary, domain=self.domain,
-                                    face_margin=CORNER_MARGIN if jumps else 0.0, sides=sides)
+                                    face_margin=CORNER_MARGIN if sides is not None else 0.0, sides=sides)
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):
