@@ -186,6 +186,11 @@ class Box:
         object.__setattr__(self, "variables", variables)
         object.__setattr__(self, "_discrete", tuple(i for i, v in enumerate(variables) if v.discrete))
 
+    @property
+    def named_bounds(self) -> dict[str, tuple[float, float]]:
+        """Each variable's name -> (lower, upper): the box a PDE in these names holds on."""
+        return {name: (lo, hi) for name, lo, hi in zip(self.names, self.lower, self.upper)}
+
     @classmethod
     def of(cls, variables: Sequence[Variable]) -> "Box":
         """The box searched for ``variables`` (module docstring)."""

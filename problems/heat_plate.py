@@ -36,7 +36,7 @@ from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_prob
 
 @register_problem
 def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
-               max_gradient: float | None = None, conductivity: list | None = None,
+               max_gradient: float | None = None, conductivity: list | str | None = None,
                velocity: list | None = None) -> Problem:
     """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0 (k_x ∂²T/∂x² +
     k_y ∂²T/∂y² − v·∇T = 0 with ``conductivity`` and ``velocity``).
@@ -55,7 +55,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
             k_yy]]``, symmetric and positive definite, for fibres at an angle to the edges
             (∇·(K∇T) = 0, solved by second-order finite differences on the same cells). The
             supremum is still the boundary data's (maximum principle); the field inside, and so
-            what the PDE tells an optimiser, changes.
+            what the PDE tells an optimiser, changes. Or a formula of x and y, positive on the
+            plate, for a graded plate, ∇·(k∇T) = 0 (conservative finite differences).
         velocity: ``[v_x, v_y]``, default [0, 0]: heat carried downstream by a flow (a strip
             moving through a furnace); solved by second-order finite differences on the same
             cells. The supremum is still the boundary data's.
@@ -73,8 +74,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid),
                       conductivity=(1.0, 1.0) if conductivity is None else conductivity,
                       velocity=(0.0, 0.0) if velocity is None else velocity)
-    tensor = conductivity_tensor(plate.conductivity)
-    (k_x, k_xy), (_, k_y) = tensor
+    graded = plate.conductivity_expression
+    tensor = None if graded is not None else conductivity_tensor(plate.conductivity)
+    (k_x, k_xy), (_, k_y) = tensor if tensor is not None else ((None, 0.0), (None, None))
     v_x, v_y = plate.velocity
     f_star, location = plate_supremum(plate)
 
@@ -83,8 +85,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     x, y = sp.symbols("x y")
     T = sp.Function("T")(x, y)
     (x0, x1), (y0, y1) = plate.bounds
-    operator = "∇²T" if k_x == k_y == 1.0 and k_xy == 0.0 else \
-        f"{k_x:g} T_xx + {2 * k_xy:g} T_xy + {k_y:g} T_yy" if k_xy else f"{k_x:g} T_xx + {k_y:g} T_yy"
+    if graded is not None:
+        operator = f"∇·(k∇T), k = {plate.conductivity}"
+    else:
+        operator = "∇²T" if k_x == k_y == 1.0 and k_xy == 0.0 else \
+            f"{k_x:g} T_xx + {2 * k_xy:g} T_xy + {k_y:g} T_yy" if k_xy else f"{k_x:g} T_xx + {k_y:g} T_yy"
     flow = [f"{v:g} T_{z}" for v, z in ((v_x, "x"), (v_y, "y")) if v != 0.0]
     if flow:
         operator += f" - ({' + '.join(flow)})"
@@ -92,10 +97,13 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"{'finite-difference' if flow or k_xy else 'py-pde'} reference on a {plate.grid}² grid; maximise T"
+        f"{'finite-difference' if flow or k_xy or graded is not None else 'py-pde'} reference on a "
+        f"{plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
-    if conductivity is not None:
+    if graded is not None:
+        metadata["conductivity"] = plate.conductivity
+    elif conductivity is not None:
         metadata["conductivity"] = [k_x, k_y] if k_xy == 0.0 else [[k_x, k_xy], [k_xy, k_y]]
     if velocity is not None:
         metadata["velocity"] = [v_x, v_y]
@@ -112,7 +120,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(plate_operator(T, x, y, tensor, plate.velocity), rhs=0),
+        pde=PDE(plate_operator(T, x, y, tensor, plate.velocity) if graded is None
+                else graded_operator(T, x, y, graded, plate.velocity), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,
@@ -121,6 +130,17 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         description=description,
         metadata=metadata,
     )
+
+
+def graded_operator(T, x, y, conductivity: sp.Expr, velocity: tuple[float, float]):
+    """∇·(k∇T) − v·∇T for a conductivity formula k of x and y (the oracle's real symbols, replaced by
+    the PDE's)."""
+    k = conductivity.xreplace({s: {"x": x, "y": y}[s.name] for s in conductivity.free_symbols})
+    operator = (k * T.diff(x)).diff(x) + (k * T.diff(y)).diff(y)
+    for v, z in zip(velocity, (x, y)):
+        if v != 0.0:
+            operator = operator - v * T.diff(z)
+    return operator
 
 
 def plate_operator(T, x, y, tensor: tuple, velocity: tuple[float, float]):

@@ -145,7 +145,10 @@ TABLE = [
         "params.boundary.top: unknown symbol 'z' in 'z*x'"),
     Bad("conductivity-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: [1, -2], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.conductivity: expected two positive numbers [k_x, k_y] or a symmetric positive-definite matrix "
-        "[[k_xx, k_xy], [k_xy, k_yy]], got [1, -2]"),
+        "[[k_xx, k_xy], [k_xy, k_yy]], or a formula of x and y, got [1, -2]"),
+    Bad("conductivity-formula-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: 'x - 1', boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
+        "params.conductivity: 'x - 1' is -1 at (x, y) = (0, 0); expected a formula of x and y, finite and positive on "
+        "the whole closed plate"),
     Bad("velocity-not-numbers", case(problem="heat_plate", params="{grid: 16, velocity: [1, fast], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.velocity: expected two numbers [v_x, v_y], got [1, 'fast']"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",

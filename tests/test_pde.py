@@ -454,6 +454,32 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
     assert pde.minimum_on_boundary() is expected
 
 
+def _graded(k, v=0):
+    return PDE((k * T2.diff(x)).diff(x) + (k * T2.diff(y)).diff(y) - v * T2.diff(x))
+
+
+@pytest.mark.parametrize("pde, box, expected", [
+    (_graded(1 + 3 * x), ((0, 2), (0, 1)), True),                       # a graded conductor, k in [1, 7]
+    (_graded(1 + 3 * x).negated(), ((0, 2), (0, 1)), True),             # negative definite, the same
+    (_graded(sp.exp(x) * (2 + sp.cos(y)), 3), ((0, 2), (0, 1)), True),  # with a flow; k ≥ 1 + cos 1
+    (_graded(x - 1), ((0, 2), (0, 1)), False),                          # k changes sign inside
+    (_graded(x - 1), ((2, 3), (0, 1)), True),                           # ... but not in this box
+    (_graded(1 + x * y), ((-2, 2), (0, 1)), False),                     # k = −1 at (−2, 1)
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x) / x), ((0, 1), (0, 1)), False),     # a drift unbounded
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x) / x), ((1, 2), (0, 1)), True),
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), ((-2, -1), (0, 1)), True),   # the source's sign on the box
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), ((-1, 1), (0, 1)), False),
+    (PDE((1 + x**2) * T2.diff(x, 2) + 4 * x * T2.diff(x, y) + T2.diff(y, 2)), ((0, 2), (0, 1)), False),  # 1 − 3x²
+    (PDE((1 + x**2) * T2.diff(x, 2) + x * T2.diff(x, y) + T2.diff(y, 2)), ((0, 2), (0, 1)), True),  # det 1 + ¾x²
+    (PDE(x * T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), ((1, 2), (0, 1)), False),   # a zero-order term still
+])
+def test_the_maximum_principle_with_coefficients_that_vary_over_the_box(pde, box, expected):
+    """With the box, a coefficient may vary: interval arithmetic bounds each leading minor of (a_ij),
+    the drift and the source over it (Sylvester's criterion), and refuses what it cannot bound."""
+    assert pde.minimum_on_boundary({"x": box[0], "y": box[1]}) is expected
+    assert not pde.minimum_on_boundary()             # without the box, all of them are refused
+
+
 @pytest.mark.parametrize("pde, expected", [
     (PDE(T2.diff(x, 2) + T2.diff(y, 2)), ((1.0, 0.0, 1.0), (0.0, 0.0), 0.0)),               # Laplace
     (PDE(T2.diff(x, 2) + T2.diff(y, 2)).negated(), ((-1.0, 0.0, -1.0), (0.0, 0.0), 0.0)),

@@ -113,6 +113,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if not _linearisable(pde):
         return Choice("pinn-bo", "a PDE with a term that cannot be linearised: a network trained on its residual")
     conditions = getattr(pde, "boundary", ())
+    principle = pde.minimum_on_boundary(domain.named_bounds)
     if domain.dim > MEASURED_DIMENSION and not conditions:
         return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
                                  "measured in: a network trained on the PDE's residual")
@@ -122,7 +123,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
             "(pinn-bo does not take them)"
         return Choice("gp-ei", f"a PDE in {domain.dim} variables, {why}: a GP with expected improvement; the PDE is "
                                "not used")
-    if boundary_continuous is False and pde.minimum_on_boundary() and not conditions:
+    if boundary_continuous is False and principle and not conditions:
         if carries_jumps(domain, pde, boundary_continuous):
             return Choice("pde-gp", "the optimum is on the boundary (maximum principle) and the boundary data jump at "
                                     "its corners: a GP conditioned on the PDE, with the corners' angle functions for "
@@ -130,7 +131,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")
     own = list(getattr(pde, "own_inputs", domain.names))
-    if pde.minimum_on_boundary() and len(own) >= 3 and (not conditions or len(own) > CONDITIONED_PRINCIPLE_DIMENSION):
+    if principle and len(own) >= 3 and (not conditions or len(own) > CONDITIONED_PRINCIPLE_DIMENSION):
         return Choice("gp-ei", f"the optimum is on the boundary (maximum principle) in {len(own)} variables, where "
                                "the PDE-conditioned GP stays sure of faces it has not seen: a GP with expected "
                                "improvement")

@@ -239,7 +239,7 @@ class PDEGPOptimizer(Optimizer):
                 except PDEError as exc:   # a term with no derivative to linearise by (floor, sign of u)
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
-        self.boundary_minimum = pde is not None and pde.minimum_on_boundary()
+        self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values. A

@@ -121,7 +121,8 @@ class PINNBO(Optimizer):
             bias_scale=1.0 if self.high_dimension else 0.1,
             first_fit_max_steps=s.automatic("initial_max_steps", FIRST_FIT_MAX_STEPS if self.high_dimension else 0))
         # The minimum is on the boundary by the PDE's maximum principle (module docstring).
-        self.boundary_minimum = pde is not None and not self.high_dimension and pde.minimum_on_boundary()
+        self.boundary_minimum = (pde is not None and not self.high_dimension
+                                 and pde.minimum_on_boundary(domain.named_bounds))
         self.trust: TrustRegion | None = None   # created at the first ask after data exist
         # Hyper-parameters of the residual GP's two latest fits, (step, named parameters).
         self._residual_fits: list[tuple[int, dict[str, torch.Tensor]]] = []

@@ -330,10 +330,11 @@ class PDE:
         """The PDE linearised about a function h₀ (:func:`pinnbo.pde.forms.linearised_form`)."""
         return forms.linearised_form(self)
 
-    def minimum_on_boundary(self) -> bool:
+    def minimum_on_boundary(self, bounds=None) -> bool:
         """Whether every solution's minimum over a box lies on its boundary (the weak maximum
-        principle, :func:`pinnbo.pde.forms.minimum_on_boundary`)."""
-        return forms.minimum_on_boundary(self)
+        principle, :func:`pinnbo.pde.forms.minimum_on_boundary`); ``bounds``, input name ->
+        (lower, upper), the box, where the coefficients may vary."""
+        return forms.minimum_on_boundary(self, bounds)
 
     def constant_operator(self) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
         """``(A, b, c)`` where the PDE is Σ A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h = g with constants

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, NamedTuple
 
+import math
+
 import numpy as np
+
 import sympy as sp
 import torch
 
@@ -125,29 +128,37 @@ def _one_linear_equation(pde):
     return terms, source
 
 
-def minimum_on_boundary(pde) -> bool:
+def minimum_on_boundary(pde, bounds=None) -> bool:
     """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
     maximum principle (Gilbarg & Trudinger, Theorem 3.1; Evans, §6.4.1): one linear equation
-    L[h] = Σ a_ij ∂_i∂_j h + Σ b_i ∂_i h = g with no zero-order term, a constant definite matrix
-    (a_ij), polynomial b_i (bounded on the box) and a constant source of the sign that makes h a
-    supersolution (s·g ≤ 0, s the sign of (a_ij)). Laplace's equation qualifies for both the
-    minimum and, through the negated PDE, the maximum; Helmholtz's (a zero-order term), the beam's
-    (fourth order) and any nonlinear PDE do not. Conservative: False whenever the conditions cannot
-    be read off the symbols."""
+    L[h] = Σ a_ij ∂_i∂_j h + Σ b_i ∂_i h = g with no zero-order term, a definite matrix (a_ij),
+    b_i bounded on the box and a source of the sign that makes h a supersolution (s·g ≤ 0, s the
+    sign of (a_ij)). Laplace's equation qualifies for both the minimum and, through the negated PDE,
+    the maximum; Helmholtz's (a zero-order term), the beam's (fourth order) and any nonlinear PDE do
+    not. Without ``bounds`` the a_ij and g must be constant and the b_i polynomials; with ``bounds``
+    (input name -> (lower, upper), the box) they may vary, and each is bounded on the box by
+    interval arithmetic (sympy's ``AccumBounds``, an enclosure that can only be wider than the true
+    range): uniform ellipticity asks the enclosures of a_11, ..., of the leading minors to lie above
+    zero (below, alternating, for a negative definite one), and the b_i's to be finite. A graded
+    conductor, ∇·(k∇h) with k > 0 on the box, qualifies. Conservative: False whenever the
+    conditions cannot be read off the symbols."""
     equation = _one_linear_equation(pde)
     if equation is None:
         return False
     terms, source = equation
     symbols = pde.atoms.symbols
+    box = None
+    if bounds is not None and all(s.name in bounds for s in symbols):
+        box = {s: sp.AccumBounds(*(sp.Float(v) for v in bounds[s.name])) for s in symbols}
     a = sp.zeros(pde.dim, pde.dim)
     for alpha, c in terms:
         order = sum(alpha)
         if order == 0 or order > 2:
             return False
-        if order == 1 and not c.is_polynomial(*symbols):
+        if order == 1 and not (c.is_polynomial(*symbols) if box is None else _finite_on(c, box)):
             return False
         if order == 2:
-            if c.free_symbols:
+            if c.free_symbols and box is None:
                 return False
             axes = [i for i, k in enumerate(alpha) for _ in range(k)]
             i, j = axes
@@ -155,8 +166,8 @@ def minimum_on_boundary(pde) -> bool:
                 a[i, i] = c
             else:
                 a[i, j] = a[j, i] = c / 2
-    if source.free_symbols:
-        return False
+    if a.free_symbols or source.free_symbols:
+        return box is not None and _definite_supersolution(a, source, box)
     try:
         eigenvalues = [complex(sp.N(v)).real for v in a.eigenvals(multiple=True)]
         g = float(sp.N(source))
@@ -169,6 +180,48 @@ def minimum_on_boundary(pde) -> bool:
     else:
         return False
     return sign * g <= 0.0
+
+
+def _enclosure(expr: sp.Expr, box: dict) -> tuple[float, float] | None:
+    """(lower, upper) enclosing ``expr`` over ``box`` (symbols -> AccumBounds); None where interval
+    arithmetic gives no finite real enclosure."""
+    try:
+        value = sp.sympify(expr).subs(box)
+        if isinstance(value, sp.AccumBounds):
+            low, high = float(sp.N(value.min)), float(sp.N(value.max))
+        else:
+            low = high = float(sp.N(value))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+
+
+def _tightest(expr: sp.Expr, box: dict) -> tuple[float, float] | None:
+    """The intersection of the enclosures of ``expr`` as written and factored: interval arithmetic
+    counts each occurrence of a variable apart (x² − 2x + 1 on [2, 3] encloses [−1, 6], (x − 1)²
+    [1, 4]), and both are true enclosures."""
+    found = [e for e in (_enclosure(expr, box), _enclosure(sp.factor(expr), box)) if e is not None]
+    if not found:
+        return None
+    return max(e[0] for e in found), min(e[1] for e in found)
+
+
+def _finite_on(expr: sp.Expr, box: dict) -> bool:
+    return _enclosure(expr, box) is not None
+
+
+def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
+    """Whether (a_ij) is uniformly definite on ``box`` and the source has the supersolution's sign
+    there (:func:`minimum_on_boundary`), by the enclosures of the leading minors and of g."""
+    minors = [_tightest(a[:k, :k].det(), box) for k in range(1, a.rows + 1)]
+    g = _enclosure(source, box)
+    if g is None or any(m is None for m in minors):
+        return False
+    for sign in (1, -1):
+        # a definite matrix of sign s: the k-th leading minor has the sign s^k (Sylvester's criterion)
+        if all((low > 0) if sign ** k > 0 else (high < 0) for k, (low, high) in enumerate(minors, 1)):
+            return (g[1] <= 0) if sign > 0 else (g[0] >= 0)
+    return False
 
 
 def constant_operator(pde) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:

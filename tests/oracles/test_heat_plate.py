@@ -309,13 +309,44 @@ def test_bad_conductivity_tensor(conductivity, why, tmp_path):
         HeatPlate(STEP, grid=8, cache_dir=tmp_path, conductivity=conductivity)
 
 
+def test_a_graded_plate_matches_its_analytic_fields(tmp_path):
+    """∇·(k∇T) − v·∇T = 0 for k = eˣ, T = e^{ax} sin y with a² + a = 1, and for k = 1 + x with the flow
+    v = (2, 0), T = (1 + x)² + y: second order in the grid; the uniform plate's field is another."""
+    a = (math.sqrt(5) - 1) / 2
+    cases = [("exp(x)", (0.0, 0.0), f"exp({a!r}*x)*sin(y)", lambda p: np.exp(a * p[:, 0]) * np.sin(p[:, 1])),
+             ("1 + x", (2.0, 0.0), "(1 + x)**2 + y", lambda p: (1 + p[:, 0]) ** 2 + p[:, 1])]
+    points = np.random.default_rng(6).uniform([0.05, 0.05], [1.95, 2.95], size=(300, 2))
+    for k, v, formula, exact in cases:
+        truth, errors = exact(points), []
+        for grid in (32, 64):
+            plate = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 3)), grid=grid,
+                              cache_dir=tmp_path, conductivity=k, velocity=v)
+            errors.append(np.abs(plate.temperature(points) - truth).max() / np.abs(truth).max())
+        assert errors[1] < 5e-4 and errors[0] / errors[1] > 3, (k, errors)   # 2.3e-4, 2.0e-5 (1.0e-3, 7.8e-5 at 32)
+        uniform = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 3)), grid=64,
+                            cache_dir=tmp_path, velocity=v)
+        assert np.abs(uniform.temperature(points) - truth).max() / np.abs(truth).max() > 20 * errors[1]
+        assert pickle.loads(pickle.dumps(plate)).conductivity == k and plate.cache_key != uniform.cache_key
+
+
+@pytest.mark.parametrize("conductivity, message", [
+    ("x +", r"cannot parse formula 'x \+'"),
+    ("z + 1", "unknown symbol 'z'"),
+    ("x - 1", r"'x - 1' is -1 at \(x, y\) = \(0, 0\); expected a formula of x and y, finite and positive"),
+    ("1/x", r"'1/x' is (inf|nan) at \(x, y\) = \(0, 0\)"),
+])
+def test_bad_conductivity_formula(conductivity, message, tmp_path):
+    with pytest.raises(ProblemError, match=r"params\.conductivity: " + message):
+        HeatPlate(STEP, bounds=((0, 2), (0, 1)), grid=8, cache_dir=tmp_path, conductivity=conductivity)
+
+
 @pytest.mark.parametrize("velocity", [(1.0,), (1.0, math.nan), "11", (False, 1.0), (1.0, None)])
 def test_bad_velocity(velocity, tmp_path):
     with pytest.raises(ProblemError, match=r"params\.velocity: expected two numbers"):
         HeatPlate(STEP, grid=8, cache_dir=tmp_path, velocity=velocity)
 
 
-@pytest.mark.parametrize("conductivity", [(1.0,), (1.0, 0.0), (1.0, -2.0), (1.0, math.inf), "11", (True, 1.0),
+@pytest.mark.parametrize("conductivity", [(1.0,), (1.0, 0.0), (1.0, -2.0), (1.0, math.inf), {"k": 11}, (True, 1.0),
                                           (1.0, "a")])
 def test_bad_conductivity(conductivity, tmp_path):
     with pytest.raises(ProblemError, match=r"params\.conductivity: expected two positive numbers"):
