@@ -52,17 +52,19 @@ class CornerShape:
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                  stretch: float = 1.0, shear: float = 0.0) -> torch.Tensor:
+                  stretch: float = 1.0, shear: float = 0.0, only: int | None = None) -> torch.Tensor:
     """θ_c/ω_c at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
     order (x₀, y₀), (x₀, y₁), (x₁, y₀), (x₁, y₁): shape (N, 4), each in [0, 1], differentiable
     everywhere in the box but at its own corner, where it is ½ with a zero gradient. ``stretch`` and
     ``shear`` measure the angle in the coordinates ζ = M⁻¹z of an operator with a conductivity
     tensor (:class:`CornerShape`): with offsets a ≥ 0 across and l ≥ 0 along the corner's vertical
     edge, θ = atan2(stretch·l, a − s·shear·l), s = +1 at (x₀, y₀) and (x₁, y₁), −1 at the other two,
-    and ω is θ along the vertical edge (a = 0)."""
+    and ω is θ along the vertical edge (a = 0). ``only``: that corner's column alone, (N, 1)."""
     columns = []
-    for s_x, across in ((1.0, points[:, 0] - lower[0]), (-1.0, upper[0] - points[:, 0])):
-        for s_y, along in ((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1])):
+    for i, (s_x, across) in enumerate(((1.0, points[:, 0] - lower[0]), (-1.0, upper[0] - points[:, 0]))):
+        for j, (s_y, along) in enumerate(((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1]))):
+            if only is not None and 2 * i + j != only:
+                continue
             at = (across == 0) & (along == 0)
             sheared = across - s_x * s_y * shear * along if shear else across
             stretched = along * stretch if stretch != 1.0 else along
@@ -75,17 +77,24 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
 
 
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                     shape: CornerShape = CornerShape()) -> torch.Tensor:
+                     shape: CornerShape | tuple[CornerShape, ...] = CornerShape(),
+                     only: int | None = None) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
     :func:`corner_angles`' order: the angles times e^{α·(z − c)} I₀(κρ) (module docstring), which
-    is 1 at each function's own corner; the angles alone where α = 0 and κ = 0."""
-    angles = corner_angles(points, lower, upper, shape.stretch, shape.shear)
+    is 1 at each function's own corner; the angles alone where α = 0 and κ = 0. A tuple of four
+    shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
+    shape's. ``only``: that corner's column alone, (N, 1)."""
+    if isinstance(shape, tuple):
+        return torch.cat([corner_functions(points, lower, upper, one, k) for k, one in enumerate(shape)], -1)
+    angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
     if shape.drift == (0.0, 0.0) and shape.decay == 0.0:
         return angles
     (m_xx, m_xy, m_yy), (alpha, beta) = shape.metric, shape.drift
     factors = []
-    for x_c in (lower[0], upper[0]):
-        for y_c in (lower[1], upper[1]):
+    for i, x_c in enumerate((lower[0], upper[0])):
+        for j, y_c in enumerate((lower[1], upper[1])):
+            if only is not None and 2 * i + j != only:
+                continue
             dx, dy = points[:, 0] - x_c, points[:, 1] - y_c
             factor = torch.exp(alpha * dx + beta * dy)
             if shape.decay:
@@ -98,22 +107,54 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     return angles * torch.stack(factors, -1)
 
 
-def jump_shape(domain, pde, boundary_continuous) -> CornerShape | None:
+def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
+                 shape: CornerShape | tuple[CornerShape, ...]) -> torch.Tensor:
+    """:func:`corner_angles` under ``shape`` (a tuple of four: each corner's own)."""
+    if isinstance(shape, tuple):
+        return torch.cat([corner_angles(points, lower, upper, one.stretch, one.shear, k)
+                          for k, one in enumerate(shape)], -1)
+    return corner_angles(points, lower, upper, shape.stretch, shape.shear)
+
+
+def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerShape, ...] | None:
     """The shape of the corner functions where a model of this problem adds them, None where it
     does not: boundary data declared to jump (``boundary_continuous`` False), a PDE
-    Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with constant coefficients, A
-    definite and μ ≤ 0 (module docstring; the corner functions solve its homogeneous part), and no
-    boundary condition (which they would break)."""
+    Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with A definite and μ ≤ 0
+    (module docstring), and no boundary condition (which they would break). With constant
+    coefficients the corner functions solve its homogeneous part; where they vary, a tuple of four
+    shapes, each corner's function that of the operator frozen at its corner (:func:`solves_pde`
+    False): it still jumps as the solution does there, and L applied to it is O(1/r) near its
+    corner, where the solution's own singular part is the frozen one's (Grisvard 1985, ch. 5)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim != 2:
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
     if set(own) != set(domain.names) or getattr(pde, "boundary", ()):
         return None
-    operator = pde.constant_operator()
-    if operator is None:
-        return None
-    sign = 1.0 if operator[0][0][0] > 0 else -1.0        # −L has the same solutions
     order = [own.index(name) for name in domain.names]
+    operator = pde.constant_operator()
+    if operator is not None:
+        return _shape(operator, order)
+    shapes = []
+    for x_c in (domain.lower[0], domain.upper[0]):
+        for y_c in (domain.lower[1], domain.upper[1]):
+            frozen = pde.constant_operator(dict(zip(domain.names, (x_c, y_c))))
+            shape = None if frozen is None else _shape(frozen, order)
+            if shape is None:
+                return None
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def solves_pde(shape: CornerShape | tuple[CornerShape, ...]) -> bool:
+    """Whether the corner functions of ``shape`` (:func:`jump_shape`) solve the PDE's homogeneous
+    part: those of a constant operator do, the frozen ones of a varying operator do not."""
+    return not isinstance(shape, tuple)
+
+
+def _shape(operator, order) -> CornerShape | None:
+    """The :class:`CornerShape` of a constant operator ``(A, b, c)`` (its inputs put in the box's
+    ``order``), None where μ > 0."""
+    sign = 1.0 if operator[0][0][0] > 0 else -1.0        # −L has the same solutions
     A = [[sign * operator[0][i][j] for j in order] for i in order]
     b = [sign * operator[1][i] for i in order]
     c = sign * operator[2]

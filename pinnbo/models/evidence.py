@@ -33,7 +33,9 @@ class EvidenceData:
     standardised targets ``t`` (all None without a PDE), with the blocks' coefficient products
     (:func:`pinnbo.models.se_kernel.coefficient_products`; K_fL's and K_LL's); ``basis``: the
     values Φ (n, J) at ``X`` of functions the operator annihilates, each added to the prior with an
-    amplitude of variance s², so K_ff gains s² ΦΦᵀ and the PDE's blocks nothing (None: no basis)."""
+    amplitude of variance s², so K_ff gains s² ΦΦᵀ and the PDE's blocks nothing (None: no basis);
+    ``basis_operator``: the operator applied to those functions at ``Z``, R (m, J), where they do not
+    solve the PDE: K_fL then gains s² ΦRᵀ and K_LL s² RRᵀ (None: they solve it)."""
 
     X: torch.Tensor
     y: torch.Tensor
@@ -42,6 +44,7 @@ class EvidenceData:
     t: torch.Tensor | None = None
     products: tuple | None = None
     basis: torch.Tensor | None = None
+    basis_operator: torch.Tensor | None = None
 
     def __post_init__(self):
         # the points' differences behind the (X, X), (X, Z) and (Z, Z) blocks, the same in every
@@ -80,6 +83,10 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
     ll = SEDerivatives(Z, Z, lengthscale, outputscale, data.differences[2])
     K_fl = operator_block(X, Z, lengthscale, outputscale, None, data.terms, data.products[0], fl)
     K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll)
+    if data.basis_operator is not None:     # linear in s² too
+        R = data.basis_operator
+        K_fl = K_fl + outputscale * (data.basis @ R.T)
+        K_ll = K_ll + outputscale * (R @ R.T)
     diagonal = torch.diagonal(K_ll).clamp_min(1e-12)
     return Covariance(K, K_fl, _plus_diagonal(K_ll, pde_noise * diagonal), K_raw, diagonal, (ff, fl, ll))
 

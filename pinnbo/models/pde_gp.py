@@ -88,7 +88,11 @@ class PDEGP(Model):
     :class:`~pinnbo.pde.LinearForm` (None: a plain GP with this kernel); ``start`` an earlier fit's
     hyper-parameters (:meth:`hyperparameters`), and ``long_starts`` lengthscales (fractions of the box)
     to fit from as well, a refit, keeping the best evidence. ``basis``: physical points (N, d) ->
-    (N, J), functions the PDE's operator annihilates (module docstring; None: none). The fit happens
+    (N, J), functions the PDE's operator annihilates (module docstring; None: none), or, with
+    ``basis_solves`` False, functions it does not, whose operator's values at the collocation points
+    then enter the PDE's covariance blocks (:class:`pinnbo.models.evidence.EvidenceData`);
+    ``basis_operator``: those values as an earlier model on the same collocation points found them
+    (:attr:`basis_operator`), not computed again. The fit happens
     at construction; ``fit=False`` conditions on the data under ``start``'s values instead
     (``log_likelihood`` None, as with no data). ``warm_gain``: the log evidence the fit from
     ``start`` gained over ``start`` itself (None without one).
@@ -97,7 +101,8 @@ class PDEGP(Model):
     def __init__(self, unit_X: torch.Tensor, y: torch.Tensor, unit_Z: torch.Tensor | None, linear_form,
                  lower: torch.Tensor, widths: torch.Tensor, start: dict | None = None,
                  long_starts: Sequence[float] = (), fit: bool = True,
-                 basis: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
+                 basis: Callable[[torch.Tensor], torch.Tensor] | None = None, basis_solves: bool = True,
+                 basis_operator: torch.Tensor | None = None) -> None:
         super().__init__()
         self.lower, self.widths = lower, widths
         self.basis = basis
@@ -116,9 +121,11 @@ class PDEGP(Model):
             identity = [[((0,) * X.shape[1], None)]]
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
         self.target = torch.cat(self.targets)
+        self.basis_operator = None if basis is None or basis_solves or self.terms is None else \
+            basis_operator if basis_operator is not None else self._operator_of(basis, self.Z)
         self._evidence = EvidenceData(X, self.targets[0], self.Z, self.terms,
                                       self.targets[1] if self.terms is not None else None, self._products,
-                                      None if basis is None else basis(X))
+                                      None if basis is None else basis(X), self.basis_operator)
         self.long_start_deficit = None
         self.warm_gain = None
         if len(y) and fit:
@@ -151,6 +158,29 @@ class PDEGP(Model):
             normalised.append([(alpha, c / norm) for alpha, c in coefficients])
             targets.append(target / (norm * self.scale))
         return Z, normalised, torch.cat(targets)
+
+    def _operator_of(self, functions: Callable[[torch.Tensor], torch.Tensor], Z: torch.Tensor) -> torch.Tensor:
+        """The PDE's operator, as the fit's normalised terms, applied to each of ``functions``
+        (physical points (N, d) -> (N, J)) at the collocation points ``Z``, by autograd: (m, J)."""
+        points = Z.detach().clone().requires_grad_(True)
+        values = functions(points)
+        columns = []
+        for j in range(values.shape[1]):
+            derivatives = {(0,) * Z.shape[1]: values[:, j]}
+            for alpha, _ in self.terms[0]:
+                if alpha in derivatives:
+                    continue
+                value, done = values[:, j], [0] * Z.shape[1]
+                for axis, count in enumerate(alpha):
+                    for _ in range(count):
+                        done[axis] += 1
+                        known = derivatives.get(tuple(done))
+                        if known is None:
+                            known = torch.autograd.grad(value.sum(), points, create_graph=True)[0][:, axis]
+                            derivatives[tuple(done)] = known
+                        value = known
+            columns.append(sum(c * derivatives[alpha] for alpha, c in self.terms[0]))
+        return torch.stack(columns, -1).detach()
 
     # -- the covariance -------------------------------------------------------------------------------------
     def _blocks(self, lengthscale, outputscale, noise, pde_noise):
@@ -316,8 +346,10 @@ class PDEGP(Model):
         if self.terms is None:
             return k
         # K_fL's coefficient products are rows (1, m), whatever the first set of points
-        return torch.cat([k, operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms,
-                                            self._products[0])], 1)
+        pde = operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms, self._products[0])
+        if self.basis_operator is not None:
+            pde = pde + self.outputscale * (self.basis(P) @ self.basis_operator.T)
+        return torch.cat([k, pde], 1)
 
     def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
         """{α: ∂^α of the posterior mean at unit points (N, d)}, in the data's units and physical

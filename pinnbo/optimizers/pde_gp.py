@@ -70,7 +70,7 @@ from pinnbo.acquisition.optimize import maximize_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.corners import corner_angles, corner_functions, jump_shape
+from pinnbo.models.corners import corner_functions, corner_sides, jump_shape, solves_pde
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -240,6 +240,7 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
+        self._basis_operator = None     # the operator of frozen corner functions at the collocation points
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values. A
@@ -303,10 +304,12 @@ class PDEGPOptimizer(Optimizer):
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
             start = earlier_fit(self._fits, self.n_told)
             long_starts = refit_starts(len(y), start)
-            basis, sides = self._jumps(lower, widths)
+            basis, sides, exact = self._jumps(lower, widths)
             if self.linearised is None:
                 self.model = PDEGP(unit_X_t, y_t, self.collocation, self.linear_form, lower, widths, start=start,
-                                   long_starts=long_starts, basis=basis)
+                                   long_starts=long_starts, basis=basis, basis_solves=exact,
+                                   basis_operator=self._basis_operator)
+                self._basis_operator = self.model.basis_operator     # the collocation's: fixed for the run
                 deficit = self.model.long_start_deficit
             else:
                 self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
@@ -323,20 +326,22 @@ class PDEGPOptimizer(Optimizer):
         return self.domain.from_unit(unit)
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
-        """Where the boundary data jump and the corner functions solve the PDE (module docstring):
-        the functions, physical points (N, 2) -> (N, 4), for the model's prior, and the sides of a
-        jump, unit designs (n, 2) -> their corner angles (n, 4), which the duplicate and stall rules
-        tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); (None, None) elsewhere (a
-        nonlinear PDE has none)."""
+        """Where the boundary data jump (module docstring): the corner functions, physical points
+        (N, 2) -> (N, 4), for the model's prior; the sides of a jump, unit designs (n, 2) -> their
+        corner angles (n, 4), which the duplicate and stall rules tell apart
+        (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
+        (:func:`pinnbo.models.corners.solves_pde`). (None, None, True) elsewhere (a nonlinear PDE
+        has none)."""
         shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
         if shape is None:
-            return None, None
+            return None, None, True
         upper = lower + widths
         low, wide = lower.cpu().numpy(), widths.cpu().numpy()
         bounds = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(low + wide, dtype=torch.float64)
         return (lambda points: corner_functions(points, lower, upper, shape),
-                lambda unit: corner_angles(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64),
-                                           *bounds, shape.stretch, shape.shear).numpy())
+                lambda unit: corner_sides(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64),
+                                          *bounds, shape).numpy(),
+                solves_pde(shape))
 
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
                   keep_off: float | None = None, sides=None) -> np.ndarray:

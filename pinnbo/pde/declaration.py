@@ -336,10 +336,11 @@ class PDE:
         (lower, upper), the box, where the coefficients may vary."""
         return forms.minimum_on_boundary(self, bounds)
 
-    def constant_operator(self) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
+    def constant_operator(self, at=None) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
         """``(A, b, c)`` where the PDE is Σ A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h = g with constants
-        and (A_ij) definite; None otherwise (:func:`pinnbo.pde.forms.constant_operator`)."""
-        return forms.constant_operator(self)
+        and (A_ij) definite; None otherwise (:func:`pinnbo.pde.forms.constant_operator`); ``at``
+        (input name -> value): the operator frozen at that point."""
+        return forms.constant_operator(self, at)
 
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it

@@ -224,11 +224,14 @@ def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
     return False
 
 
-def constant_operator(pde) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
+def constant_operator(pde, at: Mapping[str, float] | None = None
+                      ) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
     """``(A, b, c)`` of a PDE that is one linear equation Σ_ij A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h
     = g with constant coefficients and (A_ij) symmetric and definite (Laplace's and Poisson's
     equations, a conductor whose conductivity is a tensor, heat carried by a uniform flow, a uniform
     loss or source); None for anything else. A_ij (i ≠ j) is half the coefficient of ∂²h/∂z_i∂z_j.
+    ``at`` (input name -> value): the operator frozen at that point, its coefficients' values there
+    (a graded conductor's at a corner of its plate).
     With h = e^{α·z} v, α = −½ A⁻¹b, and ζ = M⁻¹z for any M with A = MMᵀ the operator becomes
     e^{α·z}(Δ_ζ v + μ v) up to its sign, μ = (c − ¼ bᵀA⁻¹b) sgn A, so the solutions of its
     homogeneous part are known in closed form where they matter: the corner functions of a plate
@@ -243,6 +246,9 @@ def constant_operator(pde) -> tuple[tuple[tuple[float, ...], ...], tuple[float, 
     coefficients = dict(terms)
     if any(sum(alpha) > 2 for alpha in coefficients):
         return None
+    if at is not None:
+        point = {symbol: sp.Float(at[symbol.name]) for symbol in pde.atoms.symbols if symbol.name in at}
+        coefficients = {alpha: sp.sympify(c).subs(point) for alpha, c in coefficients.items()}
     try:
         values = {alpha: sp.simplify(c) for alpha, c in coefficients.items()}
         if any(c.free_symbols for c in values.values()):
