@@ -29,6 +29,7 @@ take a corner and the design beside it on its edge for one point.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -42,13 +43,16 @@ class CornerShape:
     √(det A)/A_yy and ``shear`` A_xy/A_yy, by which the angle's offsets enter (without a mixed
     derivative √(A_xx/A_yy), its own root: the ratio of two roots differs from it in the last bit,
     and 0); ``metric`` (A⁻¹_xx, A⁻¹_xy, A⁻¹_yy), of the radius ρ² = dᵀA⁻¹d; ``drift`` α and ``decay``
-    κ. The default, Laplace's, is the plain angle."""
+    κ; ``reach``, where the shape is an operator's frozen at its corner (:func:`jump_shape`), the
+    radius ρ over which its function is kept, by the factor e^{−ρ²/(2 reach²)} (inf: everywhere).
+    The default, Laplace's, is the plain angle."""
 
     stretch: float = 1.0
     shear: float = 0.0
     metric: tuple[float, float, float] = (1.0, 0.0, 1.0)
     drift: tuple[float, float] = (0.0, 0.0)
     decay: float = 0.0
+    reach: float = math.inf
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -87,7 +91,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     if isinstance(shape, tuple):
         return torch.cat([corner_functions(points, lower, upper, one, k) for k, one in enumerate(shape)], -1)
     angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
-    if shape.drift == (0.0, 0.0) and shape.decay == 0.0:
+    if shape.drift == (0.0, 0.0) and shape.decay == 0.0 and shape.reach == math.inf:
         return angles
     (m_xx, m_xy, m_yy), (alpha, beta) = shape.metric, shape.drift
     factors = []
@@ -97,8 +101,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
                 continue
             dx, dy = points[:, 0] - x_c, points[:, 1] - y_c
             factor = torch.exp(alpha * dx + beta * dy)
+            squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
+            if shape.reach != math.inf:
+                factor = factor * torch.exp(-0.5 * squared / shape.reach**2)
             if shape.decay:
-                squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
                 at = squared == 0
                 # √ has no gradient at 0, I₀(κ√s) has (it is even): the corner's own value instead
                 radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
@@ -141,7 +147,12 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerSh
             shape = None if frozen is None else _shape(frozen, order)
             if shape is None:
                 return None
-            shapes.append(shape)
+            # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner, where
+            # the frozen operator is no longer the PDE's: kept within ρ ≲ 1/(|α|_A + κ)
+            (m_xx, m_xy, m_yy), (a_x, a_y) = shape.metric, shape.drift
+            det = m_xx * m_yy - m_xy**2
+            rate = math.sqrt(max((m_yy * a_x**2 - 2 * m_xy * a_x * a_y + m_xx * a_y**2) / det, 0.0)) + shape.decay
+            shapes.append(dataclasses.replace(shape, reach=1 / rate) if rate > 0 else shape)
     return tuple(shapes)
 
 

@@ -19,7 +19,8 @@ LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0)
 ANISOTROPIC = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)    # a maximum principle; the stretched angle solves it
 DRIFT = PDE(T.diff(x, 2) + T.diff(y, 2) - 3 * T.diff(x), rhs=0)  # a maximum principle; a corner function solves it
 TENSOR = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)  # a maximum principle; a sheared angle solves it
-SWIRL = PDE(T.diff(x, 2) + T.diff(y, 2) + x * T.diff(x), rhs=0)   # a maximum principle; no corner function known
+SWIRL = PDE(T.diff(x, 2) + T.diff(y, 2) + x * T.diff(x), rhs=0)   # a maximum principle; frozen corner functions
+GRADED = PDE(((1 + 3 * x) * T.diff(x)).diff(x) + ((1 + 3 * x) * T.diff(y)).diff(y), rhs=0)   # the same
 HELMHOLTZ = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
 LIOUVILLE = PDE(T.diff(x, 2) + T.diff(y, 2) + sp.exp(T), rhs=0)
 SIGN = PDE(sp.sign(T.diff(x)) + T.diff(y, 2), rhs=1)
@@ -38,8 +39,9 @@ def mixed_box(kind: str) -> Box:
     (ANISOTROPIC, False, "pde-gp"),     # the same, the angles in the coordinates where it is the Laplacian
     (DRIFT, False, "pde-gp"),           # the same, the angles tilted downstream
     (TENSOR, False, "pde-gp"),          # the same, the angles sheared: a conductivity tensor
-    (SWIRL, False, "pinn-bo"),          # the maximum principle, data that jump, no corner function known
+    (SWIRL, False, "pde-gp"),           # the same, each corner's function the operator's frozen there
     (SWIRL, True, "pde-gp"),
+    (GRADED, False, "pde-gp"),          # a graded conductor: the same
     (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
     (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
     (SIGN, None, "pinn-bo"),            # nothing to linearise by
@@ -122,8 +124,12 @@ def test_a_problem_declares_its_boundary_data():
     assert choice_for(anisotropic).method == "pde-gp"
     tensor = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=TENSOR, boundary_continuous=False)
     assert choice_for(tensor).method == "pde-gp"
-    varying = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=SWIRL, boundary_continuous=False)
-    assert choice_for(varying).method == "pinn-bo"
+    varying = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=GRADED, boundary_continuous=False)
+    assert choice_for(varying).method == "pde-gp"
+    # a conductivity that vanishes inside the box: no maximum principle read, the data's jump ignored
+    vanishing = PDE(((x - 0.5) * T.diff(x)).diff(x) + ((x - 0.5) * T.diff(y)).diff(y), rhs=0)
+    degenerate = Problem("plate", BOX, lambda p: 0.0, "maximize", pde=vanishing, boundary_continuous=False)
+    assert "maximum principle" not in choice_for(degenerate).reason
 
 
 def test_data_that_jump_in_three_variables_run_the_network():
