@@ -37,6 +37,13 @@ import torch
 from gpytorch.kernels import Kernel
 
 
+#: The reach of a frozen corner function (:func:`jump_shape`), in units of the length 1/(|α|_A + κ)
+#: over which its factor e^{α·d} I₀(κρ) grows by e: the Gaussian's decay overtakes that growth
+#: beyond it, the product peaking at e^{FROZEN_REACH²/2} (docs/algorithms.md, "Boundary data that
+#: jump at a corner").
+FROZEN_REACH = 2.0
+
+
 @dataclass(frozen=True)
 class CornerShape:
     """What the operator makes of the corner functions (module docstring): ``stretch``
@@ -148,11 +155,11 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerSh
             if shape is None:
                 return None
             # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner, where
-            # the frozen operator is no longer the PDE's: kept within ρ ≲ 1/(|α|_A + κ)
+            # the frozen operator is no longer the PDE's: kept within ρ ≲ FROZEN_REACH/(|α|_A + κ)
             (m_xx, m_xy, m_yy), (a_x, a_y) = shape.metric, shape.drift
             det = m_xx * m_yy - m_xy**2
             rate = math.sqrt(max((m_yy * a_x**2 - 2 * m_xy * a_x * a_y + m_xx * a_y**2) / det, 0.0)) + shape.decay
-            shapes.append(dataclasses.replace(shape, reach=1 / rate) if rate > 0 else shape)
+            shapes.append(dataclasses.replace(shape, reach=FROZEN_REACH / rate) if rate > 0 else shape)
     return tuple(shapes)
 
 
