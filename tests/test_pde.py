@@ -465,6 +465,9 @@ def _graded(k, v=0):
     (_graded(x - 1), ((0, 2), (0, 1)), False),                          # k changes sign inside
     (_graded(x - 1), ((2, 3), (0, 1)), True),                           # ... but not in this box
     (_graded(1 + x * y), ((-2, 2), (0, 1)), False),                     # k = −1 at (−2, 1)
+    (_graded(1 + (x - y) ** 2 / 8), ((0, 7), (0, 7)), True),            # read expanded: x²/8 − xy/4 + y²/8 + 1
+    (_graded(x**2 - x + 1), ((0, 1), (0, 1)), True),                    # k ≥ ¾; [0, 2] on the box, > 0 on halves
+    (_graded((x - y) ** 2), ((0, 1), (0, 1)), False),                   # k = 0 on the diagonal
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x) / x), ((0, 1), (0, 1)), False),     # a drift unbounded
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + T2.diff(x) / x), ((1, 2), (0, 1)), True),
     (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), ((-2, -1), (0, 1)), True),   # the source's sign on the box

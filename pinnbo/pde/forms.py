@@ -197,13 +197,39 @@ def _enclosure(expr: sp.Expr, box: dict) -> tuple[float, float] | None:
 
 
 def _tightest(expr: sp.Expr, box: dict) -> tuple[float, float] | None:
-    """The intersection of the enclosures of ``expr`` as written and factored: interval arithmetic
-    counts each occurrence of a variable apart (x² − 2x + 1 on [2, 3] encloses [−1, 6], (x − 1)²
-    [1, 4]), and both are true enclosures."""
-    found = [e for e in (_enclosure(expr, box), _enclosure(sp.factor(expr), box)) if e is not None]
+    """The intersection of the enclosures of ``expr`` as written, factored, and with its
+    non-constant part factored: interval arithmetic counts each occurrence of a variable apart
+    (x² − 2x + 1 on [2, 3] encloses [−1, 6], (x − 1)² [1, 4]), and each is a true enclosure."""
+    constant = sp.expand(expr).as_coeff_Add()[0]
+    forms = (expr, sp.factor(expr), sp.factor(sp.expand(expr) - constant) + constant)
+    found = [e for e in (_enclosure(form, box) for form in forms) if e is not None]
     if not found:
         return None
     return max(e[0] for e in found), min(e[1] for e in found)
+
+
+#: Bisections of the box :func:`_proven` may spend on one sign before it gives up (conservative).
+SIGN_BISECTIONS = 64
+
+
+def _proven(expr: sp.Expr, box: dict, holds, budget: list | None = None) -> bool:
+    """Whether ``holds(lower, upper)`` for the enclosure of ``expr`` on every part of ``box``:
+    where the whole box's enclosure is too wide, its widest side is halved and each half tried,
+    at most ``SIGN_BISECTIONS`` times in all (an enclosure narrows with its box)."""
+    budget = [SIGN_BISECTIONS] if budget is None else budget
+    enclosure = _tightest(expr, box)
+    if enclosure is None:
+        return False
+    if holds(*enclosure):
+        return True
+    if budget[0] <= 0:
+        return False
+    budget[0] -= 1
+    widest = max(box, key=lambda s: float(box[s].max - box[s].min) if isinstance(box[s], sp.AccumBounds) else 0.0)
+    low, high = box[widest].min, box[widest].max
+    middle = (low + high) / 2
+    return all(_proven(expr, {**box, widest: sp.AccumBounds(a, b)}, holds, budget)
+               for a, b in ((low, middle), (middle, high)))
 
 
 def _finite_on(expr: sp.Expr, box: dict) -> bool:
@@ -212,15 +238,14 @@ def _finite_on(expr: sp.Expr, box: dict) -> bool:
 
 def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
     """Whether (a_ij) is uniformly definite on ``box`` and the source has the supersolution's sign
-    there (:func:`minimum_on_boundary`), by the enclosures of the leading minors and of g."""
-    minors = [_tightest(a[:k, :k].det(), box) for k in range(1, a.rows + 1)]
-    g = _enclosure(source, box)
-    if g is None or any(m is None for m in minors):
-        return False
+    there (:func:`minimum_on_boundary`), by the enclosures of the leading minors and of g, on
+    halves of the box where the whole one's are too wide (:func:`_proven`)."""
+    minors = [a[:k, :k].det() for k in range(1, a.rows + 1)]
     for sign in (1, -1):
         # a definite matrix of sign s: the k-th leading minor has the sign s^k (Sylvester's criterion)
-        if all((low > 0) if sign ** k > 0 else (high < 0) for k, (low, high) in enumerate(minors, 1)):
-            return (g[1] <= 0) if sign > 0 else (g[0] >= 0)
+        if all(_proven(m, box, (lambda low, high: low > 0) if sign ** k > 0 else (lambda low, high: high < 0))
+               for k, m in enumerate(minors, 1)):
+            return _proven(source, box, (lambda low, high: high <= 0) if sign > 0 else (lambda low, high: low >= 0))
     return False
 
 
