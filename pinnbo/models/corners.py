@@ -32,9 +32,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Callable, Union
 
+import sympy as sp
 import torch
 from gpytorch.kernels import Kernel
+
+from pinnbo.pde.compile import as_tensor, build
 
 
 #: The reach of a frozen corner function (:func:`jump_shape`), in units of the length 1/(|α|_A + κ)
@@ -87,14 +91,33 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
     return torch.stack(columns, -1)
 
 
+@dataclass(frozen=True)
+class GradedShape:
+    """The corner functions of a graded operator ∇·(k(z) A ∇·) (:meth:`pinnbo.pde.PDE.divergence_form`):
+    ``shape`` those of ∇·(A∇·), divided by √(k/k_c), ``conductivity`` k at physical points (N, 2) ->
+    (N,) and ``at_corners`` k at the four corners (:func:`corner_angles`' order)."""
+
+    shape: CornerShape
+    conductivity: Callable[[torch.Tensor], torch.Tensor]
+    at_corners: tuple[float, float, float, float]
+
+
+Shapes = Union[CornerShape, GradedShape, tuple]
+
+
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                     shape: CornerShape | tuple[CornerShape, ...] = CornerShape(),
-                     only: int | None = None) -> torch.Tensor:
+                     shape: Shapes = CornerShape(), only: int | None = None) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
     :func:`corner_angles`' order: the angles times e^{α·(z − c)} I₀(κρ) (module docstring), which
     is 1 at each function's own corner; the angles alone where α = 0 and κ = 0. A tuple of four
     shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
-    shape's. ``only``: that corner's column alone, (N, 1)."""
+    shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
+    corner's column alone, (N, 1)."""
+    if isinstance(shape, GradedShape):
+        plain = corner_functions(points, lower, upper, shape.shape, only)
+        k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
+        k_c = k_c if only is None else k_c[only:only + 1]
+        return plain * torch.sqrt(k_c / shape.conductivity(points)[:, None])
     if isinstance(shape, tuple):
         return torch.cat([corner_functions(points, lower, upper, one, k) for k, one in enumerate(shape)], -1)
     angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
@@ -120,24 +143,28 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     return angles * torch.stack(factors, -1)
 
 
-def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                 shape: CornerShape | tuple[CornerShape, ...]) -> torch.Tensor:
+def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes) -> torch.Tensor:
     """:func:`corner_angles` under ``shape`` (a tuple of four: each corner's own)."""
+    if isinstance(shape, GradedShape):
+        shape = shape.shape
     if isinstance(shape, tuple):
         return torch.cat([corner_angles(points, lower, upper, one.stretch, one.shear, k)
                           for k, one in enumerate(shape)], -1)
     return corner_angles(points, lower, upper, shape.stretch, shape.shear)
 
 
-def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerShape, ...] | None:
+def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     """The shape of the corner functions where a model of this problem adds them, None where it
     does not: boundary data declared to jump (``boundary_continuous`` False), a PDE
     Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with A definite and μ ≤ 0
     (module docstring), and no boundary condition (which they would break). With constant
-    coefficients the corner functions solve its homogeneous part; where they vary, a tuple of four
-    shapes, each corner's function that of the operator frozen at its corner (:func:`solves_pde`
-    False): it still jumps as the solution does there, and L applied to it is O(1/r) near its
-    corner, where the solution's own singular part is the frozen one's (Grisvard 1985, ch. 5)."""
+    coefficients the corner functions solve its homogeneous part. Where they vary they do not
+    (:func:`solves_pde` False) but still jump as the solution does: for a graded operator
+    ∇·(k(z) A ∇·), a :class:`GradedShape`, A's functions divided by √k, on which the operator is
+    bounded (Liouville's transformation, :meth:`pinnbo.pde.PDE.divergence_form`); for any other, a
+    tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
+    within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
+    one's (Grisvard 1985, ch. 5)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim != 2:
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -147,6 +174,9 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerSh
     operator = pde.constant_operator()
     if operator is not None:
         return _shape(operator, order)
+    graded = pde.divergence_form()
+    if graded is not None:
+        return _graded(domain, pde, graded, order)
     shapes = []
     for x_c in (domain.lower[0], domain.upper[0]):
         for y_c in (domain.lower[1], domain.upper[1]):
@@ -163,10 +193,30 @@ def jump_shape(domain, pde, boundary_continuous) -> CornerShape | tuple[CornerSh
     return tuple(shapes)
 
 
-def solves_pde(shape: CornerShape | tuple[CornerShape, ...]) -> bool:
+def solves_pde(shape: Shapes) -> bool:
     """Whether the corner functions of ``shape`` (:func:`jump_shape`) solve the PDE's homogeneous
-    part: those of a constant operator do, the frozen ones of a varying operator do not."""
-    return not isinstance(shape, tuple)
+    part: those of a constant operator do, those of a varying one do not."""
+    return isinstance(shape, CornerShape)
+
+
+def _graded(domain, pde, form, order) -> GradedShape | None:
+    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A)), k compiled to torch; None where k
+    is not of one sign at the corners."""
+    k, A = form
+    node = build(sp.sympify(k), pde.atoms)
+    columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
+
+    def conductivity(points: torch.Tensor) -> torch.Tensor:
+        return as_tensor(node({s: points[:, c] for s, c in zip(pde.atoms.symbols, columns)}, points[:, 0]),
+                         points[:, 0])
+
+    corners = torch.tensor([(x_c, y_c) for x_c in (domain.lower[0], domain.upper[0])
+                            for y_c in (domain.lower[1], domain.upper[1])], dtype=torch.float64)
+    at_corners = tuple(float(v) for v in conductivity(corners))
+    if not (all(v > 0 for v in at_corners) or all(v < 0 for v in at_corners)):
+        return None
+    shape = _shape((A, (0.0,) * len(A), 0.0), order)
+    return None if shape is None else GradedShape(shape, conductivity, at_corners)
 
 
 def _shape(operator, order) -> CornerShape | None:

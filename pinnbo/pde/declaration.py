@@ -342,6 +342,11 @@ class PDE:
         (input name -> value): the operator frozen at that point."""
         return forms.constant_operator(self, at)
 
+    def divergence_form(self):
+        """``(k, A)`` where the PDE is ∇·(k(z) A ∇h) = g with k varying and A constant, A_11 = 1;
+        None otherwise (:func:`pinnbo.pde.forms.divergence_form`)."""
+        return forms.divergence_form(self)
+
     def negated(self) -> "PDE":
         """The PDE that −h satisfies: every optimiser minimises, so a maximised objective f reaches it
         as v = −f, which obeys N[−v] = g (for a linear N, −N[v] = g: the source changes sign)."""

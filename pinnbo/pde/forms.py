@@ -22,8 +22,8 @@ import torch
 from pinnbo.errors import PDEError
 from pinnbo.pde.compile import Atoms, MultiIndex, as_tensor, build, by_order
 
-__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "constant_operator", "expand",
-           "is_linear", "linear_form", "linearised_form", "minimum_on_boundary"]
+__all__ = ["Expanded", "EvaluatedForm", "LinearForm", "LinearisedForm", "constant_operator", "divergence_form",
+           "expand", "is_linear", "linear_form", "linearised_form", "minimum_on_boundary"]
 
 
 class Expanded(NamedTuple):
@@ -247,6 +247,47 @@ def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
                for k, m in enumerate(minors, 1)):
             return _proven(source, box, (lambda low, high: high <= 0) if sign > 0 else (lambda low, high: low >= 0))
     return False
+
+
+def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...]] | None:
+    """``(k, A)`` of a PDE that is one linear equation ∇·(k(z) A ∇h) = g: a constant symmetric
+    definite matrix A with A_11 = 1 and a coefficient k(z) that varies, the first-order terms
+    exactly the divergence's (b_i = Σ_j ∂_j (k A_ij)) and no zero-order term (a graded conductor,
+    its conductivity k(z) times a fixed tensor); None for anything else, constant coefficients
+    included. With h = w/√k the operator is √k(∇·(A∇w) − w ∇·(A∇√k)) (Liouville's transformation),
+    whose principal part no longer varies: the corner functions of such a plate are those of
+    ∇·(A∇·) divided by √k (:mod:`pinnbo.models.corners`)."""
+    equation = _one_linear_equation(pde)
+    if equation is None:
+        return None
+    terms, _ = equation
+    coefficients = dict(terms)
+    dim, symbols = pde.dim, pde.atoms.symbols
+    if any(sum(alpha) > 2 for alpha in coefficients) or coefficients.get((0,) * dim, 0) != 0:
+        return None
+    second = {}
+    for alpha, c in coefficients.items():
+        if sum(alpha) == 2:
+            i, j = (k for k, n in enumerate(alpha) for _ in range(n))
+            second[i, j] = second[j, i] = c if i == j else c / 2
+    k = second.get((0, 0))
+    if k is None or not sp.sympify(k).free_symbols:
+        return None
+    try:
+        A = [[sp.simplify(second.get((i, j), 0) / k) for j in range(dim)] for i in range(dim)]
+        if any(a.free_symbols for row in A for a in row):
+            return None
+        for i in range(dim):
+            slope = tuple(1 if n == i else 0 for n in range(dim))
+            divergence = sum(sp.diff(k * A[i][j], symbols[j]) for j in range(dim))
+            if sp.simplify(coefficients.get(slope, 0) - divergence) != 0:
+                return None
+        matrix = tuple(tuple(float(a) for a in row) for row in A)
+    except (TypeError, ValueError):
+        return None
+    if not all(np.linalg.eigvalsh(np.array(matrix)) > 0):
+        return None
+    return k, matrix
 
 
 def constant_operator(pde, at: Mapping[str, float] | None = None
