@@ -255,7 +255,7 @@ class CornerKernel(Kernel):
     GPyTorch kernel (under a ``ScaleKernel``, the amplitudes' variance learned), a GP whose mean
     may jump at each corner."""
 
-    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, shape: CornerShape = CornerShape()) -> None:
+    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes = CornerShape()) -> None:
         super().__init__()
         self.lower, self.upper, self.shape = lower, upper, shape
 
