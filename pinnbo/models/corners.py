@@ -22,6 +22,16 @@ the corner and a jump of 1 there, the fan between the edges stretched and sheare
 tensor), tilted downstream (a flow) and fading away from the corner (a loss). μ > 0 (a Helmholtz
 operator) needs J₀, which has no autograd in torch, and is not modelled.
 
+Where the coefficients vary the solution's singular part at a corner is still the angle's, in the
+coordinates of the principal part frozen there (Grisvard 1985, ch. 5), and a model carries
+functions that jump as it does without solving the PDE; the operator's values on them then enter
+the model's covariance (:mod:`pinnbo.models.pde_gp`). A graded conductor, ∇·(k(z) A ∇f) with A
+constant, gets A's functions divided by √(k/k_c): with f = w/√k the operator is
+√k(∇·(A∇w) − w ∇·(A∇√k)) (Liouville's transformation), so on them it is −√k_c θ/ω ∇·(A∇√k),
+bounded. Any other operator gets, at each corner, the functions of the operator frozen there, whose
+factor e^{α·(z − c)} I₀(κρ) grows away from the corner as the frozen operator departs from the
+PDE's: they are kept within a reach of it (``FROZEN_REACH``).
+
 A model carries them where :func:`jump_shape` says: pde-gp's prior (:mod:`pinnbo.models.pde_gp`)
 and, as :class:`CornerKernel`, the GP that recommends a design under noise, which would otherwise
 take a corner and the design beside it on its edge for one point.
