@@ -242,7 +242,8 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
-        self._basis_operator = None     # the operator of frozen corner functions at the collocation points
+        self._basis_operator = None     # the operator on the corner functions at the collocation points
+        self._jump_shapes: dict = {}    # jump_shape's answer per declared boundary continuity
         self.model: PDEGP | None = None
         # Hyper-parameters of the two latest fits, (step, values): a step starts from the latest fit
         # of an earlier step, so asking twice before a tell starts from the same values. A
@@ -334,7 +335,9 @@ class PDEGPOptimizer(Optimizer):
         (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
         (:func:`pinnbo.models.corners.solves_pde`). (None, None, True) elsewhere (a nonlinear PDE
         has none)."""
-        shape = jump_shape(self.domain, self.pde, self.boundary_continuous)
+        if self.boundary_continuous not in self._jump_shapes:   # read off the PDE's symbols once a run
+            self._jump_shapes[self.boundary_continuous] = jump_shape(self.domain, self.pde, self.boundary_continuous)
+        shape = self._jump_shapes[self.boundary_continuous]
         if shape is None:
             return None, None, True
         upper = lower + widths

@@ -307,23 +307,27 @@ def tensor_plate(p: np.ndarray) -> float:
 def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solve_the_pde():
     """Declared jumps and a constant-coefficient operator in the plane: the model carries the four
     corner functions (the angles stretched where f_xx + a f_yy, a ≠ 1, sheared under a mixed
-    derivative) and reaches the infimum beside the jump within 10⁻³ in three proposals; data
-    declared continuous, or not declared, or a PDE no corner function solves (a coefficient that
-    varies), leave the kernel alone."""
+    derivative) and reaches the infimum beside the jump within 10⁻³ in three proposals; a
+    coefficient that varies, the frozen operator's functions with the operator's values on them;
+    data declared continuous, or not declared, or a Helmholtz operator, whose corner function
+    would need J₀, leave the kernel alone."""
     anisotropic = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)
     tensor = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)
     varying = PDE(T.diff(x, 2) + T.diff(y, 2) + x * T.diff(x), rhs=0)
+    helmholtz = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
     laplace, stretched = jump_plate, (lambda p: jump_plate(p, 2.0))
     for pde, plate, infimum, continuous, carries in (
             (LAPLACE, laplace, -8 - math.exp(2) / 10, False, True), (LAPLACE, laplace, None, True, False),
             (LAPLACE, laplace, None, None, False), (anisotropic, stretched, -8 - math.exp(2) / 10, False, True),
-            (tensor, tensor_plate, -8.4, False, True), (varying, laplace, None, False, False)):
+            (tensor, tensor_plate, -8.4, False, True), (varying, laplace, None, False, True),
+            (helmholtz, laplace, None, False, False)):
         opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=pde, boundary_continuous=continuous)
         for p in initial_design(BOX, 8, 0):
             opt.tell(p, plate(p))
         proposals = [opt.ask()]
         assert (opt.model.basis is not None) is carries
-        if carries:
+        assert (opt.model.basis_operator is not None) is (pde is varying)
+        if infimum is not None:
             opt.tell(proposals[0], plate(proposals[0]))
             for _ in range(2):
                 proposals.append(opt.ask())
