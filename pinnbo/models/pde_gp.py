@@ -341,15 +341,14 @@ class PDEGP(Model):
     def _cross(self, P: torch.Tensor) -> torch.Tensor:
         """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows)."""
         k = operator_block(P, self.X, self.lengthscale, self.outputscale, None, None)
-        values = None if self.basis is None else self.basis(P)
-        if values is not None:
-            k = k + self.outputscale * (values @ self._evidence.basis.T)
+        if self.basis is not None:
+            k = k + self.outputscale * (self.basis(P) @ self._evidence.basis.T)
         if self.terms is None:
             return k
         # K_fL's coefficient products are rows (1, m), whatever the first set of points
         pde = operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms, self._products[0])
         if self.basis_operator is not None:
-            pde = pde + self.outputscale * (values @ self.basis_operator.T)
+            pde = pde + self.outputscale * (self.basis(P) @ self.basis_operator.T)
         return torch.cat([k, pde], 1)
 
     def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
