@@ -108,8 +108,11 @@ def solve_dirichlet_operator(
     two edges' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) − T(0, 0). Central differences of the flow
     stay monotone while the cell Péclet number |v| h / (2k) is below 1 (|v| < 2k/h: 81 k at 256
     cells over 2π), and the mixed derivative's stencil while |k_xy| stays below k_xx h_y/h_x and
-    k_yy h_x/h_y.
+    k_yy h_x/h_y. A ``conductivity`` that is a function of x and y (arrays in, arrays out) is a
+    graded plate's, ∇·(k∇T) − v·∇T = 0, by conservative differences instead.
     """
+    if callable(conductivity):
+        return _solve_graded(bounds, grid, edge_data, conductivity, velocity)
     import scipy.sparse as sparse
     import scipy.sparse.linalg as sparse_linalg
 
@@ -164,13 +167,7 @@ def solve_dirichlet_operator(
     return sparse_linalg.spsolve(matrix, rhs).reshape(grid, grid)
 
 
-def solve_dirichlet_graded(
-    bounds: tuple[tuple[float, float], tuple[float, float]],
-    grid: int,
-    edge_data: Mapping[str, np.ndarray],
-    conductivity,
-    velocity: tuple[float, float],
-) -> np.ndarray:
+def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity) -> np.ndarray:
     """Solve ∇·(k∇T) − v·∇T = 0 for a conductivity field ``conductivity`` (a function of x and y,
     arrays in, arrays out, positive) on the cell-centred grid of :func:`solve_dirichlet_laplace`,
     with the same edge data and the same result's layout.
@@ -374,8 +371,8 @@ class HeatPlate:
             edge_data = {edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
                          for edge in EDGES}
             if self.conductivity_expression is not None:
-                return solve_dirichlet_graded(self.bounds, self.grid, edge_data, self._conductivity_field,
-                                              self.velocity)
+                return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self._conductivity_field,
+                                                self.velocity)
             if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple):
                 return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self.conductivity, self.velocity)
             return solve_dirichlet_laplace(self.bounds, self.grid, edge_data, self.conductivity)
