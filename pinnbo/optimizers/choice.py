@@ -28,9 +28,10 @@ The rule, in order, the first branch that applies:
    where the PDE is in two variables (c ∇²f = g, a conductivity that differs along the axes, is
    a tensor or varies over the plate, heat carried by a flow), whose GP then carries the jumps in
    the corner functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's proposals or
-   fewer on the heat plates, every seed; where the coefficients vary, those of the operator
-   frozen at each corner); pinn-bo in other dimensions, whose residual fit follows a jump that
-   the PDE-GP's smooth kernel approaches only slowly, proposal by proposal along the edge.
+   fewer on the heat plates, every seed; where the coefficients vary, a graded conductor's divided
+   by √k, or the operator's frozen at each corner); pinn-bo in other dimensions, whose residual
+   fit follows a jump that the PDE-GP's smooth kernel approaches only slowly, proposal by proposal
+   along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound

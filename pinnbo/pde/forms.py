@@ -10,12 +10,10 @@ coefficients.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping, NamedTuple
 
-import math
-
 import numpy as np
-
 import sympy as sp
 import torch
 
