@@ -114,7 +114,6 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if not _linearisable(pde):
         return Choice("pinn-bo", "a PDE with a term that cannot be linearised: a network trained on its residual")
     conditions = getattr(pde, "boundary", ())
-    principle = pde.minimum_on_boundary(domain.named_bounds)
     if domain.dim > MEASURED_DIMENSION and not conditions:
         return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
                                  "measured in: a network trained on the PDE's residual")
@@ -124,6 +123,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
             "(pinn-bo does not take them)"
         return Choice("gp-ei", f"a PDE in {domain.dim} variables, {why}: a GP with expected improvement; the PDE is "
                                "not used")
+    principle = pde.minimum_on_boundary(domain.named_bounds)       # read after the cheaper branches
     if boundary_continuous is False and principle and not conditions:
         if carries_jumps(domain, pde, boundary_continuous):
             return Choice("pde-gp", "the optimum is on the boundary (maximum principle) and the boundary data jump at "
