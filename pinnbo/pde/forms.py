@@ -10,6 +10,7 @@ coefficients.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Callable, Mapping, NamedTuple
 
@@ -214,7 +215,10 @@ def _proven(expr: sp.Expr, box: dict, holds, budget: list | None = None) -> bool
     """Whether ``holds(lower, upper)`` for the enclosure of ``expr`` on every part of ``box``:
     where the whole box's enclosure is too wide, its widest side is halved and each half tried,
     at most ``SIGN_BISECTIONS`` times in all (an enclosure narrows with its box)."""
-    budget = [SIGN_BISECTIONS] if budget is None else budget
+    if budget is None:
+        if _refuted(expr, box, holds):
+            return False
+        budget = [SIGN_BISECTIONS]
     enclosure = _tightest(expr, box)
     if enclosure is None:
         return False
@@ -228,6 +232,27 @@ def _proven(expr: sp.Expr, box: dict, holds, budget: list | None = None) -> bool
     middle = (low + high) / 2
     return all(_proven(expr, {**box, widest: sp.AccumBounds(a, b)}, holds, budget)
                for a, b in ((low, middle), (middle, high)))
+
+
+def _refuted(expr: sp.Expr, box: dict, holds) -> bool:
+    """Whether ``expr`` breaks ``holds`` at a point of ``box`` (the quarters of each side, every
+    combination in up to 3 variables, else the centre and its moves along each axis): a sign that
+    changes inside the box is refused at once, not after :func:`_proven`'s halvings."""
+    symbols = list(box)
+    quarters = {s: [float(box[s].min + f * (box[s].max - box[s].min)) for f in (0.25, 0.5, 0.75)] for s in symbols}
+    if len(symbols) <= 3:
+        points = [dict(zip(symbols, p)) for p in itertools.product(*(quarters[s] for s in symbols))]
+    else:
+        centre = {s: quarters[s][1] for s in symbols}
+        points = [centre] + [{**centre, s: quarters[s][k]} for s in symbols for k in (0, 2)]
+    for point in points:
+        try:
+            value = float(sp.N(sp.sympify(expr).subs(point)))
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value) and not holds(value, value):
+            return True
+    return False
 
 
 def _finite_on(expr: sp.Expr, box: dict) -> bool:
