@@ -136,7 +136,11 @@ def graded_operator(T, x, y, conductivity: sp.Expr, velocity: tuple[float, float
     """∇·(k∇T) − v·∇T for a conductivity formula k of x and y (the oracle's real symbols, replaced by
     the PDE's)."""
     k = conductivity.xreplace({s: {"x": x, "y": y}[s.name] for s in conductivity.free_symbols})
-    operator = (k * T.diff(x)).diff(x) + (k * T.diff(y)).diff(y)
+    return _minus_flow((k * T.diff(x)).diff(x) + (k * T.diff(y)).diff(y), T, x, y, velocity)
+
+
+def _minus_flow(operator, T, x, y, velocity: tuple[float, float]):
+    """``operator`` − v·∇T, with only the terms of a non-zero velocity component."""
     for v, z in zip(velocity, (x, y)):
         if v != 0.0:
             operator = operator - v * T.diff(z)
@@ -148,14 +152,10 @@ def plate_operator(T, x, y, tensor: tuple, velocity: tuple[float, float]):
     :func:`pinnbo.oracles.heat_plate.conductivity_tensor`), with only the terms present: the plain
     Laplacian for an isotropic plate at rest, so that the PDE reads as it always has."""
     (k_x, k_xy), (_, k_y) = tensor
-    v_x, v_y = velocity
     operator = T.diff(x, 2) + T.diff(y, 2) if k_x == k_y == 1.0 else k_x * T.diff(x, 2) + k_y * T.diff(y, 2)
     if k_xy != 0.0:
         operator = operator + 2 * k_xy * T.diff(x, y)
-    for v, z in ((v_x, x), (v_y, y)):
-        if v != 0.0:
-            operator = operator - v * T.diff(z)
-    return operator
+    return _minus_flow(operator, T, x, y, velocity)
 
 
 def plate_supremum(plate: HeatPlate, samples: int = 20001) -> tuple[float, np.ndarray]:

@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Union
 
-import sympy as sp
 import torch
 from gpytorch.kernels import Kernel
 
@@ -141,7 +140,8 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
                 continue
             dx, dy = points[:, 0] - x_c, points[:, 1] - y_c
             factor = torch.exp(alpha * dx + beta * dy)
-            squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
+            if shape.reach != math.inf or shape.decay:
+                squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
             if shape.reach != math.inf:
                 factor = factor * torch.exp(-0.5 * squared / shape.reach**2)
             if shape.decay:
@@ -213,7 +213,7 @@ def _graded(domain, pde, form, order) -> GradedShape | None:
     """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A)), k compiled to torch; None where k
     is not of one sign at the corners."""
     k, A = form
-    node = build(sp.sympify(k), pde.atoms)
+    node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
 
     def conductivity(points: torch.Tensor) -> torch.Tensor:

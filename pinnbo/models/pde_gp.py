@@ -56,6 +56,7 @@ from linear_operator import to_linear_operator
 
 from pinnbo.models.evidence import EvidenceData, covariance_blocks, negative_log_evidence
 from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
+from pinnbo.pde.compile import derivatives_by_autograd
 
 #: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
 NOISE_FLOOR = 1e-6
@@ -164,21 +165,10 @@ class PDEGP(Model):
         (physical points (N, d) -> (N, J)) at the collocation points ``Z``, by autograd: (m, J)."""
         points = Z.detach().clone().requires_grad_(True)
         values = functions(points)
+        needed = [alpha for alpha, _ in self.terms[0]]
         columns = []
         for j in range(values.shape[1]):
-            derivatives = {(0,) * Z.shape[1]: values[:, j]}
-            for alpha, _ in self.terms[0]:
-                if alpha in derivatives:
-                    continue
-                value, done = values[:, j], [0] * Z.shape[1]
-                for axis, count in enumerate(alpha):
-                    for _ in range(count):
-                        done[axis] += 1
-                        known = derivatives.get(tuple(done))
-                        if known is None:
-                            known = torch.autograd.grad(value.sum(), points, create_graph=True)[0][:, axis]
-                            derivatives[tuple(done)] = known
-                        value = known
+            derivatives = derivatives_by_autograd(values[:, j], points, needed)
             columns.append(sum(c * derivatives[alpha] for alpha, c in self.terms[0]))
         return torch.stack(columns, -1).detach()
 

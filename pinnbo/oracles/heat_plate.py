@@ -113,9 +113,6 @@ def solve_dirichlet_operator(
     """
     if callable(conductivity):
         return _solve_graded(bounds, grid, edge_data, conductivity, velocity)
-    import scipy.sparse as sparse
-    import scipy.sparse.linalg as sparse_linalg
-
     (x0, x1), (y0, y1) = bounds
     (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
     v_x, v_y = velocity
@@ -123,7 +120,7 @@ def solve_dirichlet_operator(
     index = np.arange(grid * grid).reshape(grid, grid)                 # [i_x, i_y]
     I, J = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
     diagonal = np.full((grid, grid), -2 * k_x / h_x**2 - 2 * k_y / h_y**2)
-    rows, columns, values = [index.ravel()], [index.ravel()], []
+    rows, columns, values = [], [], []
     rhs = np.zeros(grid * grid)
     data = {edge: np.asarray(edge_data[edge], dtype=np.float64) for edge in EDGES}
 
@@ -161,10 +158,7 @@ def solve_dirichlet_operator(
                 corner = ~in_x & ~in_y                               # 2 g_x(y_j) + 2 g_y(x_i) − 3 T(i, j)
                 diagonal[corner] -= 3 * weight
                 np.add.at(rhs, index[corner], -2 * weight * (data[x_edge][J[corner]] + data[y_edge][I[corner]]))
-    values.insert(0, diagonal.ravel())
-    matrix = sparse.csc_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))),
-                               shape=(grid * grid, grid * grid))
-    return sparse_linalg.spsolve(matrix, rhs).reshape(grid, grid)
+    return _solve_sparse(grid, diagonal, rows, columns, values, rhs)
 
 
 def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity) -> np.ndarray:
@@ -178,9 +172,6 @@ def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conduc
     through the ghost cell T_ghost = 2 g − T_cell, as in :func:`solve_dirichlet_operator`, with k at
     the edge's face; the flow by central differences (monotone while |v| h / (2k) < 1).
     """
-    import scipy.sparse as sparse
-    import scipy.sparse.linalg as sparse_linalg
-
     (x0, x1), (y0, y1) = bounds
     v_x, v_y = velocity
     h_x, h_y = (x1 - x0) / grid, (y1 - y0) / grid
@@ -208,10 +199,19 @@ def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conduc
         diagonal[ghost] -= weight[ghost]
         along = J[ghost] if edge in ("left", "right") else I[ghost]
         np.add.at(rhs, index[ghost], -2 * weight[ghost] * data[edge][along])
-    rows.insert(0, index.ravel())
-    columns.insert(0, index.ravel())
-    values.insert(0, diagonal.ravel())
-    matrix = sparse.csc_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))),
+    return _solve_sparse(grid, diagonal, rows, columns, values, rhs)
+
+
+def _solve_sparse(grid: int, diagonal: np.ndarray, rows: list, columns: list, values: list,
+                  rhs: np.ndarray) -> np.ndarray:
+    """The cells' field (grid, grid) from the diagonal (grid, grid) and the off-diagonal entries
+    (row, column and value arrays per neighbour) of the finite-difference system, sparse LU."""
+    import scipy.sparse as sparse
+    import scipy.sparse.linalg as sparse_linalg
+
+    index = np.arange(grid * grid)
+    matrix = sparse.csc_matrix((np.concatenate([diagonal.ravel(), *values]),
+                                (np.concatenate([index, *rows]), np.concatenate([index, *columns]))),
                                shape=(grid * grid, grid * grid))
     return sparse_linalg.spsolve(matrix, rhs).reshape(grid, grid)
 

@@ -185,7 +185,7 @@ def _enclosure(expr: sp.Expr, box: dict) -> tuple[float, float] | None:
     """(lower, upper) enclosing ``expr`` over ``box`` (symbols -> AccumBounds); None where interval
     arithmetic gives no finite real enclosure."""
     try:
-        value = sp.sympify(expr).subs(box)
+        value = expr.subs(box)
         if isinstance(value, sp.AccumBounds):
             low, high = float(sp.N(value.min)), float(sp.N(value.max))
         else:
@@ -247,7 +247,7 @@ def _refuted(expr: sp.Expr, box: dict, holds) -> bool:
         points = [centre] + [{**centre, s: quarters[s][k]} for s in symbols for k in (0, 2)]
     for point in points:
         try:
-            value = float(sp.N(sp.sympify(expr).subs(point)))
+            value = float(sp.N(expr.subs(point)))
         except (TypeError, ValueError):
             continue
         if math.isfinite(value) and not holds(value, value):
@@ -294,7 +294,7 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...]] | None
             i, j = (k for k, n in enumerate(alpha) for _ in range(n))
             second[i, j] = second[j, i] = c if i == j else c / 2
     k = second.get((0, 0))
-    if k is None or not sp.sympify(k).free_symbols:
+    if k is None or not k.free_symbols:
         return None
     try:
         A = [[sp.simplify(second.get((i, j), 0) / k) for j in range(dim)] for i in range(dim)]
@@ -337,7 +337,7 @@ def constant_operator(pde, at: Mapping[str, float] | None = None
         return None
     if at is not None:
         point = {symbol: sp.Float(at[symbol.name]) for symbol in pde.atoms.symbols if symbol.name in at}
-        coefficients = {alpha: sp.sympify(c).subs(point) for alpha, c in coefficients.items()}
+        coefficients = {alpha: c.subs(point) for alpha, c in coefficients.items()}
     try:
         values = {alpha: sp.simplify(c) for alpha, c in coefficients.items()}
         if any(c.free_symbols for c in values.values()):
