@@ -1,0 +1,344 @@
+"""Steady heat in a box: ∇²T = 0 on [x0, x1] × [y0, y1] × [z0, z1] with Dirichlet data on each of
+its six faces (docs/algorithms.md, "The heat box"), the heat plate's problem in three variables.
+
+The field is solved once per boundary set on a cell-centred grid, by the same second-order
+differences as py-pde's Laplacian, with the Dirichlet data at the face midpoints entering through a
+ghost cell beyond each face, T_ghost = 2 g − T_cell (py-pde's rule for a value at a face). Along one
+axis that operator is the tridiagonal (1, −2, 1)/h² with −3 at both ends, whose eigenvectors are the
+sines sin(πk(i + ½)/n) of a type-II discrete sine transform, with eigenvalues −4 sin²(πk/2n)/h²; so
+the three-dimensional system is solved exactly, in O(n³ log n), by the transform, a division by the
+sum of the three axes' eigenvalues and the inverse transform, where py-pde's sparse LU of the
+7-point matrix fills in (a minute and more at 48³). The field is kept in memory and on disk
+(:mod:`pinnbo.oracles.field_cache`).
+
+What the oracle returns where, as the heat plate's (:mod:`pinnbo.oracles.heat_plate`):
+
+* strictly inside the box: the solved field, interpolated trilinearly on the grid of cell centres
+  extended by the faces (whose nodes carry the Dirichlet data), the edges and the vertices;
+* exactly on a face (within 1e-12 relative to the box size), away from its edges: the face's data,
+  evaluated exactly from its formula;
+* on an edge: the mean of the two faces' data there; at a vertex, the mean of the three;
+* outside the closed box: :class:`ValueError`.
+
+Trilinear interpolation never exceeds its nodes, so the supremum over the closed box is the
+supremum of the faces' data (maximum principle), which :func:`box_supremum` finds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import sympy as sp
+from scipy.interpolate import RegularGridInterpolator
+
+from pinnbo.errors import shown
+from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
+from pinnbo.problem import ProblemError
+
+#: The faces, py-pde's names: ``x-`` is the face x = x0, ``x+`` the face x = x1, and so on.
+FACES = ("x-", "x+", "y-", "y+", "z-", "z+")
+AXES = ("x", "y", "z")
+# Points within this fraction of the box size from a face count as on it.
+FACE_TOLERANCE = 1e-12
+# The supremum search keeps this fraction of a face's sides away from its edges, where the oracle
+# returns the mean of two faces rather than either face's data.
+EDGE_OFFSET = 1e-9
+# Bump when the cached data or the key changes meaning: old files are then ignored.
+_CACHE_FORMAT = 1
+
+
+def face_axis(face: str) -> tuple[int, int]:
+    """``(axis, side)`` of a face: ``x+`` is (0, 1)."""
+    return AXES.index(face[0]), int(face[1] == "+")
+
+
+def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Solve ∇²T = 0 on a ``grid``³ cell-centred grid of the box ``bounds`` (three (lower, upper)
+    pairs) exactly in the discrete sense, by type-II sine transforms (module docstring).
+
+    ``face_data[face]`` holds the Dirichlet values at the face's cell midpoints, shape (grid, grid),
+    indexed by the other two axes in order (``x-``: [i_y, i_z]). Returns the field at the cell
+    centres, shape (grid, grid, grid), indexed [i_x, i_y, i_z].
+    """
+    from scipy.fft import dstn, idstn
+
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    rhs = np.zeros((grid, grid, grid))
+    for face in FACES:
+        axis, side = face_axis(face)
+        index = [slice(None)] * 3
+        index[axis] = -1 if side else 0
+        rhs[tuple(index)] -= 2.0 * np.asarray(face_data[face], dtype=np.float64) / h[axis] ** 2
+    k = np.arange(1, grid + 1)
+    eigen = [-4.0 * np.sin(np.pi * k / (2 * grid)) ** 2 / step**2 for step in h]
+    total = eigen[0][:, None, None] + eigen[1][None, :, None] + eigen[2][None, None, :]
+    return idstn(dstn(rhs, type=2, norm="ortho") / total, type=2, norm="ortho")
+
+
+class HeatBox:
+    """Steady temperature of a box with Dirichlet data on its six faces.
+
+    Parameters
+    ----------
+    boundary: formulas of ``x``, ``y`` and ``z`` per face (:data:`FACES`): ``x-`` = T(x0, y, z),
+        ``x+`` = T(x1, y, z), ``y-`` = T(x, y0, z), and so on. A formula is evaluated on its face
+        (its own axis's variable at the face's bound).
+    bounds: three (lower, upper) pairs, x then y then z; default the unit cube.
+    grid: cells per axis of the solve.
+    cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
+
+    Query with :meth:`temperature` (``(N, 3) -> (N,)``) or call with one point ``(3,) -> float``;
+    the module docstring says what is returned on faces, edges and vertices.
+    """
+
+    def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        self.bounds = _check_bounds(bounds)
+        if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
+            raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
+        self.grid = int(grid)
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.boundary, self.expressions = _parse_boundary(boundary)
+        self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
+        self._tolerance = np.array([FACE_TOLERANCE * max(hi - lo, abs(lo), abs(hi)) for lo, hi in self.bounds])
+        self.cells_at = [lo + (np.arange(self.grid) + 0.5) * (hi - lo) / self.grid for lo, hi in self.bounds]
+        self._check_finite()
+        self.cells = self._load_or_solve()
+        self._interpolant = RegularGridInterpolator(self._node_axes(), self._nodes(), method="linear")
+
+    # ----------------------------------------------------------------------------- boundary data
+    def face_data(self, face: str, points) -> np.ndarray:
+        """The data of ``face`` at ``points`` (N, 3), each taken onto the face (its own axis's
+        coordinate set to the face's bound); shape (N,)."""
+        axis, side = face_axis(face)
+        pts = np.array(points, dtype=np.float64, ndmin=2)
+        pts[:, axis] = self.bounds[axis][side]
+        out = np.asarray(self._functions[face](pts[:, 0], pts[:, 1], pts[:, 2]), dtype=np.float64)
+        return np.broadcast_to(out, (len(pts),)).copy()
+
+    def face_grid(self, face: str, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """The data of ``face`` on the grid ``first`` × ``second`` of its other two axes, in order;
+        shape (len(first), len(second))."""
+        axis, _ = face_axis(face)
+        A, B = np.meshgrid(first, second, indexing="ij")
+        points = np.zeros((A.size, 3))
+        others = [a for a in range(3) if a != axis]
+        points[:, others[0]], points[:, others[1]] = A.ravel(), B.ravel()
+        return self.face_data(face, points).reshape(A.shape)
+
+    def boundary_continuous(self, samples: int = 257) -> bool:
+        """Whether every two faces' data agree along their shared edge (to 1e-9 of the data's
+        scale, ``samples`` points per edge): where they do not, the solution jumps there."""
+        pairs = []
+        for a, face in enumerate(FACES):
+            for other in FACES[a + 1:]:
+                if face[0] == other[0]:
+                    continue
+                points = self._edge_points(face, other, samples)
+                pairs.append((self.face_data(face, points), self.face_data(other, points)))
+        scale = max(1.0, max(float(np.max(np.abs(np.concatenate(p)))) for p in pairs))
+        return all(np.all(np.abs(a - b) <= 1e-9 * scale) for a, b in pairs)
+
+    def _edge_points(self, face: str, other: str, samples: int) -> np.ndarray:
+        (axis, side), (other_axis, other_side) = face_axis(face), face_axis(other)
+        along = 3 - axis - other_axis
+        points = np.zeros((samples, 3))
+        points[:, axis] = self.bounds[axis][side]
+        points[:, other_axis] = self.bounds[other_axis][other_side]
+        points[:, along] = np.linspace(*self.bounds[along], samples)
+        return points
+
+    def _check_finite(self, samples: int = 257) -> None:
+        for face in FACES:
+            axis, _ = face_axis(face)
+            first, second = (np.linspace(*self.bounds[a], samples) for a in range(3) if a != axis)
+            values = self.face_grid(face, first, second)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                i, j = np.argwhere(bad)[0]
+                names = [AXES[a] for a in range(3) if a != axis]
+                raise ProblemError(
+                    f"params.boundary.{face}: boundary data is not finite at ({names[0]}, {names[1]}) = "
+                    f"({first[i]:.6g}, {second[j]:.6g}) (formula {shown(self.boundary[face])}); it must be real "
+                    f"and finite on the whole closed face")
+
+    # ----------------------------------------------------------------------------- solve & cache
+    @property
+    def cache_key(self) -> str:
+        """Canonical JSON of what determines the solved field."""
+        return json.dumps({"oracle": "pinnbo.oracles.heat_box", "format": _CACHE_FORMAT,
+                           "boundary": {face: sp.srepr(self.expressions[face]) for face in FACES},
+                           "bounds": [list(pair) for pair in self.bounds], "grid": self.grid},
+                          sort_keys=True, separators=(",", ":"))
+
+    @property
+    def cache_path(self) -> Path:
+        return FIELDS.path(self.cache_dir, "heat_box", self.cache_key)
+
+    def _load_or_solve(self) -> np.ndarray:
+        def solve() -> np.ndarray:
+            data = {}
+            for face in FACES:
+                axis, _ = face_axis(face)
+                data[face] = self.face_grid(face, *(self.cells_at[a] for a in range(3) if a != axis))
+            return solve_dirichlet_box(self.bounds, self.grid, data)
+
+        return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,
+                          {f"{a}_cells": c for a, c in zip(AXES, self.cells_at)})
+
+    def _node_axes(self) -> list[np.ndarray]:
+        return [np.concatenate([[lo], cells, [hi]]) for (lo, hi), cells in zip(self.bounds, self.cells_at)]
+
+    def _nodes(self) -> np.ndarray:
+        """The field on the cell centres extended by the faces: the solved cells inside, and on the
+        boundary the mean of the data of every face a node lies on (one on a face, two on an edge,
+        three at a vertex)."""
+        axes = self._node_axes()
+        n = self.grid + 2
+        nodes = np.zeros((n, n, n))
+        nodes[1:-1, 1:-1, 1:-1] = self.cells
+        X, Y, Z = np.meshgrid(*axes, indexing="ij")
+        on = {face: np.zeros((n, n, n), dtype=bool) for face in FACES}
+        for face in FACES:
+            axis, side = face_axis(face)
+            index = [slice(None)] * 3
+            index[axis] = -1 if side else 0
+            on[face][tuple(index)] = True
+        count = sum(mask.astype(int) for mask in on.values())
+        boundary = count > 0
+        total = np.zeros((n, n, n))
+        for face, mask in on.items():
+            points = np.column_stack([X[mask], Y[mask], Z[mask]])
+            total[mask] += self.face_data(face, points)
+        nodes[boundary] = total[boundary] / count[boundary]
+        return nodes
+
+    # ----------------------------------------------------------------------------- queries
+    def _checked_points(self, points) -> np.ndarray:
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim == 1:
+            pts = pts[None, :]
+        if pts.ndim != 2 or pts.shape[1] != 3:
+            raise ValueError(f"points: expected shape (N, 3), got {np.shape(points)}")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("points: coordinates must be finite")
+        lower, upper = np.array(self.bounds).T
+        outside = np.any((pts < lower - self._tolerance) | (pts > upper + self._tolerance), axis=1)
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise ValueError(f"point {tuple(float(v) for v in pts[k])} lies outside the box {shown(self.bounds)}")
+        return pts
+
+    def temperature(self, points) -> np.ndarray:
+        """T at ``points`` (N, 3) (or one point (3,)) in the closed box; shape (N,). Inside: the
+        interpolated field; on the boundary: the mean of the data of the faces the point lies on."""
+        pts = self._checked_points(points).copy()
+        lower, upper = np.array(self.bounds).T
+        on = {}
+        for face in FACES:
+            axis, side = face_axis(face)
+            bound = (lower, upper)[side][axis]
+            on[face] = np.abs(pts[:, axis] - bound) <= self._tolerance[axis]
+            pts[on[face], axis] = bound
+        count = sum(mask.astype(int) for mask in on.values())
+        values = np.zeros(len(pts))
+        inside = count == 0
+        if inside.any():
+            values[inside] = self._interpolant(pts[inside])
+        for face, mask in on.items():
+            if mask.any():
+                values[mask] += self.face_data(face, pts[mask]) / count[mask]
+        return values
+
+    def __call__(self, point) -> float:
+        """T at one point of shape (3,), as a float (the oracle a :class:`Problem` calls)."""
+        point = np.asarray(point, dtype=np.float64)
+        if point.shape != (3,):
+            raise ValueError(f"point: expected shape (3,), got {point.shape}")
+        return float(self.temperature(point[None, :])[0])
+
+    def __reduce__(self):
+        # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
+        # field in the memory or disk cache (a worker process does not solve again).
+        return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir))
+
+    def __repr__(self) -> str:
+        return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid})"
+
+
+def box_supremum(box: HeatBox, samples: int = 1025) -> tuple[float, np.ndarray]:
+    """``(f_star, location)``: the supremum of :meth:`HeatBox.temperature` over the closed box.
+
+    Candidates: the largest solved cell (trilinear interpolation never exceeds its nodes) and each
+    face's data on the open face, sampled on a ``samples``² grid from ``EDGE_OFFSET`` of its sides
+    past one edge to as far before the other, the best sample refined by a bounded quasi-Newton
+    search over the cells around it. Where the data rise towards an edge whose other face is lower
+    the supremum is a limit no point attains: the location then sits ``EDGE_OFFSET`` of the side
+    from that edge, and ``f_star`` is the value there (so ``box(location) == f_star``).
+    """
+    from scipy.optimize import minimize
+
+    i = np.unravel_index(int(np.argmax(box.cells)), box.cells.shape)
+    candidates = [(float(box.cells[i]), np.array([box.cells_at[a][i[a]] for a in range(3)]))]
+    for face in FACES:
+        axis, side = face_axis(face)
+        others = [a for a in range(3) if a != axis]
+        ranges = [box.bounds[a] for a in others]
+        inner = [(lo + EDGE_OFFSET * (hi - lo), hi - EDGE_OFFSET * (hi - lo)) for lo, hi in ranges]
+        first, second = (np.linspace(a, b, samples) for a, b in inner)
+        values = box.face_grid(face, first, second)
+        m, n = np.unravel_index(int(np.argmax(values)), values.shape)
+
+        def point(uv, axis=axis, side=side, others=others):
+            p = np.empty(3)
+            p[axis] = box.bounds[axis][side]
+            p[others[0]], p[others[1]] = uv
+            return p
+
+        best, where = float(values[m, n]), point((first[m], second[n]))
+        near = [(grid[max(k - 1, 0)], grid[min(k + 1, samples - 1)]) for grid, k in ((first, m), (second, n))]
+        result = minimize(lambda uv: -float(box.face_data(face, point(uv))[0]), x0=[first[m], second[n]],
+                          method="L-BFGS-B", bounds=near, options={"ftol": 1e-15, "gtol": 1e-12})
+        if result.success and math.isfinite(result.fun) and -result.fun > best:
+            best, where = float(-result.fun), point(result.x)
+        candidates.append((best, where))
+    return max(candidates, key=lambda c: c[0])
+
+
+def _check_bounds(bounds) -> tuple[tuple[float, float], ...]:
+    message = "params.bounds: expected three [lower, upper] pairs (x, y, z) of finite numbers with lower < upper"
+    try:
+        pairs = [list(pair) for pair in bounds]
+    except TypeError:
+        raise ProblemError(f"{message}, got {shown(bounds)}") from None
+    if len(pairs) != 3 or any(len(pair) != 2 for pair in pairs):
+        raise ProblemError(f"{message}, got {shown(bounds)}")
+    out = []
+    for name, (lo, hi) in zip(AXES, pairs):
+        if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
+            raise ProblemError(f"{message}, got {shown(bounds)}")
+        lo, hi = float(lo), float(hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")
+        out.append((lo, hi))
+    return tuple(out)
+
+
+def _parse_boundary(boundary) -> tuple[dict[str, str], dict[str, sp.Expr]]:
+    if not isinstance(boundary, Mapping):
+        raise ProblemError(f"params.boundary: expected a mapping with keys {', '.join(FACES)}, "
+                           f"got {type(boundary).__name__}")
+    for key in boundary:
+        if key not in FACES:
+            raise ProblemError(f"params.boundary.{key}: unknown face; expected one of {', '.join(FACES)}")
+    for face in FACES:
+        if face not in boundary:
+            raise ProblemError(f"params.boundary.{face}: missing; every face needs Dirichlet data")
+    exprs = {face: parse_expression(boundary[face], list(AXES), f"params.boundary.{face}") for face in FACES}
+    return {face: str(boundary[face]) for face in FACES}, exprs

@@ -1,0 +1,118 @@
+"""The heat-box oracle against an analytic harmonic field and py-pde's solve, and its face, edge,
+vertex and cache semantics."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.oracles.field_cache import FIELDS
+from pinnbo.oracles.heat_box import FACES, HeatBox, box_supremum, solve_dirichlet_box
+from pinnbo.problem import ProblemError
+
+# e^{√2 x} sin y cos z + xyz + x² − z² is harmonic (2 − 1 − 1 = 0; 2 − 2 = 0): its face values are
+# the Dirichlet data, the field is known inside.
+HARMONIC = "exp(sqrt(2)*x)*sin(y)*cos(z) + x*y*z + x**2 - z**2"
+ANALYTIC = {face: HARMONIC for face in FACES}
+BOUNDS = ((0.0, 1.0), (0.0, 2.0), (-0.5, 1.0))
+# Discontinuous along every edge.
+STEP = {"x-": "1", "x+": "2", "y-": "3 + x", "y+": "-1", "z-": "0", "z+": "5 - y"}
+
+
+def harmonic(points):
+    return numpy_function(parse_expression(HARMONIC, ["x", "y", "z"], "u"), ["x", "y", "z"])(*np.asarray(points).T)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pinnbo-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PINNBO_CACHE", str(path))
+        yield path
+
+
+def test_the_solve_converges_at_second_order_to_a_harmonic_field(cache_dir):
+    inside = np.random.default_rng(0).uniform([0.05, 0.05, -0.45], [0.95, 1.95, 0.95], (500, 3))
+    at_cells, between = [], []
+    for grid in (16, 32):
+        box = HeatBox(ANALYTIC, bounds=BOUNDS, grid=grid)
+        cells = np.stack(np.meshgrid(*box.cells_at, indexing="ij"), axis=-1).reshape(-1, 3)
+        at_cells.append(np.abs(box.cells.ravel() - harmonic(cells)).max())
+        between.append(np.abs(box.temperature(inside) - harmonic(inside)).max())
+    # second order, the solve's and the trilinear interpolation's: a quarter, with room
+    assert at_cells[1] < at_cells[0] / 3.5 and between[1] < between[0] / 3.5
+    assert at_cells[1] < 2e-3 and between[1] < 4e-3
+
+
+def test_the_sine_transform_solve_is_py_pdes_finite_volume_solve():
+    pde = pytest.importorskip("pde")
+    grid = 8
+    rng = np.random.default_rng(1)
+    data = {face: rng.normal(size=(grid, grid)) for face in FACES}
+    reference = pde.solve_laplace_equation(pde.CartesianGrid([list(b) for b in BOUNDS], [grid] * 3),
+                                           {face: {"value": values} for face, values in data.items()}).data
+    assert np.abs(solve_dirichlet_box(BOUNDS, grid, data) - reference).max() < 1e-10
+
+
+@pytest.fixture(scope="module")
+def step(cache_dir):
+    return HeatBox(STEP, grid=16)
+
+
+def test_faces_edges_and_vertices_return_the_data_and_their_means(step):
+    assert step((0.0, 0.4, 0.7)) == 1.0                      # x- face
+    assert step((0.3, 0.0, 0.5)) == pytest.approx(3.3)       # y- face: 3 + x
+    assert step((0.5, 0.25, 1.0)) == pytest.approx(4.75)     # z+ face: 5 − y
+    assert step((1.0, 0.5, 1.0)) == pytest.approx((2 + 4.5) / 2)      # edge x+ ∩ z+
+    assert step((0.0, 0.0, 0.0)) == pytest.approx((1 + 3 + 0) / 3)   # vertex x- ∩ y- ∩ z-
+    assert step((1 + 1e-14, 0.5, 0.5)) == 2.0                 # within the tolerance: on the face
+    with pytest.raises(ValueError, match="outside the box"):
+        step((1.01, 0.5, 0.5))
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        step((0.5, 0.5))
+
+
+def test_the_field_keeps_the_maximum_principle_and_its_supremum_is_the_datas(step):
+    points = np.random.default_rng(2).uniform(0, 1, (20000, 3))
+    values = step.temperature(points)
+    assert values.max() < 5.0 and values.min() > -1.0
+    f_star, location = box_supremum(step)
+    # the z+ face, 5 − y, rises to 5 towards its edge with y-, where y- is at 3 + x
+    assert f_star == pytest.approx(5.0, abs=1e-8)
+    assert location[2] == 1.0 and location[1] == pytest.approx(0.0, abs=1e-8)
+    assert step(location) == f_star
+    assert not step.boundary_continuous()
+    assert HeatBox(ANALYTIC, grid=8).boundary_continuous()
+
+
+def test_a_field_is_solved_once_and_a_pickled_box_finds_it(step):
+    solves = FIELDS.stats["solves"]
+    again = pickle.loads(pickle.dumps(step))
+    assert FIELDS.stats["solves"] == solves
+    np.testing.assert_array_equal(again.cells, step.cells)
+    FIELDS.clear_memory()
+    reloaded = HeatBox(STEP, grid=16)
+    assert FIELDS.stats["solves"] == solves
+    np.testing.assert_array_equal(reloaded.cells, step.cells)
+
+
+@pytest.mark.parametrize("boundary, message", [
+    ({**STEP, "w-": "0"}, "params.boundary.w-: unknown face"),
+    ({k: v for k, v in STEP.items() if k != "z+"}, r"params.boundary.z\+: missing"),
+    ({**STEP, "x+": "1/(x - 1)"}, r"params.boundary.x\+: boundary data is not finite"),
+    ({**STEP, "y+": "__import__('os')"}, r"params.boundary.y\+"),
+])
+def test_bad_boundary_data_is_refused_before_a_solve(cache_dir, boundary, message):
+    solves = FIELDS.stats["solves"]
+    with pytest.raises(ProblemError, match=message):
+        HeatBox(boundary, grid=8)
+    assert FIELDS.stats["solves"] == solves
+
+
+@pytest.mark.parametrize("bounds", [[[0, 1], [0, 1]], [[0, 1], [0, 1], [1, 0]], "cube", [[0, 1], [0, 1], [0, True]]])
+def test_bad_bounds_are_refused(cache_dir, bounds):
+    with pytest.raises(ProblemError, match="params.bounds"):
+        HeatBox(STEP, bounds=bounds, grid=8)
