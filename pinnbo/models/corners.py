@@ -111,7 +111,51 @@ class GradedShape:
     at_corners: tuple[float, float, float, float]
 
 
-Shapes = Union[CornerShape, GradedShape, tuple]
+@dataclass(frozen=True)
+class EdgeShape:
+    """The edge functions of a box in three variables (module docstring), of an operator
+    Σ A_ii ∂²/∂z_i² with A constant and diagonal: ``scales`` √A_ii, by which each axis's offsets are
+    divided, so that the angle about each edge is measured where the operator is the Laplacian."""
+
+    scales: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+Shapes = Union[CornerShape, GradedShape, EdgeShape, tuple]
+
+#: The box's twelve edges in three variables, :func:`edge_angles`' order: (a, b, c) with the edge
+#: along axis c, the angle measured from axis a's offset towards axis b's, a < b; for each, the
+#: edges at (lower a, lower b), (lower a, upper b), (upper a, lower b), (upper a, upper b).
+EDGE_AXES = ((1, 2, 0), (0, 2, 1), (0, 1, 2))
+
+
+def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
+                scales: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+    """θ_e/(π/2) at physical ``points`` (N, 3) of the box [lower, upper] about each of its twelve
+    edges (:data:`EDGE_AXES`' order): shape (N, 12), each in [0, 1], 1 on the edge's face of axis a,
+    0 on its face of axis b, ½ on the edge itself (a box's value there is the mean of its two
+    faces'), with a zero gradient there; the offsets divided by ``scales``."""
+    columns = []
+    for a, b, _ in EDGE_AXES:
+        for across in ((points[:, a] - lower[a]) / scales[a], (upper[a] - points[:, a]) / scales[a]):
+            for along in ((points[:, b] - lower[b]) / scales[b], (upper[b] - points[:, b]) / scales[b]):
+                at = (across == 0) & (along == 0)
+                one = torch.ones_like(across)
+                angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
+                columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
+    return torch.stack(columns, -1)
+
+
+def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
+                   shape: EdgeShape = EdgeShape()) -> torch.Tensor:
+    """The box's edge functions at physical ``points`` (N, 3): each edge's angle (:func:`edge_angles`)
+    times 1 − s and times s, s the position along the edge from 0 to 1, (N, 24), the edges in
+    :data:`EDGE_AXES`' order, the two of an edge side by side. Each solves the operator's
+    homogeneous part: the angle is harmonic in its own plane and s is linear along the edge, across
+    the angle's gradient (module docstring); together they jump by any linear function along it."""
+    angles = edge_angles(points, lower, upper, shape.scales)
+    along = torch.stack([(points[:, c] - lower[c]) / (upper[c] - lower[c]) for _, _, c in EDGE_AXES
+                         for _ in range(4)], -1)
+    return torch.stack([angles * (1 - along), angles * along], -1).reshape(len(points), -1)
 
 
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -122,6 +166,8 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
     shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
     corner's column alone, (N, 1)."""
+    if isinstance(shape, EdgeShape):
+        return edge_functions(points, lower, upper, shape)
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
@@ -154,7 +200,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
 
 
 def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes) -> torch.Tensor:
-    """:func:`corner_angles` under ``shape`` (a tuple of four: each corner's own)."""
+    """:func:`corner_angles` under ``shape`` (a tuple of four: each corner's own; a box's edges:
+    :func:`edge_angles`)."""
+    if isinstance(shape, EdgeShape):
+        return edge_angles(points, lower, upper, shape.scales)
     if isinstance(shape, GradedShape):
         shape = shape.shape
     if isinstance(shape, tuple):
@@ -174,14 +223,17 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     bounded (Liouville's transformation, :meth:`pinnbo.pde.PDE.divergence_form`); for any other, a
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
-    one's (Grisvard 1985, ch. 5)."""
-    if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim != 2:
+    one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
+    functions of a constant operator Σ A_ii ∂²f/∂z_i² (diagonal, no drift, no zero-order term)."""
+    if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
     if set(own) != set(domain.names) or getattr(pde, "boundary", ()):
         return None
     order = [own.index(name) for name in domain.names]
     operator = pde.constant_operator()
+    if domain.dim == 3:
+        return None if operator is None else _edge_shape(operator, order)
     if operator is not None:
         return _shape(operator, order)
     graded = pde.divergence_form()
@@ -206,7 +258,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
 def solves_pde(shape: Shapes) -> bool:
     """Whether the corner functions of ``shape`` (:func:`jump_shape`) solve the PDE's homogeneous
     part: those of a constant operator do, those of a varying one do not."""
-    return isinstance(shape, CornerShape)
+    return isinstance(shape, (CornerShape, EdgeShape))
 
 
 def _graded(domain, pde, form, order) -> GradedShape | None:
@@ -227,6 +279,16 @@ def _graded(domain, pde, form, order) -> GradedShape | None:
         return None
     shape = _shape((A, (0.0,) * len(A), 0.0), order)
     return None if shape is None else GradedShape(shape, conductivity, at_corners)
+
+
+def _edge_shape(operator, order) -> EdgeShape | None:
+    """The :class:`EdgeShape` of a constant operator ``(A, b, c)`` in three variables, None unless A
+    is diagonal and there is neither drift nor a zero-order term."""
+    A, b, c = operator
+    if any(A[i][j] for i in range(3) for j in range(3) if i != j) or any(b) or c:
+        return None
+    sign = 1.0 if A[0][0] > 0 else -1.0        # −L has the same solutions
+    return EdgeShape(tuple(math.sqrt(sign * A[i][i]) for i in order))
 
 
 def _shape(operator, order) -> CornerShape | None:
@@ -276,4 +338,5 @@ class CornerKernel(Kernel):
     def _functions(self, unit: torch.Tensor) -> torch.Tensor:
         lower, upper = self.lower.to(unit), self.upper.to(unit)
         points = lower + unit * (upper - lower)
-        return corner_functions(points.reshape(-1, 2), lower, upper, self.shape).reshape(*unit.shape[:-1], 4)
+        functions = corner_functions(points.reshape(-1, unit.shape[-1]), lower, upper, self.shape)
+        return functions.reshape(*unit.shape[:-1], functions.shape[-1])

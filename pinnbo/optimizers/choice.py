@@ -24,14 +24,16 @@ The rule, in order, the first branch that applies:
    6; pinn-bo does not take them.
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
-   plate whose edges disagree at a corner): the supremum is then a limit beside the jump. pde-gp
-   where the PDE is in two variables (c ∇²f = g, a conductivity that differs along the axes, is
-   a tensor or varies over the plate, heat carried by a flow), whose GP then carries the jumps in
-   the corner functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's proposals or
-   fewer on the heat plates, every seed; where the coefficients vary, a graded conductor's divided
-   by √k, or the operator's frozen at each corner); pinn-bo in other dimensions, whose residual
-   fit follows a jump that the PDE-GP's smooth kernel approaches only slowly, proposal by proposal
-   along the edge.
+   plate whose edges disagree at a corner, a box whose faces disagree along an edge): the supremum
+   is then a limit beside the jump. pde-gp where the PDE is in two variables (c ∇²f = g, a
+   conductivity that differs along the axes, is a tensor or varies over the plate, heat carried by
+   a flow), or in three with a constant conductivity along the axes, whose GP then carries the
+   jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
+   proposals or fewer on the heat plates, every seed; where the coefficients vary, a graded
+   conductor's divided by √k, or the operator's frozen at each corner; on the heat boxes every
+   seed where the GPs reached 1% on few or none); pinn-bo otherwise, whose residual fit follows a
+   jump that the PDE-GP's smooth kernel approaches only slowly, proposal by proposal along the
+   edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound
@@ -126,8 +128,10 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     principle = pde.minimum_on_boundary(domain.named_bounds)       # read after the cheaper branches
     if boundary_continuous is False and principle and not conditions:
         if carries_jumps(domain, pde, boundary_continuous):
-            return Choice("pde-gp", "the optimum is on the boundary (maximum principle) and the boundary data jump at "
-                                    "its corners: a GP conditioned on the PDE, with the corners' angle functions for "
+            where = "at its corners" if domain.dim == 2 else "along its edges"
+            whose = "corners'" if domain.dim == 2 else "edges'"
+            return Choice("pde-gp", f"the optimum is on the boundary (maximum principle) and the boundary data jump "
+                                    f"{where}: a GP conditioned on the PDE, with the {whose} angle functions for "
                                     "the jumps")
         return Choice("pinn-bo", "the optimum is on the boundary (maximum principle) and the boundary data jump "
                                  "there: a network trained on the PDE's residual follows the jump")

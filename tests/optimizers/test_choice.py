@@ -132,13 +132,18 @@ def test_a_problem_declares_its_boundary_data():
     assert "maximum principle" not in choice_for(degenerate).reason
 
 
-def test_data_that_jump_in_three_variables_run_the_network():
-    """The corners' angle functions are a plane's; in 3 variables the jump rule still runs pinn-bo."""
+def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network():
+    """In a box, Laplace's operator (and one with a conductivity along the axes) gets pde-gp with the
+    edges' angle functions; a flow, which they do not take, pinn-bo."""
     names = sp.symbols("x1:4")
     u = sp.Function("u")(*names)
     box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
-    assert choose_method(box, PDE(sum(u.diff(v, 2) for v in names), rhs=0), boundary_continuous=False).method \
-        == "pinn-bo"
+    laplace = choose_method(box, PDE(sum(u.diff(v, 2) for v in names), rhs=0), boundary_continuous=False)
+    assert laplace.method == "pde-gp" and "along its edges" in laplace.reason and "edges' angle" in laplace.reason
+    axes = PDE(u.diff(names[0], 2) + 4 * u.diff(names[1], 2) + u.diff(names[2], 2), rhs=0)
+    assert choose_method(box, axes, boundary_continuous=False).method == "pde-gp"
+    flow = PDE(sum(u.diff(v, 2) for v in names) - 2 * u.diff(names[0]), rhs=0)
+    assert choose_method(box, flow, boundary_continuous=False).method == "pinn-bo"
 
 
 WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])
