@@ -151,6 +151,11 @@ TABLE = [
         "the whole closed plate"),
     Bad("velocity-not-numbers", case(problem="heat_plate", params="{grid: 16, velocity: [1, fast], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.velocity: expected two numbers [v_x, v_y], got [1, 'fast']"),
+    Bad("box-face-missing", case(problem="heat_box", params="{grid: 16, boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0'}}"),
+        "params.boundary.z+: missing; every face needs Dirichlet data"),
+    Bad("box-face-not-finite", case(problem="heat_box", params="{grid: 16, boundary: {x-: '0', x+: '1', y-: x, y+: 'log(z)', z-: '0', z+: '0'}}"),
+        "params.boundary.y+: boundary data is not finite at (x, z) = (0, 0) (formula 'log(z)'); it must be real and "
+        "finite on the whole closed face"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",

@@ -10,6 +10,14 @@ continuous, which a smooth kernel models. Each function is 0 along the corner's 
 (the second coordinate at its bound), 1 along the vertical one and ½ at the corner itself, where a
 plate's value is the mean of its two edges'.
 
+A box in three variables whose faces disagree along an edge jumps there, by an amount that varies
+along the edge. The angle about the edge, measured in the plane across it, is harmonic in three
+variables too (it does not depend on the coordinate along the edge), so the box's twelve edge
+functions (:func:`edge_angles`) carry each edge's jump with one amplitude; what remains still jumps
+by the jump's variation along the edge, which the smooth kernel takes. (The angle times the
+position along the edge is harmonic as well and would carry a jump that varies linearly, but the
+twelve more amplitudes cost more proposals than they saved: docs/archive/benchmarks.md, "Heat boxes".)
+
 The same holds under L = Σ A_ij ∂²/∂z_i∂z_j + b·∇ + c with constants and (A_ij) definite
 (:meth:`pinnbo.pde.PDE.constant_operator`; taken here with A positive definite). With f = e^{α·z} v,
 α = −½ A⁻¹b, and ζ = M⁻¹z for any M with A = MMᵀ, L f = e^{α·z}(Δ_ζ v + μ v) with
@@ -113,9 +121,10 @@ class GradedShape:
 
 @dataclass(frozen=True)
 class EdgeShape:
-    """The edge functions of a box in three variables (module docstring), of an operator
-    Σ A_ii ∂²/∂z_i² with A constant and diagonal: ``scales`` √A_ii, by which each axis's offsets are
-    divided, so that the angle about each edge is measured where the operator is the Laplacian."""
+    """The edge functions of a box in three variables (module docstring; :func:`edge_angles`), of an
+    operator Σ A_ii ∂²/∂z_i² with A constant and diagonal: ``scales`` √A_ii, by which each axis's
+    offsets are divided, so that the angle about each edge is measured where the operator is the
+    Laplacian."""
 
     scales: tuple[float, float, float] = (1.0, 1.0, 1.0)
 
@@ -145,19 +154,6 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     return torch.stack(columns, -1)
 
 
-def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                   shape: EdgeShape = EdgeShape()) -> torch.Tensor:
-    """The box's edge functions at physical ``points`` (N, 3): each edge's angle (:func:`edge_angles`)
-    times 1 − s and times s, s the position along the edge from 0 to 1, (N, 24), the edges in
-    :data:`EDGE_AXES`' order, the two of an edge side by side. Each solves the operator's
-    homogeneous part: the angle is harmonic in its own plane and s is linear along the edge, across
-    the angle's gradient (module docstring); together they jump by any linear function along it."""
-    angles = edge_angles(points, lower, upper, shape.scales)
-    along = torch.stack([(points[:, c] - lower[c]) / (upper[c] - lower[c]) for _, _, c in EDGE_AXES
-                         for _ in range(4)], -1)
-    return torch.stack([angles * (1 - along), angles * along], -1).reshape(len(points), -1)
-
-
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                      shape: Shapes = CornerShape(), only: int | None = None) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
@@ -165,9 +161,9 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     is 1 at each function's own corner; the angles alone where α = 0 and κ = 0. A tuple of four
     shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
     shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
-    corner's column alone, (N, 1)."""
+    corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12)."""
     if isinstance(shape, EdgeShape):
-        return edge_functions(points, lower, upper, shape)
+        return edge_angles(points, lower, upper, shape.scales)
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)

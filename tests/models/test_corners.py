@@ -12,7 +12,7 @@ import sympy as sp
 import torch
 
 from pinnbo.models.corners import (FROZEN_REACH, CornerShape, EdgeShape, GradedShape, carries_jumps, corner_angles,
-                                   corner_functions, corner_sides, edge_angles, edge_functions, jump_shape,
+                                   corner_functions, corner_sides, edge_angles, jump_shape,
                                    solves_pde)
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE
@@ -326,33 +326,33 @@ U = sp.Function("U")(x, y, z)
 
 @pytest.mark.parametrize("scales", [(1.0, 1.0, 1.0), (1.0, 2.0, 0.5)])
 def test_each_edge_function_solves_its_operator_inside_the_box(scales):
-    """Σ A_ii ∂²f/∂z_i² by autograd, A_ii = scales², of the 24 functions at 50 points: zero to rounding."""
+    """Σ A_ii ∂²f/∂z_i² by autograd, A_ii = scales², of the 12 functions at 50 points: zero to rounding."""
     unit = 0.05 + 0.9 * torch.rand(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     points = (BOX_LOWER + unit * (BOX_UPPER - BOX_LOWER)).requires_grad_(True)
-    functions = edge_functions(points, BOX_LOWER, BOX_UPPER, EdgeShape(scales))
-    assert functions.shape == (50, 24)
-    for j in range(24):
+    functions = corner_functions(points, BOX_LOWER, BOX_UPPER, EdgeShape(scales))
+    assert functions.shape == (50, 12)
+    for j in range(12):
         (gradient,) = torch.autograd.grad(functions[:, j].sum(), points, create_graph=True)
         operator = sum(scales[i] ** 2 * torch.autograd.grad(gradient[:, i].sum(), points, retain_graph=True)[0][:, i]
                        for i in range(3))
         assert float(operator.abs().max()) < 1e-10
 
 
-def test_an_edge_function_is_one_and_zero_on_its_two_faces_one_half_on_its_edge_and_linear_along_it():
-    """The edge along z at (x₁, y₀), the 11th angle (EDGE_AXES: z's edges last, the angle from x's
-    offset to y's): 1 on the face x = x₁, 0 on the face y = y₀, ½ on the edge; its two functions
-    there are (1 − s)/2 and s/2, s = (z − z₀)/(z₁ − z₀); far from the edge the angle is smooth."""
-    s = torch.tensor([0.0, 0.3, 1.0], dtype=torch.float64)
-    along = 0.5 + 1.5 * s
-    on_x_face = torch.stack([torch.ones(3), torch.tensor([-0.2, 0.4, 0.9]), along], -1).double()
-    on_y_face = torch.stack([torch.tensor([0.1, 0.5, 0.7]), -torch.ones(3), along], -1).double()
-    on_edge = torch.stack([torch.ones(3), -torch.ones(3), along], -1).double()
+def test_an_edge_function_is_one_and_zero_on_its_two_faces_and_one_half_on_its_edge():
+    """The edge along z at (x₁, y₀), the 11th (EDGE_AXES: z's edges last, the angle from x's offset
+    to y's): 1 on the face x = x₁, 0 on the face y = y₀, ½ on the edge with a zero gradient there,
+    and the angle atan2(y − y₀, x₁ − x)/(π/2) between."""
+    along = torch.tensor([0.5, 1.1, 2.0], dtype=torch.float64)
+    on_x_face = torch.stack([torch.ones(3).double(), torch.tensor([-0.2, 0.4, 0.9]).double(), along], -1)
+    on_y_face = torch.stack([torch.tensor([0.1, 0.5, 0.7]).double(), -torch.ones(3).double(), along], -1)
+    on_edge = torch.stack([torch.ones(3).double(), -torch.ones(3).double(), along], -1)
     k = 10                                    # z's edges: 8..11, (x₀, y₀), (x₀, y₁), (x₁, y₀), (x₁, y₁)
     assert torch.equal(edge_angles(on_x_face, BOX_LOWER, BOX_UPPER)[:, k], torch.ones(3, dtype=torch.float64))
     assert torch.equal(edge_angles(on_y_face, BOX_LOWER, BOX_UPPER)[:, k], torch.zeros(3, dtype=torch.float64))
-    functions = edge_functions(on_edge, BOX_LOWER, BOX_UPPER)
-    torch.testing.assert_close(functions[:, 2 * k], (1 - s) / 2)
-    torch.testing.assert_close(functions[:, 2 * k + 1], s / 2)
+    torch.testing.assert_close(edge_angles(on_edge, BOX_LOWER, BOX_UPPER)[:, k], torch.full((3,), 0.5).double())
+    inside = torch.tensor([[0.7, -0.4, 1.0]], dtype=torch.float64)
+    torch.testing.assert_close(edge_angles(inside, BOX_LOWER, BOX_UPPER)[0, k],
+                               torch.tensor(math.atan2(0.6, 0.3) / (math.pi / 2), dtype=torch.float64))
     edge = on_edge.clone().requires_grad_(True)
     (gradient,) = torch.autograd.grad(edge_angles(edge, BOX_LOWER, BOX_UPPER)[:, k].sum(), edge)
     assert torch.equal(gradient, torch.zeros_like(gradient))
@@ -377,24 +377,23 @@ def test_a_box_carries_the_edge_functions_of_a_diagonal_operator_and_no_other():
                                        rhs=0), False)
 
 
-def test_a_pde_gp_with_the_edge_functions_follows_a_jump_along_an_edge():
-    """A harmonic function of three variables, x² − z² plus jumps of 3 − 2s and 1 + s along two
-    edges; 60 values and ∇²f = 0 at 128 points: with the edge functions the mean is within 1 % of
-    the spread (RMS over the box, and in the quarter by the first edge), the smooth kernel more than
-    20 times further off there."""
+def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
+    """A harmonic function of three variables, x² − z² plus jumps of 3 and −1 along two edges; 60
+    values and ∇²f = 0 at 128 points: with the edge functions the mean is within 1 % of the spread
+    (RMS over the box, and in the quarter by the first edge), the smooth kernel more than 20 times
+    further off there."""
     lower, upper = torch.zeros(3, dtype=torch.float64), torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64)
 
     def field(unit):
         points = lower + unit * (upper - lower)
         angles = edge_angles(points, lower, upper)
-        s_x, s_z = points[:, 0], points[:, 2]
-        return points[:, 0] ** 2 - points[:, 2] ** 2 + (3 - 2 * s_x) * angles[:, 3] + (1 + s_z) * angles[:, 8]
+        return points[:, 0] ** 2 - points[:, 2] ** 2 + 3 * angles[:, 3] - angles[:, 8]
 
     laplace = PDE(U.diff(x, 2) + U.diff(y, 2) + U.diff(z, 2), rhs=0).linear_form()
     X = torch.as_tensor(sobol_unit(60, 3, 0, "edges-test"))
     Z = torch.as_tensor(sobol_unit(128, 3, 1, "edges-test"))
     with_edges = PDEGP(X, field(X), Z, laplace, lower, upper - lower,
-                       basis=lambda points: edge_functions(points, lower, upper))
+                       basis=lambda points: corner_functions(points, lower, upper, EdgeShape()))
     smooth = PDEGP(X, field(X), Z, laplace, lower, upper - lower)
     test = torch.rand(400, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     near = test * torch.tensor([1.0, 0.5, 0.5], dtype=torch.float64) + torch.tensor([0.0, 0.5, 0.5],

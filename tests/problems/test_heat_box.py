@@ -1,0 +1,45 @@
+"""The heat-box problem: its supremum is the hand-computed limit of the top face's data at an edge
+where the faces disagree, its PDE is Laplace's in three variables and its description names the
+faces."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from problems.heat_box import heat_box
+
+BOUNDARY = {"x-": "y*z", "x+": "1 + z + sin(3*y)/2", "y-": "x*exp(-x) + z", "y+": "2*z - x",
+            "z-": "y*sin(3*x)", "z+": "1 + 2*x - (y - 0.3)**2 + cos(5*x)/5"}
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PINNBO_CACHE", str(tmp_path_factory.mktemp("pinnbo-cache")))
+        yield heat_box(BOUNDARY, grid=16)
+
+
+def test_the_supremum_is_the_top_faces_limit_at_its_edge_with_a_cooler_face(problem):
+    """On z = 1 the data 1 + 2x − (y − 0.3)² + cos(5x)/5 rise towards x = 1 (2 − sin 5 > 0) and
+    peak at y = 0.3: 3 + cos(5)/5 there, where the face x = 1 is at 2 + sin(0.9)/2."""
+    assert problem.optimum == pytest.approx(3 + math.cos(5) / 5, abs=1e-8)
+    np.testing.assert_allclose(problem.optimum_location, (1.0, 0.3, 1.0), atol=1e-7)
+    assert problem.objective(np.asarray(problem.optimum_location)) == problem.optimum
+    assert problem.objective(np.array([1.0, 0.3, 1.0])) == pytest.approx((3 + math.cos(5) / 5 + 2 + math.sin(0.9) / 2) / 2)
+    assert problem.boundary_continuous is False and problem.sense == "maximize"
+    assert "x-='y*z'" in problem.description and "16³" in problem.description
+
+
+def test_its_pde_is_laplaces_in_three_variables(problem):
+    """A harmonic function has zero residual, x² alone 2."""
+    residual = problem.pde.compile()
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    harmonic = lambda p: p[:, 0] ** 2 + p[:, 1] ** 2 - 2 * p[:, 2] ** 2 + p[:, 0] * p[:, 1] * p[:, 2]  # noqa: E731
+    assert float(residual(harmonic, points).abs().max()) < 1e-10
+    torch.testing.assert_close(residual(lambda p: p[:, 0] ** 2, points).reshape(-1),
+                               torch.full((20,), 2.0, dtype=torch.float64))
+    assert problem.pde.minimum_on_boundary(problem.domain.named_bounds)
