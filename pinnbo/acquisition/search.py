@@ -31,9 +31,11 @@ class Proposal:
 #: (:func:`pinnbo.models.corners.corner_angles`, 0 on a corner's horizontal edge, 1 on its vertical
 #: one, ½ at the corner) differ by this much or more lie on different sides of it (on the two edges
 #: beside a corner, or one at the corner and one beside it) and are no repeat of each other however
-#: close: their values differ by a share of the jump.
+#: close: their values differ by a share of the jump. A box's edges alike, by their angles
+#: (:func:`pinnbo.models.corners.edge_angles`).
 SIDE_GAP = 0.25
-#: Unit designs (n, d) -> their corner angles (n, 4), where the model jumps at the corners.
+#: Unit designs (n, d) -> their corner angles (n, 4), where the model jumps at the corners (a box's
+#: edge angles, (n, 12)).
 Sides = Callable[[np.ndarray], np.ndarray]
 
 

@@ -135,6 +135,9 @@ Shapes = Union[CornerShape, GradedShape, EdgeShape, tuple]
 #: along axis c, the angle measured from axis a's offset towards axis b's, a < b; for each, the
 #: edges at (lower a, lower b), (lower a, upper b), (upper a, lower b), (upper a, upper b).
 EDGE_AXES = ((1, 2, 0), (0, 2, 1), (0, 1, 2))
+# (axis, side) of the offset across each edge and of the offset along the angle, EDGE_AXES' order.
+_ACROSS = tuple(zip(*[(a, i) for a, b, _ in EDGE_AXES for i in (0, 1) for _ in (0, 1)]))
+_ALONG = tuple(zip(*[(b, j) for a, b, _ in EDGE_AXES for _ in (0, 1) for j in (0, 1)]))
 
 
 def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -142,16 +145,16 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     """θ_e/(π/2) at physical ``points`` (N, 3) of the box [lower, upper] about each of its twelve
     edges (:data:`EDGE_AXES`' order): shape (N, 12), each in [0, 1], 1 on the edge's face of axis a,
     0 on its face of axis b, ½ on the edge itself (a box's value there is the mean of its two
-    faces'), with a zero gradient there; the offsets divided by ``scales``."""
-    columns = []
-    for a, b, _ in EDGE_AXES:
-        for across in ((points[:, a] - lower[a]) / scales[a], (upper[a] - points[:, a]) / scales[a]):
-            for along in ((points[:, b] - lower[b]) / scales[b], (upper[b] - points[:, b]) / scales[b]):
-                at = (across == 0) & (along == 0)
-                one = torch.ones_like(across)
-                angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
-                columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
-    return torch.stack(columns, -1)
+    faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve in one
+    call each (they are evaluated at every step of the acquisition's search)."""
+    scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
+    offsets = torch.stack([(points - lower) / scale, (upper - points) / scale], -1)      # (N, 3, 2)
+    across = offsets[:, _ACROSS[0], _ACROSS[1]]
+    along = offsets[:, _ALONG[0], _ALONG[1]]
+    at = (across == 0) & (along == 0)
+    one = torch.ones_like(across)
+    angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
+    return torch.where(at, torch.full_like(angle, 0.5), angle)
 
 
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,

@@ -30,10 +30,11 @@ The rule, in order, the first branch that applies:
    a flow), or in three with a constant conductivity along the axes, whose GP then carries the
    jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
    proposals or fewer on the heat plates, every seed; where the coefficients vary, a graded
-   conductor's divided by √k, or the operator's frozen at each corner; on the heat boxes every
-   seed where the GPs reached 1% on few or none); pinn-bo otherwise, whose residual fit follows a
-   jump that the PDE-GP's smooth kernel approaches only slowly, proposal by proposal along the
-   edge.
+   conductor's divided by √k, or the operator's frozen at each corner; on the two heat boxes
+   whose optimum is a face's limit at an edge, every seed where the GPs and pinn-bo reached 1% on
+   one seed of 10 or none, and about as many as gp-ei's where it is inside a face, one seed of
+   10 short); pinn-bo otherwise, whose residual fit follows a jump that the PDE-GP's smooth kernel
+   approaches only slowly, proposal by proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound

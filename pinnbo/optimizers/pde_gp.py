@@ -23,7 +23,8 @@ the GP of the data alone: the PDE never overrules the measurements.
 Where the problem declares boundary data that jump where its faces meet (``boundary_continuous``
 False), the PDE is elliptic in two variables (Laplace's and Poisson's equations, a conductor
 whose conductivity differs along its axes, is a tensor or varies over the plate, heat carried by a
-flow) and no boundary condition is declared, the GP adds the corner functions to its prior
+flow) or in three with a constant conductivity along the axes, and no boundary condition is
+declared, the GP adds the corner functions (a box's edge functions) to its prior
 (:mod:`pinnbo.models.corners`; where the coefficients vary, a graded conductor's divided by √k or
 the frozen operator's at each corner, with the operator's values on them at the collocation points
 in the PDE's covariance blocks):
@@ -331,9 +332,9 @@ class PDEGPOptimizer(Optimizer):
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
         """Where the boundary data jump (module docstring): the corner functions, physical points
-        (N, 2) -> (N, 4), for the model's prior; the sides of a jump, unit designs (n, 2) -> their
-        corner angles (n, 4), which the duplicate and stall rules tell apart
-        (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
+        (N, 2) -> (N, 4) (a box's edge functions, (N, 3) -> (N, 12)), for the model's prior; the
+        sides of a jump, unit designs (n, d) -> their angles, which the duplicate and stall rules
+        tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
         (:func:`pinnbo.models.corners.solves_pde`). (None, None, True) elsewhere (a nonlinear PDE
         has none)."""
         if self.boundary_continuous not in self._jump_shapes:   # read off the PDE's symbols once a run
