@@ -171,6 +171,7 @@ def test_problems_outside_the_project_names_cases_as_run_takes_them(tmp_path, mo
     ("heat_plate", ["boundary", "required", "bounds", "grid", "256", "max_gradient"]),
     ("beam", ["EI", "bending stiffness", "q", "bc", "two conditions per end", "flexibility", "sense"]),
     ("dropwave", ["dim", "int", "2"]),
+    ("heat_box", ["boundary", "required", "bounds", "grid", "96", "x-: T(x0, y, z)"]),
 ])
 def test_problems_name_prints_its_parameters_and_an_example_case(name, rows):
     result = runner.invoke(app, ["problems", name], env={"COLUMNS": "200"})
@@ -179,6 +180,8 @@ def test_problems_name_prints_its_parameters_and_an_example_case(name, rows):
         assert text in result.output
     example = result.output[result.output.index("example case:"):]
     assert f"problem: {name}" in example
+    if name == "heat_box":                # no case in cases/: a written example, under the default
+        assert "method: auto" in example
 
 
 def test_problems_of_an_unknown_name_is_one_line():

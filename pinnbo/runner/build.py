@@ -364,7 +364,7 @@ def describe_problem(name: str) -> tuple[str, list[ProblemParameter], str]:
         example = f"# {shipped[0].relative_to(CASES_DIR.parent)}\n" + shipped[0].read_text()
     else:
         required = {p.name: "..." for p in parameters if p.default == "required"}
-        example = yaml.safe_dump({"name": name, "problem": name, "params": required or {}, "method": "pinn-bo",
+        example = yaml.safe_dump({"name": name, "problem": name, "params": required or {}, "method": "auto",
                                   "budget": 100, "initial_points": 10, "seed": 0}, sort_keys=False)
     return first_sentence(doc.split("\n\n", 1)[0]), parameters, example
 
