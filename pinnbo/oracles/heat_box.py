@@ -37,7 +37,8 @@ import sympy as sp
 from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
-from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.expressions import numpy_function
+from pinnbo.oracles.dirichlet import as_points, check_bounds, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -99,12 +100,12 @@ class HeatBox:
 
     def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
                  cache_dir: str | os.PathLike | None = None) -> None:
-        self.bounds = _check_bounds(bounds)
+        self.bounds = check_bounds(bounds, AXES)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        self.boundary, self.expressions = _parse_boundary(boundary)
+        self.boundary, self.expressions = parse_boundary(boundary, FACES, "face", AXES)
         self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
         self._tolerance = np.array([FACE_TOLERANCE * max(hi - lo, abs(lo), abs(hi)) for lo, hi in self.bounds])
         self.cells_at = [lo + (np.arange(self.grid) + 0.5) * (hi - lo) / self.grid for lo, hi in self.bounds]
@@ -221,13 +222,9 @@ class HeatBox:
 
     # ----------------------------------------------------------------------------- queries
     def _checked_points(self, points) -> np.ndarray:
-        pts = np.asarray(points, dtype=np.float64)
-        if pts.ndim == 1:
-            pts = pts[None, :]
-        if pts.ndim != 2 or pts.shape[1] != 3:
-            raise ValueError(f"points: expected shape (N, 3), got {np.shape(points)}")
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("points: coordinates must be finite")
+        """``points`` as an (N, 3) array (:func:`as_points`); ValueError for a point outside the
+        closed box (beyond the face tolerance)."""
+        pts = as_points(points, 3)
         lower, upper = np.array(self.bounds).T
         outside = np.any((pts < lower - self._tolerance) | (pts > upper + self._tolerance), axis=1)
         if outside.any():
@@ -309,36 +306,3 @@ def box_supremum(box: HeatBox, samples: int = 1025) -> tuple[float, np.ndarray]:
             best, where = float(-result.fun), point(result.x)
         candidates.append((best, where))
     return max(candidates, key=lambda c: c[0])
-
-
-def _check_bounds(bounds) -> tuple[tuple[float, float], ...]:
-    message = "params.bounds: expected three [lower, upper] pairs (x, y, z) of finite numbers with lower < upper"
-    try:
-        pairs = [list(pair) for pair in bounds]
-    except TypeError:
-        raise ProblemError(f"{message}, got {shown(bounds)}") from None
-    if len(pairs) != 3 or any(len(pair) != 2 for pair in pairs):
-        raise ProblemError(f"{message}, got {shown(bounds)}")
-    out = []
-    for name, (lo, hi) in zip(AXES, pairs):
-        if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
-            raise ProblemError(f"{message}, got {shown(bounds)}")
-        lo, hi = float(lo), float(hi)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")
-        out.append((lo, hi))
-    return tuple(out)
-
-
-def _parse_boundary(boundary) -> tuple[dict[str, str], dict[str, sp.Expr]]:
-    if not isinstance(boundary, Mapping):
-        raise ProblemError(f"params.boundary: expected a mapping with keys {', '.join(FACES)}, "
-                           f"got {type(boundary).__name__}")
-    for key in boundary:
-        if key not in FACES:
-            raise ProblemError(f"params.boundary.{key}: unknown face; expected one of {', '.join(FACES)}")
-    for face in FACES:
-        if face not in boundary:
-            raise ProblemError(f"params.boundary.{face}: missing; every face needs Dirichlet data")
-    exprs = {face: parse_expression(boundary[face], list(AXES), f"params.boundary.{face}") for face in FACES}
-    return {face: str(boundary[face]) for face in FACES}, exprs

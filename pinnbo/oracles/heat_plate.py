@@ -48,6 +48,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
+from pinnbo.oracles.dirichlet import as_points, check_bounds, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -246,7 +247,7 @@ class HeatPlate:
         conductivity=(1.0, 1.0),
         velocity=(0.0, 0.0),
     ) -> None:
-        self.bounds = _check_bounds(bounds)
+        self.bounds = check_bounds(bounds, ("x", "y"))
         if isinstance(conductivity, str):        # a graded plate: k(x, y), parsed, never evaluated
             self.conductivity = conductivity
             self.conductivity_expression = parse_expression(conductivity, ["x", "y"], "params.conductivity")
@@ -261,7 +262,7 @@ class HeatPlate:
         self.grid = int(grid)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
 
-        self.boundary, self.expressions = _parse_boundary(boundary)
+        self.boundary, self.expressions = parse_boundary(boundary, EDGES, "edge", ("x", "y"))
         variables = ["x", "y"]
         self._functions = {edge: numpy_function(expr, variables) for edge, expr in self.expressions.items()}
         self._check_finite()
@@ -407,13 +408,7 @@ class HeatPlate:
     def _checked_points(self, points) -> np.ndarray:
         """``points`` as an (N, 2) float array; ValueError for another shape, a non-finite
         coordinate or a point outside the closed rectangle (beyond the edge tolerance)."""
-        pts = np.asarray(points, dtype=np.float64)
-        if pts.ndim == 1:
-            pts = pts[None, :]
-        if pts.ndim != 2 or pts.shape[1] != 2:
-            raise ValueError(f"points: expected shape (N, 2), got {np.shape(points)}")
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("points: coordinates must be finite")
+        pts = as_points(points, 2)
         (x0, x1), (y0, y1) = self.bounds
         tx, ty = self._tolerance
         x, y = pts[:, 0], pts[:, 1]
@@ -605,41 +600,6 @@ def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None
     if not all(math.isfinite(v) and (v > 0 or not positive) for v in (first, second)):
         raise ProblemError(message)
     return first, second
-
-
-def _check_bounds(bounds) -> tuple[tuple[float, float], tuple[float, float]]:
-    message = "params.bounds: expected two [lower, upper] pairs (x then y) of finite numbers with lower < upper"
-    try:
-        pairs = [list(pair) for pair in bounds]
-    except TypeError:
-        raise ProblemError(f"{message}, got {shown(bounds)}") from None
-    if len(pairs) != 2 or any(len(pair) != 2 for pair in pairs):
-        raise ProblemError(f"{message}, got {shown(bounds)}")
-    out = []
-    for name, (lo, hi) in zip("xy", pairs):
-        if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
-            raise ProblemError(f"{message}, got {shown(bounds)}")
-        lo, hi = float(lo), float(hi)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")
-        out.append((lo, hi))
-    return out[0], out[1]
-
-
-def _parse_boundary(boundary) -> tuple[dict[str, str], dict[str, sp.Expr]]:
-    if not isinstance(boundary, Mapping):
-        raise ProblemError(
-            f"params.boundary: expected a mapping with keys {', '.join(EDGES)}, got {type(boundary).__name__}"
-        )
-    for key in boundary:
-        if key not in EDGES:
-            raise ProblemError(f"params.boundary.{key}: unknown edge; expected one of {', '.join(EDGES)}")
-    for edge in EDGES:
-        if edge not in boundary:
-            raise ProblemError(f"params.boundary.{edge}: missing; every edge needs Dirichlet data")
-    texts = {edge: boundary[edge] for edge in EDGES}
-    exprs = {edge: parse_expression(texts[edge], ["x", "y"], f"params.boundary.{edge}") for edge in EDGES}
-    return {edge: str(texts[edge]) for edge in EDGES}, exprs
 
 
 def _extend_half_cell(a: np.ndarray) -> np.ndarray:

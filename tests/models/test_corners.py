@@ -28,6 +28,14 @@ T = sp.Function("T")(x, y)
 LAPLACE = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0).linear_form()
 
 
+def relative_error(model, truth, points: torch.Tensor, over: torch.Tensor) -> float:
+    """The RMS of the model's posterior mean less ``truth`` at ``points``, over the spread (standard
+    deviation) of ``truth`` at the points ``over``."""
+    with torch.no_grad():
+        mean, _ = model.mean_and_variance(points)
+    return float((mean - truth(points)).pow(2).mean().sqrt()) / float(truth(over).std())
+
+
 def angles(points: torch.Tensor) -> torch.Tensor:
     return corner_angles(points, LOWER, UPPER)
 
@@ -121,13 +129,7 @@ def test_a_pde_gp_with_the_angle_functions_follows_a_jump_the_smooth_kernel_cann
     smooth = PDEGP(X, plate(X), Z, LAPLACE, LOWER, WIDTHS)
     test = torch.rand(400, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     near = 0.5 * test + torch.tensor([0.5, 0.0], dtype=torch.float64)       # the corner's quarter
-    spread = float(plate(test).std())
-
-    def error(model, points):
-        with torch.no_grad():
-            mean, _ = model.mean_and_variance(points)
-        return float((mean - plate(points)).pow(2).mean().sqrt()) / spread
-
+    error = lambda model, points: relative_error(model, plate, points, test)  # noqa: E731
     assert error(with_angles, test) < 0.02 and error(with_angles, near) < 0.02
     assert error(smooth, near) > 5 * error(with_angles, near)
 
@@ -398,12 +400,6 @@ def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
     test = torch.rand(400, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     near = test * torch.tensor([1.0, 0.5, 0.5], dtype=torch.float64) + torch.tensor([0.0, 0.5, 0.5],
                                                                                       dtype=torch.float64)
-    spread = float(field(test).std())
-
-    def error(model, unit):
-        with torch.no_grad():
-            mean, _ = model.mean_and_variance(unit)
-        return float((mean - field(unit)).pow(2).mean().sqrt()) / spread
-
+    error = lambda model, unit: relative_error(model, field, unit, test)  # noqa: E731
     assert error(with_edges, near) < 0.01 and error(with_edges, test) < 0.01
     assert error(smooth, near) > 20 * error(with_edges, near)

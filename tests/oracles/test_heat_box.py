@@ -26,14 +26,6 @@ def harmonic(points):
     return numpy_function(parse_expression(HARMONIC, ["x", "y", "z"], "u"), ["x", "y", "z"])(*np.asarray(points).T)
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("pinnbo-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PINNBO_CACHE", str(path))
-        yield path
-
-
 def test_the_solve_converges_at_second_order_to_a_harmonic_field(cache_dir):
     inside = np.random.default_rng(0).uniform([0.05, 0.05, -0.45], [0.95, 1.95, 0.95], (500, 3))
     at_cells, between = [], []

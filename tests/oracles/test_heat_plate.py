@@ -35,14 +35,6 @@ STEP = {"left": "1", "right": "2", "bottom": "10 + x", "top": "-5"}
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("pinnbo-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PINNBO_CACHE", str(path))
-        yield path
-
-
-@pytest.fixture(scope="module")
 def fine(cache_dir):
     """The one default-grid (256²) solve of this module."""
     return HeatPlate(ANALYTIC)

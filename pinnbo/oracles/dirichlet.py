@@ -1,0 +1,70 @@
+"""What a Dirichlet problem on a box reads from a case (the heat plate's and the heat box's): its
+bounds and the formulas of its boundary data, each checked with one line that names the field."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+from pinnbo.errors import shown
+from pinnbo.expressions import parse_expression
+from pinnbo.problem import ProblemError
+
+_COUNTS = {2: "two", 3: "three"}
+
+
+def check_bounds(bounds, axes: Sequence[str]) -> tuple[tuple[float, float], ...]:
+    """``bounds`` as one (lower, upper) pair of floats per axis of ``axes``; ProblemError unless
+    that many pairs of finite numbers with lower < upper."""
+    order = f"{', '.join(axes[:-1])} then {axes[-1]}"
+    message = (f"params.bounds: expected {_COUNTS[len(axes)]} [lower, upper] pairs ({order}) of finite numbers "
+               "with lower < upper")
+    try:
+        pairs = [list(pair) for pair in bounds]
+    except TypeError:
+        raise ProblemError(f"{message}, got {shown(bounds)}") from None
+    if len(pairs) != len(axes) or any(len(pair) != 2 for pair in pairs):
+        raise ProblemError(f"{message}, got {shown(bounds)}")
+    out = []
+    for name, (lo, hi) in zip(axes, pairs):
+        if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in (lo, hi)):
+            raise ProblemError(f"{message}, got {shown(bounds)}")
+        lo, hi = float(lo), float(hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ProblemError(f"params.bounds: {name} range [{lo}, {hi}] must be finite with lower < upper")
+        out.append((lo, hi))
+    return tuple(out)
+
+
+def parse_boundary(boundary, parts: Sequence[str], part: str,
+                   variables: Sequence[str]) -> tuple[dict[str, str], dict[str, sp.Expr]]:
+    """The text and the parsed formula (of ``variables``, never evaluated as code) of the data on
+    each of ``parts`` (a box's edges or faces, called ``part``); ProblemError for a mapping that
+    misses one, names another or holds a formula that does not parse."""
+    if not isinstance(boundary, Mapping):
+        raise ProblemError(f"params.boundary: expected a mapping with keys {', '.join(parts)}, "
+                           f"got {type(boundary).__name__}")
+    for key in boundary:
+        if key not in parts:
+            raise ProblemError(f"params.boundary.{key}: unknown {part}; expected one of {', '.join(parts)}")
+    for name in parts:
+        if name not in boundary:
+            raise ProblemError(f"params.boundary.{name}: missing; every {part} needs Dirichlet data")
+    exprs = {name: parse_expression(boundary[name], list(variables), f"params.boundary.{name}") for name in parts}
+    return {name: str(boundary[name]) for name in parts}, exprs
+
+
+def as_points(points, d: int) -> np.ndarray:
+    """``points`` (or one point) as an (N, d) float array; ValueError for another shape or a
+    coordinate that is not finite."""
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim == 1:
+        pts = pts[None, :]
+    if pts.ndim != 2 or pts.shape[1] != d:
+        raise ValueError(f"points: expected shape (N, {d}), got {np.shape(points)}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError("points: coordinates must be finite")
+    return pts
