@@ -15,8 +15,8 @@ along the edge. The angle about the edge, measured in the plane across it, is ha
 variables too (it does not depend on the coordinate along the edge), so the box's twelve edge
 functions (:func:`edge_angles`) carry each edge's jump with one amplitude; what remains still jumps
 by the jump's variation along the edge, which the smooth kernel takes. (The angle times the
-position along the edge is harmonic as well and would carry a jump that varies linearly, but the
-twelve more amplitudes cost more proposals than they saved: docs/archive/benchmarks.md, "Heat boxes".)
+position along the edge is harmonic as well and would carry a jump linear along it; it was measured
+and left out: docs/archive/benchmarks.md, "Heat boxes".)
 
 The same holds under L = Σ A_ij ∂²/∂z_i∂z_j + b·∇ + c with constants and (A_ij) definite
 (:meth:`pinnbo.pde.PDE.constant_operator`; taken here with A positive definite). With f = e^{α·z} v,
@@ -145,8 +145,9 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     """θ_e/(π/2) at physical ``points`` (N, 3) of the box [lower, upper] about each of its twelve
     edges (:data:`EDGE_AXES`' order): shape (N, 12), each in [0, 1], 1 on the edge's face of axis a,
     0 on its face of axis b, ½ on the edge itself (a box's value there is the mean of its two
-    faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve in one
-    call each (they are evaluated at every step of the acquisition's search)."""
+    faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve columns go
+    through each tensor operation together: they are evaluated at every step of the acquisition's
+    search."""
     scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
     offsets = torch.stack([(points - lower) / scale, (upper - points) / scale], -1)      # (N, 3, 2)
     across = offsets[:, _ACROSS[0], _ACROSS[1]]

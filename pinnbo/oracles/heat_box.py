@@ -8,7 +8,8 @@ axis that operator is the tridiagonal (1, −2, 1)/h² with −3 at both ends, w
 sines sin(πk(i + ½)/n) of a type-II discrete sine transform, with eigenvalues −4 sin²(πk/2n)/h²; so
 the three-dimensional system is solved exactly, in O(n³ log n), by the transform, a division by the
 sum of the three axes' eigenvalues and the inverse transform, where py-pde's sparse LU of the
-7-point matrix fills in (a minute and more at 48³). The field is kept in memory and on disk
+7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). The field is kept in
+memory and on disk
 (:mod:`pinnbo.oracles.field_cache`).
 
 What the oracle returns where, as the heat plate's (:mod:`pinnbo.oracles.heat_plate`):
@@ -275,7 +276,7 @@ def box_supremum(box: HeatBox, samples: int = 1025) -> tuple[float, np.ndarray]:
     Candidates: the largest solved cell (trilinear interpolation never exceeds its nodes) and each
     face's data on the open face, sampled on a ``samples``² grid from ``EDGE_OFFSET`` of its sides
     past one edge to as far before the other, the best sample refined by a bounded quasi-Newton
-    search over the cells around it. Where the data rise towards an edge whose other face is lower
+    search between the samples beside it. Where the data rise towards an edge whose other face is lower
     the supremum is a limit no point attains: the location then sits ``EDGE_OFFSET`` of the side
     from that edge, and ``f_star`` is the value there (so ``box(location) == f_star``).
     """
