@@ -199,27 +199,32 @@ class HeatBox:
 
     def _nodes(self) -> np.ndarray:
         """The field on the cell centres extended by the faces: the solved cells inside, and on the
-        boundary the mean of the data of every face a node lies on (one on a face, two on an edge,
-        three at a vertex)."""
+        boundary what :meth:`temperature` returns there (:meth:`_on_faces`)."""
         axes = self._node_axes()
-        n = self.grid + 2
-        nodes = np.zeros((n, n, n))
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+        _, values, _ = self._on_faces(grid)
+        nodes = values.reshape((self.grid + 2,) * 3)
         nodes[1:-1, 1:-1, 1:-1] = self.cells
-        X, Y, Z = np.meshgrid(*axes, indexing="ij")
-        on = {face: np.zeros((n, n, n), dtype=bool) for face in FACES}
+        return nodes
+
+    def _on_faces(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(points, values, count)``: the points (N, 3) moved onto each face they lie on (within
+        the face tolerance), the mean of those faces' data at each (0 where it lies on none) and how
+        many faces that is (one on a face, two on an edge, three at a vertex)."""
+        pts = points.copy()
+        lower, upper = np.array(self.bounds).T
+        on = {}
         for face in FACES:
             axis, side = face_axis(face)
-            index = [slice(None)] * 3
-            index[axis] = -1 if side else 0
-            on[face][tuple(index)] = True
+            bound = (lower, upper)[side][axis]
+            on[face] = np.abs(pts[:, axis] - bound) <= self._tolerance[axis]
+            pts[on[face], axis] = bound
         count = sum(mask.astype(int) for mask in on.values())
-        boundary = count > 0
-        total = np.zeros((n, n, n))
+        values = np.zeros(len(pts))
         for face, mask in on.items():
-            points = np.column_stack([X[mask], Y[mask], Z[mask]])
-            total[mask] += self.face_data(face, points)
-        nodes[boundary] = total[boundary] / count[boundary]
-        return nodes
+            if mask.any():
+                values[mask] += self.face_data(face, pts[mask]) / count[mask]
+        return pts, values, count
 
     # ----------------------------------------------------------------------------- queries
     def _checked_points(self, points) -> np.ndarray:
@@ -236,22 +241,10 @@ class HeatBox:
     def temperature(self, points) -> np.ndarray:
         """T at ``points`` (N, 3) (or one point (3,)) in the closed box; shape (N,). Inside: the
         interpolated field; on the boundary: the mean of the data of the faces the point lies on."""
-        pts = self._checked_points(points).copy()
-        lower, upper = np.array(self.bounds).T
-        on = {}
-        for face in FACES:
-            axis, side = face_axis(face)
-            bound = (lower, upper)[side][axis]
-            on[face] = np.abs(pts[:, axis] - bound) <= self._tolerance[axis]
-            pts[on[face], axis] = bound
-        count = sum(mask.astype(int) for mask in on.values())
-        values = np.zeros(len(pts))
+        pts, values, count = self._on_faces(self._checked_points(points))
         inside = count == 0
         if inside.any():
             values[inside] = self._interpolant(pts[inside])
-        for face, mask in on.items():
-            if mask.any():
-                values[mask] += self.face_data(face, pts[mask]) / count[mask]
         return values
 
     def __call__(self, point) -> float:
