@@ -78,18 +78,6 @@ def repeats(u: np.ndarray, earlier_unit: np.ndarray, sides: Sides | None = None)
     return is_duplicate(u, earlier_unit, STALL_RADIUS, sides)
 
 
-def last_improvement(y: np.ndarray) -> int:
-    """The index of the evaluation that last improved the best of ``y`` (minimised values, in
-    order) by ``STALL_GAIN`` of the observed range: 0 where none after the first did, and the last
-    where a value is not finite, which leaves the range unknown."""
-    y = np.asarray(y, dtype=np.float64)
-    if len(y) < 2 or not np.all(np.isfinite(y)):
-        return max(len(y) - 1, 0)
-    best_before = np.minimum.accumulate(y)[:-1]
-    improved = np.flatnonzero(y[1:] < best_before - STALL_GAIN * float(np.ptp(y))) + 1
-    return int(improved[-1]) if len(improved) else 0
-
-
 def stalled(unit_X: np.ndarray, y: np.ndarray, sides: Sides | None = None) -> bool:
     """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
     designs (n, d), minimised values (n,)); ``sides``: designs on two sides of a jump are no
@@ -103,7 +91,9 @@ def stalled(unit_X: np.ndarray, y: np.ndarray, sides: Sides | None = None) -> bo
     n = len(y)
     if n <= STALL_COUNT or not np.all(np.isfinite(y)):
         return False
-    since = last_improvement(y) + 1
+    best_before = np.minimum.accumulate(y)[:-1]
+    improved = np.flatnonzero(y[1:] < best_before - STALL_GAIN * float(np.ptp(y))) + 1
+    since = int(improved[-1]) + 1 if len(improved) else 1
     labels = None if sides is None else sides(unit_X)
     return sum(_repeats(unit_X[i], unit_X[:i], STALL_RADIUS, *(() if labels is None else (labels[i], labels[:i])))
                for i in range(since, n)) >= STALL_COUNT

@@ -119,10 +119,6 @@ class Optimizer(abc.ABC):
         self.blackbox = [i for i, c in enumerate(self.constraints) if not c.known]
         self.known = [i for i, c in enumerate(self.constraints) if c.known]
         self.S: list[float | None] = []    # each measurement's own noise sd, where it was given
-        # Whether this optimiser proposed each told design (not an initial or imported one), and
-        # whether an ask awaits its tell (what a tell that does not say means).
-        self.proposed: list[bool] = []
-        self._awaiting = False
         # The case's observation noise: None (each method's own noise model), "learned" or a known
         # sd (make_optimizer sets it); declared noise lets a design be measured again (a replicate)
         # and the GPs use it.
@@ -165,6 +161,7 @@ class Optimizer(abc.ABC):
         optimiser proposed ``x``; asynchronous runs say so, since their asks and tells do not
         alternate (None: the design of the last ask if one awaits its tell). ``sd``: the
         measurement's own noise standard deviation, where it is known."""
+        del proposed
         x = self._checked_design(x)
         if self.objectives:
             y = self._minimised_objectives(y)
@@ -181,9 +178,6 @@ class Optimizer(abc.ABC):
         self.y.append(None if y is None else (y if self.objectives else float(y)))
         self.C.append(None if (y is None or not k) else c)
         self.S.append(None if sd is None else float(sd))
-        self.proposed.append(self._awaiting if proposed is None else bool(proposed))
-        if proposed is None:
-            self._awaiting = False
 
     def _minimised_objectives(self, y: Any) -> np.ndarray | None:
         """Several objectives: ``y`` a mapping name -> value in each objective's own sense, or an array
@@ -283,7 +277,6 @@ class Optimizer(abc.ABC):
             x = np.asarray(self.propose(), dtype=np.float64).reshape(self.domain.dim)
         finally:
             self.pending, self.pending_phases = [], []
-        self._awaiting = True
         return self.domain.snap(x)
 
     @abc.abstractmethod

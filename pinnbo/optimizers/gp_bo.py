@@ -107,6 +107,7 @@ class GPBO(Optimizer):
             raise MethodError("method_params.kernel: isotropic has one lengthscale for every input and no form for "
                               f"choices ({self.domain.names[self.domain.dims('choice')[0]]}); use ard")
         self.asked_told = 0        # asked points told so far (initial-design tells excluded)
+        self._pending = False      # an ask awaits its tell
         self.model = None          # the last fitted GP (rebuilt from the data at every ask)
         # With choice variables, the mixed GP's latest fits (step, hyper-parameters): each step's
         # fit starts from an earlier step's, as gp-cei's (checkpointed).
@@ -119,10 +120,18 @@ class GPBO(Optimizer):
             return EXPLORATION
         return "optimizer"
 
+    def ask(self, pending=()) -> np.ndarray:
+        x = super().ask(pending)
+        self._pending = True
+        return x
+
     def tell(self, x: np.ndarray, y: float | None, c: np.ndarray | None = None, *,
              proposed: bool | None = None, sd: float | None = None) -> None:
-        super().tell(x, y, c, proposed=proposed, sd=sd)
-        self.asked_told += self.proposed[-1]
+        super().tell(x, y, c, sd=sd)
+        if self._pending if proposed is None else proposed:
+            self.asked_told += 1
+        if proposed is None:
+            self._pending = False
 
     # -- proposals ------------------------------------------------------------------------------------
     def propose(self) -> np.ndarray:
@@ -201,7 +210,7 @@ class GPBO(Optimizer):
     def load_state_dict(self, state: dict) -> None:
         self.asked_told = int(state.get("asked_told", 0))
         self._fits = copy.deepcopy(state.get("fits", []))
-        self._awaiting = False
+        self._pending = False
 
 
 class GPEI(GPBO):

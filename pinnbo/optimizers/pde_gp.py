@@ -71,7 +71,7 @@ from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
 from pinnbo.acquisition.optimize import maximize_acquisition
-from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, last_improvement, repeats, stalled
+from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.corners import corner_functions, corner_sides, jump_shape, solves_pde
@@ -101,13 +101,6 @@ CORNER_MARGIN = 1e-9
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
 #: (docs/archive/retired-options.md, "PDE-GP").
 UCB_BETA = 1.0
-#: The data's turn: once this many of its proposals have not improved the best (by the stall
-#: rule's share of the observed range, :func:`pinnbo.acquisition.search.last_improvement`), a step
-#: proposes from the bound of the GP of the data alone, until the best improves. Conditioned on a
-#: PDE whose solutions are fixed by boundary data no design has reached, the posterior can be sure
-#: of a face or a basin far from every observation and wrong there (docs/algorithms.md, "The data's
-#: turn"), and its bound then spends the budget where it has been; the data alone are unsure there.
-UNIMPROVED_PROPOSALS = 3
 #: Gauss–Newton fits per step for a nonlinear PDE, at most, and the relative change of the
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
@@ -259,8 +252,6 @@ class PDEGPOptimizer(Optimizer):
         # nonlinear PDE's GP of the data alone keeps its own.
         self._fits: list[tuple[int, dict]] = []
         self._data_fits: list[tuple[int, dict]] = []
-        self._data_model = None          # ((step, observations), the GP of the data alone) of the latest step
-        self.from_data = False           # whether the latest proposal was the data's (UNIMPROVED_PROPOSALS)
 
     def _collocation(self, pde, form, *keys: str) -> tuple[torch.Tensor, object]:
         """Unit-cube collocation points (rows, d) of ``pde``'s ``form``, equation-major blocks of
@@ -329,13 +320,8 @@ class PDEGPOptimizer(Optimizer):
                 self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
             self._fits = record_fit(self._fits, self.n_told,
                                     with_long_starts(self.model.hyperparameters(), len(y), deficit, start))
-            # The data's turn (``UNIMPROVED_PROPOSALS``); noise-free only, as the stall rule is
-            proposed = [p for p, v in zip(self.proposed, self.y) if v is not None]
-            self.from_data = self.collocation is not None and self.observation_noise is None \
-                and sum(proposed[last_improvement(y) + 1:]) >= UNIMPROVED_PROPOSALS
-            model = self._data_only(unit_X_t, y_t, lower, widths, long_starts) if self.from_data else self.model
-            acq = UpperConfidenceBound(model, beta=UCB_BETA, maximize=False) if not self.pending else \
-                pending_ucb(model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
+            acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
+                pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
             unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides)
@@ -408,7 +394,17 @@ class PDEGPOptimizer(Optimizer):
         alone, which stands in for it where it predicts the held-out data better (module
         docstring). With it, the first fit's long-start deficit (the only fit that has long starts)."""
         Z, needed = self.collocation, self.linearised.multi_indices
-        data_only = self._data_only(unit_X, y, lower, widths, long_starts)
+        # The data alone, from its own previous fit and afresh on the refit schedule, never from the
+        # PDE-GP's values: a PDE fit whose output scale collapsed (a flat function, the data as
+        # noise) would pass that on to the linearisation point and to the fallback below.
+        # Settled (``SETTLED_GAIN``), it keeps its values until the refit grid.
+        earlier = earlier_fit(self._data_fits, self.n_told)
+        keep = earlier is not None and not restart_due(len(y)) and settled(earlier.get("warm_gain"))
+        data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier, long_starts=long_starts,
+                          fit=not keep)
+        gain = earlier["warm_gain"] if keep else data_only.warm_gain
+        self._data_fits = record_fit(self._data_fits, self.n_told, {**data_only.hyperparameters(), **(
+            {} if gain is None else {"warm_gain": float(gain)})})
         physical = data_only.physical(Z)        # where every PDEGP here evaluates the PDE
         point = data_only.mean_derivatives(Z, needed)
         deficit, refit = None, True
@@ -429,24 +425,6 @@ class PDEGPOptimizer(Optimizer):
         if model.leave_one_out() < data_only.leave_one_out():
             return data_only, deficit
         return model, deficit
-
-    def _data_only(self, unit_X: torch.Tensor, y: torch.Tensor, lower: torch.Tensor, widths: torch.Tensor,
-                   long_starts: tuple) -> PDEGP:
-        """The GP of the data alone (the same kernel, no PDE), once a step: from its own previous fit
-        and afresh on the refit schedule, never from the PDE-GP's values, since a PDE fit whose output
-        scale collapsed (a flat function, the data as noise) would pass that on. Settled
-        (``SETTLED_GAIN``), it keeps its values until the refit grid."""
-        if self._data_model is not None and self._data_model[0] == (self.n_told, len(y)):
-            return self._data_model[1]
-        earlier = earlier_fit(self._data_fits, self.n_told)
-        keep = earlier is not None and not restart_due(len(y)) and settled(earlier.get("warm_gain"))
-        data_only = PDEGP(unit_X, y, None, None, lower, widths, start=earlier, long_starts=long_starts,
-                          fit=not keep)
-        gain = earlier["warm_gain"] if keep else data_only.warm_gain
-        self._data_fits = record_fit(self._data_fits, self.n_told, {**data_only.hyperparameters(), **(
-            {} if gain is None else {"warm_gain": float(gain)})})
-        self._data_model = ((self.n_told, len(y)), data_only)
-        return data_only
 
     # -- checkpoints ----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -166,7 +166,7 @@ def test_a_settled_gauss_newton_step_fits_once_and_proposes_what_refitting_would
             fits.clear()
             proposals.append(problem.domain.to_unit(np.asarray(opt.ask())[None])[0])
             counts.append(len(fits))
-            opt.tell(p, -problem.objective(p), proposed=False)
+            opt.tell(p, -problem.objective(p))
         monkeypatch.setattr(model.PDEGP, "_fit", fit)
         return np.array(proposals), counts
 
