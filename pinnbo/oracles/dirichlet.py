@@ -57,9 +57,11 @@ def parse_boundary(boundary, parts: Sequence[str], part: str,
     return {name: str(boundary[name]) for name in parts}, exprs
 
 
-def as_points(points, d: int) -> np.ndarray:
-    """``points`` (or one point) as an (N, d) float array; ValueError for another shape or a
-    coordinate that is not finite."""
+def checked_points(points, bounds: Sequence[tuple[float, float]], tolerance, name: str) -> np.ndarray:
+    """``points`` (or one point) as an (N, d) float array, d the number of ``bounds``; ValueError for
+    another shape, a coordinate that is not finite or a point outside the closed ``name`` (a plate,
+    a box) beyond ``tolerance`` (one per axis)."""
+    d = len(bounds)
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim == 1:
         pts = pts[None, :]
@@ -67,4 +69,12 @@ def as_points(points, d: int) -> np.ndarray:
         raise ValueError(f"points: expected shape (N, {d}), got {np.shape(points)}")
     if not np.all(np.isfinite(pts)):
         raise ValueError("points: coordinates must be finite")
+    lower, upper = np.array(bounds, dtype=np.float64).T
+    tolerance = np.asarray(tolerance, dtype=np.float64)
+    outside = np.any((pts < lower - tolerance) | (pts > upper + tolerance), axis=1)
+    if outside.any():
+        k = int(np.argmax(outside))
+        point = ", ".join(f"{v:.17g}" for v in pts[k])
+        extent = " x ".join(f"[{lo:.17g}, {hi:.17g}]" for lo, hi in bounds)
+        raise ValueError(f"point ({point}) lies outside the {name} {extent}")
     return pts

@@ -39,7 +39,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function
-from pinnbo.oracles.dirichlet import as_points, check_bounds, parse_boundary
+from pinnbo.oracles.dirichlet import check_bounds, checked_points, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -228,15 +228,9 @@ class HeatBox:
 
     # ----------------------------------------------------------------------------- queries
     def _checked_points(self, points) -> np.ndarray:
-        """``points`` as an (N, 3) array (:func:`as_points`); ValueError for a point outside the
-        closed box (beyond the face tolerance)."""
-        pts = as_points(points, 3)
-        lower, upper = np.array(self.bounds).T
-        outside = np.any((pts < lower - self._tolerance) | (pts > upper + self._tolerance), axis=1)
-        if outside.any():
-            k = int(np.argmax(outside))
-            raise ValueError(f"point {tuple(float(v) for v in pts[k])} lies outside the box {shown(self.bounds)}")
-        return pts
+        """``points`` as an (N, 3) float array; ValueError for another shape, a non-finite
+        coordinate or a point outside the closed box (beyond the face tolerance)."""
+        return checked_points(points, self.bounds, self._tolerance, "box")
 
     def temperature(self, points) -> np.ndarray:
         """T at ``points`` (N, 3) (or one point (3,)) in the closed box; shape (N,). Inside: the

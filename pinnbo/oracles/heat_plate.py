@@ -48,7 +48,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import as_points, check_bounds, parse_boundary
+from pinnbo.oracles.dirichlet import check_bounds, checked_points, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -408,18 +408,7 @@ class HeatPlate:
     def _checked_points(self, points) -> np.ndarray:
         """``points`` as an (N, 2) float array; ValueError for another shape, a non-finite
         coordinate or a point outside the closed rectangle (beyond the edge tolerance)."""
-        pts = as_points(points, 2)
-        (x0, x1), (y0, y1) = self.bounds
-        tx, ty = self._tolerance
-        x, y = pts[:, 0], pts[:, 1]
-        outside = (x < x0 - tx) | (x > x1 + tx) | (y < y0 - ty) | (y > y1 + ty)
-        if outside.any():
-            k = int(np.argmax(outside))
-            raise ValueError(
-                f"point ({x[k]:.17g}, {y[k]:.17g}) lies outside the plate "
-                f"[{x0:.17g}, {x1:.17g}] x [{y0:.17g}, {y1:.17g}]"
-            )
-        return pts
+        return checked_points(points, self.bounds, self._tolerance, "plate")
 
     def temperature(self, points) -> np.ndarray:
         """T at ``points`` of shape (N, 2) (or one point (2,)) in the closed rectangle; shape (N,).
