@@ -1,6 +1,7 @@
 """Steady heat in a box (docs/algorithms.md, "The heat box"): find the hottest point of a box whose
-temperature obeys ∇²T = 0, with Dirichlet data on its six faces that the optimiser never sees; it
-sees only the PDE. The heat plate's problem (:mod:`problems.heat_plate`) in three variables.
+temperature obeys ∇²T = 0 (∇²T − v·∇T = 0 where a flow carries the heat), with Dirichlet data on its
+six faces that the optimiser never sees; it sees only the PDE. The heat plate's problem
+(:mod:`problems.heat_plate`) in three variables.
 
 The oracle solves the field once per boundary set by sine transforms and caches it
 (:mod:`pinnbo.oracles.heat_box`). On a face it returns the face's data, on an edge the mean of the
@@ -19,14 +20,16 @@ from pinnbo.problem import Box, Problem, ProblemError, register_problem
 
 
 @register_problem
-def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96) -> Problem:
-    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0.
+def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None) -> Problem:
+    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇²T − v·∇T = 0 with a flow.
 
     Args:
         boundary: Dirichlet data per face as formulas of x, y and z: ``{x-: T(x0, y, z), x+: T(x1,
             y, z), y-: T(x, y0, z), y+: T(x, y1, z), z-: T(x, y, z0), z+: T(x, y, z1)}``.
         bounds: ``[[x0, x1], [y0, y1], [z0, z1]]``, default the unit cube.
         grid: cells per axis of the reference solve (≥ 16; 96 takes a second, once, then cached).
+        velocity: ``[v_x, v_y, v_z]``, default [0, 0, 0]: heat carried downstream by a uniform flow,
+            Σ |v_i| (x1_i − x0_i) at most 40.
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3
@@ -34,7 +37,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96) -> Prob
         raise ProblemError(f"params.bounds: expected a list of three [lower, upper] pairs, got {shown(bounds)}")
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 16:
         raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
-    box = HeatBox(boundary, bounds=bounds, grid=int(grid))
+    box = HeatBox(boundary, bounds=bounds, grid=int(grid), velocity=(0.0, 0.0, 0.0) if velocity is None else velocity)
     f_star, location = box_supremum(box)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -43,16 +46,24 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96) -> Prob
     T = sp.Function("T")(x, y, z)
     lower, upper = zip(*box.bounds)
     faces = ", ".join(f"{face}={shown(box.boundary[face])}" for face in FACES)
+    operator = sp.diff(T, x, 2) + sp.diff(T, y, 2) + sp.diff(T, z, 2)
+    for v, s in zip(box.velocity, (x, y, z)):
+        if v:
+            operator = operator - v * sp.diff(T, s)
+    flow = "" if not any(box.velocity) else f" − v·∇T, v = ({', '.join(f'{v:g}' for v in box.velocity)})"
+    metadata = {"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)}
+    if any(box.velocity):
+        metadata["velocity"] = list(box.velocity)
     return Problem(
         name="heat_box",
         domain=Box(lower, upper, ("x", "y", "z")),
         objective=box,
         sense="maximize",
-        pde=PDE(sp.diff(T, x, 2) + sp.diff(T, y, 2) + sp.diff(T, z, 2), rhs=0),
+        pde=PDE(operator, rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         boundary_continuous=box.boundary_continuous(),
-        description=(f"Steady heat box ∇²T = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
+        description=(f"Steady heat box ∇²T{flow} = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
                      f"Dirichlet data {faces}; sine-transform reference on a {box.grid}³ grid; maximise T"),
-        metadata={"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)},
+        metadata=metadata,
     )

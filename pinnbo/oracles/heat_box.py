@@ -1,5 +1,6 @@
-"""Steady heat in a box: ∇²T = 0 on [x0, x1] × [y0, y1] × [z0, z1] with Dirichlet data on each of
-its six faces (docs/algorithms.md, "The heat box"), the heat plate's problem in three variables.
+"""Steady heat in a box: ∇²T − v·∇T = 0 on [x0, x1] × [y0, y1] × [z0, z1] with Dirichlet data on
+each of its six faces (docs/algorithms.md, "The heat box"), the heat plate's problem in three
+variables; v, a uniform flow carrying the heat downstream, is 0 by default.
 
 The field is solved once per boundary set on a cell-centred grid, by the same second-order
 differences as py-pde's Laplacian, with the Dirichlet data at the face midpoints entering through a
@@ -8,8 +9,10 @@ axis that operator is the tridiagonal (1, −2, 1)/h² with −3 at both ends, w
 sines sin(πk(i + ½)/n) of a type-II discrete sine transform, with eigenvalues −4 sin²(πk/2n)/h²; so
 the three-dimensional system is solved exactly, in O(n³ log n), by the transform, a division by the
 sum of the three axes' eigenvalues and the inverse transform, where py-pde's sparse LU of the
-7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). The field is kept in
-memory and on disk
+7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). A flow is taken out
+by T = e^{v·(x − c)/2} w (c the box's centre): then ∇²T − v·∇T = e^{v·(x − c)/2} (∇²w − |v|²/4 w),
+so w solves a screened Laplace equation with data g e^{−v·(x − c)/2}, by the same transform with
+|v|²/4 taken off every eigenvalue. The field is kept in memory and on disk
 (:mod:`pinnbo.oracles.field_cache`).
 
 What the oracle returns where, as the heat plate's (:mod:`pinnbo.oracles.heat_plate`):
@@ -51,6 +54,9 @@ FACE_TOLERANCE = 1e-12
 # The supremum search keeps this fraction of a face's sides away from its edges, where the oracle
 # returns the mean of two faces rather than either face's data.
 EDGE_OFFSET = 1e-9
+#: The most flow across the box, Σ |v_i| (x1_i − x0_i): the factor e^{v·(x − c)/2} of the solve then
+#: spans at most e^{±10} over the box, and the transform keeps its digits.
+MOST_FLOW = 40.0
 # Bump when the cached data or the key changes meaning: old files are then ignored.
 _CACHE_FORMAT = 1
 
@@ -60,9 +66,11 @@ def face_axis(face: str) -> tuple[int, int]:
     return AXES.index(face[0]), int(face[1] == "+")
 
 
-def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Solve ∇²T = 0 on a ``grid``³ cell-centred grid of the box ``bounds`` (three (lower, upper)
-    pairs) exactly in the discrete sense, by type-II sine transforms (module docstring).
+def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
+                        velocity=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """Solve ∇²T − v·∇T = 0 (v: ``velocity``) on a ``grid``³ cell-centred grid of the box ``bounds``
+    (three (lower, upper) pairs) exactly in the discrete sense, by type-II sine transforms (module
+    docstring; with a flow, of the screened equation of w = T e^{−v·(x − c)/2}).
 
     ``face_data[face]`` holds the Dirichlet values at the face's cell midpoints, shape (grid, grid),
     indexed by the other two axes in order (``x-``: [i_y, i_z]). Returns the field at the cell
@@ -71,20 +79,48 @@ def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray]) 
     from scipy.fft import dstn, idstn
 
     h = [(hi - lo) / grid for lo, hi in bounds]
+    v = np.asarray(velocity, dtype=np.float64)
+    centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
+    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
     rhs = np.zeros((grid, grid, grid))
     for face in FACES:
         axis, side = face_axis(face)
         index = [slice(None)] * 3
         index[axis] = -1 if side else 0
-        rhs[tuple(index)] -= 2.0 * np.asarray(face_data[face], dtype=np.float64) / h[axis] ** 2
+        data = np.asarray(face_data[face], dtype=np.float64)
+        if v.any():      # w's data, e^{−v·(x − c)/2} g, at the face's cell midpoints
+            first, second = (cells[a] - centre[a] for a in range(3) if a != axis)
+            others = [v[a] for a in range(3) if a != axis]
+            exponent = v[axis] * (bounds[axis][side] - centre[axis]) + others[0] * first[:, None] + others[1] * second[None, :]
+            data = data * np.exp(-exponent / 2)
+        rhs[tuple(index)] -= 2.0 * data / h[axis] ** 2
     k = np.arange(1, grid + 1)
     eigen = [-4.0 * np.sin(np.pi * k / (2 * grid)) ** 2 / step**2 for step in h]
-    total = eigen[0][:, None, None] + eigen[1][None, :, None] + eigen[2][None, None, :]
-    return idstn(dstn(rhs, type=2, norm="ortho") / total, type=2, norm="ortho")
+    total = eigen[0][:, None, None] + eigen[1][None, :, None] + eigen[2][None, None, :] - float(v @ v) / 4
+    field = idstn(dstn(rhs, type=2, norm="ortho") / total, type=2, norm="ortho")
+    if v.any():
+        offsets = [v[a] * (cells[a] - centre[a]) for a in range(3)]
+        field *= np.exp((offsets[0][:, None, None] + offsets[1][None, :, None] + offsets[2][None, None, :]) / 2)
+    return field
+
+
+def check_flow(velocity, bounds) -> tuple[float, float, float]:
+    """``velocity`` as three floats; ProblemError unless three finite numbers whose flow across the
+    box, Σ |v_i| (x1_i − x0_i), is at most :data:`MOST_FLOW`."""
+    if (isinstance(velocity, (str, bytes)) or not isinstance(velocity, (list, tuple)) or len(velocity) != 3
+            or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in velocity)
+            or not all(math.isfinite(float(v)) for v in velocity)):
+        raise ProblemError(f"params.velocity: expected three numbers [v_x, v_y, v_z], got {shown(velocity)}")
+    v = tuple(float(c) + 0.0 for c in velocity)
+    flow = sum(abs(c) * (hi - lo) for c, (lo, hi) in zip(v, bounds))
+    if flow > MOST_FLOW:
+        raise ProblemError(f"params.velocity: the flow across the box, |v_x| (x1 - x0) + |v_y| (y1 - y0) + "
+                           f"|v_z| (z1 - z0), must be at most {MOST_FLOW:g}, got {flow:.6g}")
+    return v
 
 
 class HeatBox:
-    """Steady temperature of a box with Dirichlet data on its six faces.
+    """Steady temperature of a box with Dirichlet data on its six faces, ∇²T − v·∇T = 0.
 
     Parameters
     ----------
@@ -93,6 +129,8 @@ class HeatBox:
         (its own axis's variable at the face's bound).
     bounds: three (lower, upper) pairs, x then y then z; default the unit cube.
     grid: cells per axis of the solve.
+    velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
+        default none.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 3) -> (N,)``) or call with one point ``(3,) -> float``;
@@ -100,11 +138,12 @@ class HeatBox:
     """
 
     def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
-                 cache_dir: str | os.PathLike | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None, velocity=(0.0, 0.0, 0.0)) -> None:
         self.bounds = check_bounds(bounds, AXES)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
+        self.velocity = check_flow(velocity, self.bounds)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.boundary, self.expressions = parse_boundary(boundary, FACES, "face", AXES)
         self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
@@ -173,11 +212,14 @@ class HeatBox:
     # ----------------------------------------------------------------------------- solve & cache
     @property
     def cache_key(self) -> str:
-        """Canonical JSON of what determines the solved field."""
-        return json.dumps({"oracle": "pinnbo.oracles.heat_box", "format": _CACHE_FORMAT,
-                           "boundary": {face: sp.srepr(self.expressions[face]) for face in FACES},
-                           "bounds": [list(pair) for pair in self.bounds], "grid": self.grid},
-                          sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of what determines the solved field (a box without a flow keeps the key
+        it had before the flow was a parameter)."""
+        key = {"oracle": "pinnbo.oracles.heat_box", "format": _CACHE_FORMAT,
+               "boundary": {face: sp.srepr(self.expressions[face]) for face in FACES},
+               "bounds": [list(pair) for pair in self.bounds], "grid": self.grid}
+        if any(self.velocity):
+            key["velocity"] = list(self.velocity)
+        return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
     def cache_path(self) -> Path:
@@ -189,7 +231,7 @@ class HeatBox:
             for face in FACES:
                 axis, _ = face_axis(face)
                 data[face] = self.face_grid(face, *(self.cells_at[a] for a in range(3) if a != axis))
-            return solve_dirichlet_box(self.bounds, self.grid, data)
+            return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,
                           {f"{a}_cells": c for a, c in zip(AXES, self.cells_at)})
@@ -251,10 +293,11 @@ class HeatBox:
     def __reduce__(self):
         # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
         # field in the memory or disk cache (a worker process does not solve again).
-        return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir))
+        return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.velocity))
 
     def __repr__(self) -> str:
-        return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid})"
+        flow = f", velocity={shown(list(self.velocity))}" if any(self.velocity) else ""
+        return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}{flow})"
 
 
 def box_supremum(box: HeatBox, samples: int = 1025) -> tuple[float, np.ndarray]:

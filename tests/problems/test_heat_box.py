@@ -43,3 +43,17 @@ def test_its_pde_is_laplaces_in_three_variables(problem):
     torch.testing.assert_close(residual(lambda p: p[:, 0] ** 2, points).reshape(-1),
                                torch.full((20,), 2.0, dtype=torch.float64))
     assert problem.pde.minimum_on_boundary(problem.domain.named_bounds)
+
+
+def test_a_flow_enters_the_pde_and_keeps_the_supremum_on_the_faces(tmp_path, monkeypatch):
+    """∇²T − v·∇T: e^{v·x} has zero residual, x² alone 2 − 2 v_x x; the maximum principle still holds."""
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    carried = heat_box(BOUNDARY, grid=16, velocity=[2, -1.5, 1])
+    residual = carried.pde.compile()
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    v = torch.tensor([2.0, -1.5, 1.0], dtype=torch.float64)
+    assert float(residual(lambda p: torch.exp(p @ v), points).abs().max()) < 1e-10
+    torch.testing.assert_close(residual(lambda p: p[:, 0] ** 2, points).reshape(-1), 2 - 4 * points[:, 0])
+    assert carried.pde.minimum_on_boundary(carried.domain.named_bounds)
+    assert carried.optimum == pytest.approx(3 + math.cos(5) / 5, abs=1e-8)      # the faces' data decide it
+    assert "v = (2, -1.5, 1)" in carried.description and carried.metadata["velocity"] == [2.0, -1.5, 1.0]
