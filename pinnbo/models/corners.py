@@ -16,7 +16,11 @@ variables too (it does not depend on the coordinate along the edge), so the box'
 functions (:func:`edge_angles`) carry each edge's jump with one amplitude; what remains still jumps
 by the jump's variation along the edge, which the smooth kernel takes. (The angle times the
 position along the edge is harmonic as well and would carry a jump linear along it; it was measured
-and left out: docs/archive/benchmarks.md, "Heat boxes".)
+and left out: docs/archive/benchmarks.md, "Heat boxes".) A function constant along the edge solves
+a constant operator Σ A_ii ∂²/∂z_i² + b·∇ + c (diagonal) where it solves the operator's part across
+the edge, in the edge's two other variables, so an edge's function is the corner function of that
+part (below) at the edge, constant along it: a flow tilts it downstream across the edge and a loss
+fades it away from the edge (:func:`edge_functions`).
 
 The same holds under L = Σ A_ij ∂²/∂z_i∂z_j + b·∇ + c with constants and (A_ij) definite
 (:meth:`pinnbo.pde.PDE.constant_operator`; taken here with A positive definite). With f = e^{α·z} v,
@@ -121,12 +125,16 @@ class GradedShape:
 
 @dataclass(frozen=True)
 class EdgeShape:
-    """The edge functions of a box in three variables (module docstring; :func:`edge_angles`), of an
-    operator Σ A_ii ∂²/∂z_i² with A constant and diagonal: ``scales`` √A_ii, by which each axis's
-    offsets are divided, so that the angle about each edge is measured where the operator is the
-    Laplacian."""
+    """The edge functions of a box in three variables (module docstring; :func:`edge_functions`), of
+    an operator Σ A_ii ∂²/∂z_i² + b·∇ + c with constants and A diagonal: ``scales`` √A_ii, by which
+    each axis's offsets are divided, so that the angle about each edge is measured where the
+    principal part is the Laplacian; ``drift`` α_i = −b_i/(2 A_ii) and ``decay`` κ per axis that the
+    edge runs along, κ² = Σ b_i²/(4 A_ii) − c over the two axes across it. The default, Laplace's,
+    is the plain angle."""
 
     scales: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    drift: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    decay: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 Shapes = Union[CornerShape, GradedShape, EdgeShape, tuple]
@@ -158,6 +166,31 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     return torch.where(at, torch.full_like(angle, 0.5), angle)
 
 
+def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape) -> torch.Tensor:
+    """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
+    :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ), d the offset
+    from the edge across it and ρ its length in the scaled coordinates (the corner function of the
+    operator's part across the edge: module docstring), 1 on the edge; the angles alone without a
+    drift or a decay."""
+    angles = edge_angles(points, lower, upper, shape.scales)
+    if not any(shape.drift) and not any(shape.decay):
+        return angles
+    options = {"dtype": points.dtype, "device": points.device}
+    scale, drift = torch.as_tensor(shape.scales, **options), torch.as_tensor(shape.drift, **options)
+    signed = torch.stack([points - lower, points - upper], -1)                      # z − the edge's side
+    across = signed[:, _ACROSS[0], _ACROSS[1]]
+    along = signed[:, _ALONG[0], _ALONG[1]]
+    factor = torch.exp(drift[list(_ACROSS[0])] * across + drift[list(_ALONG[0])] * along)
+    if any(shape.decay):
+        squared = (across / scale[list(_ACROSS[0])]) ** 2 + (along / scale[list(_ALONG[0])]) ** 2
+        kappa = torch.as_tensor([shape.decay[c] for _, _, c in EDGE_AXES for _ in range(4)], **options)
+        at = squared == 0
+        # √ has no gradient at 0, I₀(κ√s) has (it is even): the edge's own value instead
+        radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
+        factor = factor * torch.where(at, torch.ones_like(squared), torch.special.i0(kappa * radius))
+    return angles * factor
+
+
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                      shape: Shapes = CornerShape(), only: int | None = None) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
@@ -167,7 +200,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
     corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12)."""
     if isinstance(shape, EdgeShape):
-        return edge_angles(points, lower, upper, shape.scales)
+        return edge_functions(points, lower, upper, shape)
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
@@ -224,7 +257,8 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
-    functions of a constant operator Σ A_ii ∂²f/∂z_i² (diagonal, no drift, no zero-order term)."""
+    functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal, κ² ≥ 0 across every
+    edge)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -282,13 +316,21 @@ def _graded(domain, pde, form, order) -> GradedShape | None:
 
 
 def _edge_shape(operator, order) -> EdgeShape | None:
-    """The :class:`EdgeShape` of a constant operator ``(A, b, c)`` in three variables, None unless A
-    is diagonal and there is neither drift nor a zero-order term."""
+    """The :class:`EdgeShape` of a constant operator ``(A, b, c)`` in three variables (its inputs
+    put in the box's ``order``), None unless A is diagonal and the part across every edge has κ² ≥ 0
+    (no Helmholtz operator: module docstring)."""
     A, b, c = operator
-    if any(A[i][j] for i in range(3) for j in range(3) if i != j) or any(b) or c:
+    if any(A[i][j] for i in range(3) for j in range(3) if i != j):
         return None
     sign = 1.0 if A[0][0] > 0 else -1.0        # −L has the same solutions
-    return EdgeShape(tuple(math.sqrt(sign * A[i][i]) for i in order))
+    diagonal = [sign * A[i][i] for i in order]
+    b, c = [sign * b[i] for i in order], sign * c
+    squared = [sum(b[i] ** 2 / (4 * diagonal[i]) for i in range(3) if i != along) - c for along in range(3)]
+    if any(k < 0 for k in squared):
+        return None
+    return EdgeShape(tuple(math.sqrt(a) for a in diagonal),
+                     tuple(-b[i] / (2 * diagonal[i]) + 0.0 for i in range(3)),     # + 0.0: no −0.0
+                     tuple(math.sqrt(k) for k in squared))
 
 
 def _shape(operator, order) -> CornerShape | None:

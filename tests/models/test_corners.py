@@ -369,14 +369,56 @@ def test_a_box_carries_the_edge_functions_of_a_diagonal_operator_and_no_other():
     reordered = Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), ("z", "x", "y"))
     assert jump_shape(reordered, PDE(-U.diff(x, 2) - 4 * U.diff(y, 2) - 9 * U.diff(z, 2), rhs=1), False) == \
         EdgeShape((3.0, 1.0, 2.0))                                        # the domain's order; −L alike
-    assert not carries_jumps(box, PDE(laplace.lhs[0] - 3 * U.diff(x), rhs=0), False)          # a flow
-    assert not carries_jumps(box, PDE(laplace.lhs[0] - U, rhs=0), False)                      # a loss
+    assert not carries_jumps(box, PDE(laplace.lhs[0] + 4 * U, rhs=0), False)                  # Helmholtz's
     assert not carries_jumps(box, PDE(laplace.lhs[0] + U.diff(x, y), rhs=0), False)           # a tensor
     assert not carries_jumps(box, PDE(((1 + x) * U.diff(x)).diff(x) + U.diff(y, 2) + U.diff(z, 2), rhs=0), False)
     four = Box((0.0,) * 4, (1.0,) * 4, ("x", "y", "z", "t"))
     V = sp.Function("V")(x, y, z, sp.Symbol("t"))
     assert not carries_jumps(four, PDE(V.diff(x, 2) + V.diff(y, 2) + V.diff(z, 2) + V.diff(sp.Symbol("t"), 2),
                                        rhs=0), False)
+
+
+def test_a_flow_and_a_loss_in_a_box_get_the_corner_functions_of_the_part_across_each_edge():
+    """−L, L = ∇²f + 3 f_zz − 2 f_x + 6 f_y + f_z / 2 − f in the domain's order z, x, y: A = (4, 1, 1),
+    α = −b/(2A) = (−1/16, 1, −3), and across the edge along each axis κ² = Σ b_i²/(4 A_ii) − c over
+    the other two (along z: 1 + 9 + 1)."""
+    box = Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), ("z", "x", "y"))
+    operator = U.diff(x, 2) + U.diff(y, 2) + 4 * U.diff(z, 2) - 2 * U.diff(x) + 6 * U.diff(y) + U.diff(z) / 2 - U
+    shape = jump_shape(box, PDE(-operator, rhs=0), False)
+    b, A = (0.5, -2.0, 6.0), (4.0, 1.0, 1.0)          # z, x, y
+    squared = [sum(b[i] ** 2 / (4 * A[i]) for i in range(3) if i != along) + 1.0 for along in range(3)]
+    assert shape == EdgeShape((2.0, 1.0, 1.0), (-1 / 16, 1.0, -3.0), tuple(math.sqrt(k) for k in squared))
+    assert solves_pde(shape)
+    assert jump_shape(box, PDE(operator + 20 * U, rhs=0), False) is None    # κ² < 0 across an edge
+
+
+@pytest.mark.parametrize("velocity, loss", [((2.0, -1.5, 1.0), 0.0), ((0.0, 3.0, 0.0), 1.5), ((0.0, 0.0, 0.0), 2.0)])
+def test_each_edge_function_of_a_flow_or_a_loss_solves_it_and_jumps_by_one_at_its_edge(velocity, loss):
+    """∇²f − v·∇f − λ f by autograd, of the 12 functions at 50 points: zero to rounding; on an
+    edge ½, beside it on its two faces 1 and 0 (the jump is 1 all along the edge)."""
+    operator = U.diff(x, 2) + U.diff(y, 2) + U.diff(z, 2) - loss * U
+    for v, s in zip(velocity, (x, y, z)):
+        operator = operator - v * U.diff(s)
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    shape = jump_shape(box, PDE(operator, rhs=0), False)
+    unit = 0.05 + 0.9 * torch.rand(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    points = (BOX_LOWER + unit * (BOX_UPPER - BOX_LOWER)).requires_grad_(True)
+    functions = corner_functions(points, BOX_LOWER, BOX_UPPER, shape)
+    v = torch.tensor(velocity, dtype=torch.float64)
+    for j in range(12):
+        (gradient,) = torch.autograd.grad(functions[:, j].sum(), points, create_graph=True)
+        laplacian = sum(torch.autograd.grad(gradient[:, i].sum(), points, retain_graph=True)[0][:, i] for i in range(3))
+        residual = laplacian - gradient @ v - loss * functions[:, j]
+        assert float(residual.abs().max()) < 1e-10 * float(functions[:, j].abs().max())
+    along = torch.tensor([0.5, 1.1, 2.0], dtype=torch.float64)
+    edge = torch.stack([torch.ones(3).double(), -torch.ones(3).double(), along], -1)      # x₁, y₀: the 11th
+    k, step = 10, 1e-7
+    beside_x = edge - torch.tensor([0.0, -step, 0.0], dtype=torch.float64)                 # on x = x₁
+    beside_y = edge - torch.tensor([step, 0.0, 0.0], dtype=torch.float64)                  # on y = y₀
+    at = lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, k]  # noqa: E731
+    torch.testing.assert_close(at(edge), torch.full((3,), 0.5).double())
+    torch.testing.assert_close(at(beside_x), torch.ones(3).double(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(at(beside_y), torch.zeros(3).double(), atol=1e-12, rtol=0)
 
 
 def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
