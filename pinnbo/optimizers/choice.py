@@ -27,8 +27,8 @@ The rule, in order, the first branch that applies:
    plate whose edges disagree at a corner, a box whose faces disagree along an edge): the supremum
    is then a limit beside the jump. pde-gp where the PDE is in two variables (c ∇²f = g, a
    conductivity that differs along the axes, is a tensor or varies over the plate, heat carried by
-   a flow), or in three with a constant conductivity along the axes, whose GP then carries the
-   jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
+   a flow), or in three with constant coefficients, a conductivity along the axes (heat carried by
+   a flow, a loss), whose GP then carries the jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
    proposals or fewer on the heat plates, every seed; where the coefficients vary, a graded
    conductor's divided by √k, or the operator's frozen at each corner; on the two heat boxes
    whose optimum is a face's limit at an edge, every seed where the GPs and pinn-bo reached 1% on
