@@ -156,6 +156,9 @@ TABLE = [
     Bad("box-face-not-finite", case(problem="heat_box", params="{grid: 16, boundary: {x-: '0', x+: '1', y-: x, y+: 'log(z)', z-: '0', z+: '0'}}"),
         "params.boundary.y+: boundary data is not finite at (x, z) = (0, 0) (formula 'log(z)'); it must be real and "
         "finite on the whole closed face"),
+    Bad("box-flow-too-strong", case(problem="heat_box", params="{grid: 16, velocity: [30, 0, 15], boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"),
+        "params.velocity: the flow across the box, |v_x| (x1 - x0) + |v_y| (y1 - y0) + |v_z| (z1 - z0), must be at most "
+        "40, got 45"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",
