@@ -20,8 +20,10 @@ from pinnbo.problem import Box, Problem, ProblemError, register_problem
 
 
 @register_problem
-def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None) -> Problem:
-    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇²T − v·∇T = 0 with a flow.
+def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None,
+             conductivity: str | None = None) -> Problem:
+    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇·(k∇T) − v·∇T = 0 with a
+    conductivity that varies or a flow.
 
     Args:
         boundary: Dirichlet data per face as formulas of x, y and z: ``{x-: T(x0, y, z), x+: T(x1,
@@ -30,6 +32,8 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         grid: cells per axis of the reference solve (≥ 16; 96 takes a second, once, then cached).
         velocity: ``[v_x, v_y, v_z]``, default [0, 0, 0]: heat carried downstream by a uniform flow,
             Σ |v_i| (x1_i − x0_i) at most 40.
+        conductivity: a formula of x, y and z, finite and positive on the closed box, default 1: a
+            graded box, ∇·(k∇T) = 0 (solved iteratively: a few seconds at 96³, once).
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3
@@ -37,7 +41,8 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         raise ProblemError(f"params.bounds: expected a list of three [lower, upper] pairs, got {shown(bounds)}")
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 16:
         raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
-    box = HeatBox(boundary, bounds=bounds, grid=int(grid), velocity=(0.0, 0.0, 0.0) if velocity is None else velocity)
+    box = HeatBox(boundary, bounds=bounds, grid=int(grid), velocity=(0.0, 0.0, 0.0) if velocity is None else velocity,
+                  conductivity=conductivity)
     f_star, location = box_supremum(box)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -46,14 +51,20 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     T = sp.Function("T")(x, y, z)
     lower, upper = zip(*box.bounds)
     faces = ", ".join(f"{face}={shown(box.boundary[face])}" for face in FACES)
-    operator = sp.diff(T, x, 2) + sp.diff(T, y, 2) + sp.diff(T, z, 2)
+    k = box.conductivity_expression
+    if k is not None:       # the parsed formula's symbols are the oracle's, not the PDE's inputs
+        k = k.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in k.free_symbols})
+    operator = sum((sp.diff(T, s, 2) if k is None else (k * sp.diff(T, s)).diff(s)) for s in (x, y, z))
     for v, s in zip(box.velocity, (x, y, z)):
         if v:
             operator = operator - v * sp.diff(T, s)
     flow = "" if not any(box.velocity) else f" − v·∇T, v = ({', '.join(f'{v:g}' for v in box.velocity)})"
+    law = "∇²T" if k is None else f"∇·(k∇T), k = {box.conductivity}"
     metadata = {"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)}
     if any(box.velocity):
         metadata["velocity"] = list(box.velocity)
+    if k is not None:
+        metadata["conductivity"] = box.conductivity
     return Problem(
         name="heat_box",
         domain=Box(lower, upper, ("x", "y", "z")),
@@ -63,7 +74,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         boundary_continuous=box.boundary_continuous(),
-        description=(f"Steady heat box ∇²T{flow} = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
-                     f"Dirichlet data {faces}; sine-transform reference on a {box.grid}³ grid; maximise T"),
+        description=(f"Steady heat box {law}{flow} = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
+                     f"Dirichlet data {faces}; {'iterative' if k is not None else 'sine-transform'} reference on a {box.grid}³ grid; maximise T"),
         metadata=metadata,
     )

@@ -1,6 +1,7 @@
-"""Steady heat in a box: ∇²T − v·∇T = 0 on [x0, x1] × [y0, y1] × [z0, z1] with Dirichlet data on
-each of its six faces (docs/algorithms.md, "The heat box"), the heat plate's problem in three
-variables; v, a uniform flow carrying the heat downstream, is 0 by default.
+"""Steady heat in a box: ∇·(k∇T) − v·∇T = 0 on [x0, x1] × [y0, y1] × [z0, z1] with Dirichlet data
+on each of its six faces (docs/algorithms.md, "The heat box"), the heat plate's problem in three
+variables; the conductivity k is 1 and v, a uniform flow carrying the heat downstream, is 0 by
+default.
 
 The field is solved once per boundary set on a cell-centred grid, by the same second-order
 differences as py-pde's Laplacian, with the Dirichlet data at the face midpoints entering through a
@@ -12,7 +13,11 @@ sum of the three axes' eigenvalues and the inverse transform, where py-pde's spa
 7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). A flow is taken out
 by T = e^{v·(x − c)/2} w (c the box's centre): then ∇²T − v·∇T = e^{v·(x − c)/2} (∇²w − |v|²/4 w),
 so w solves a screened Laplace equation with data g e^{−v·(x − c)/2}, by the same transform with
-|v|²/4 taken off every eigenvalue. The field is kept in memory and on disk
+|v|²/4 taken off every eigenvalue. A conductivity that varies over the box, ∇·(k∇T) − v·∇T = 0,
+is differenced conservatively, as the graded plate's (:mod:`pinnbo.oracles.heat_plate`), and solved
+by BiCGSTAB preconditioned with the transform's solve of k̄∇²T − v·∇T, k̄ the cells' mean
+conductivity: the preconditioned operator's spectrum spans about max k / min k, so a few dozen
+iterations reach the solve's tolerance. The field is kept in memory and on disk
 (:mod:`pinnbo.oracles.field_cache`).
 
 What the oracle returns where, as the heat plate's (:mod:`pinnbo.oracles.heat_plate`):
@@ -41,7 +46,7 @@ import sympy as sp
 from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
-from pinnbo.expressions import numpy_function
+from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import check_bounds, checked_points, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
@@ -94,14 +99,86 @@ def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
             exponent = v[axis] * (bounds[axis][side] - centre[axis]) + others[0] * first[:, None] + others[1] * second[None, :]
             data = data * np.exp(-exponent / 2)
         rhs[tuple(index)] -= 2.0 * data / h[axis] ** 2
+    field = idstn(dstn(rhs, type=2, norm="ortho") / _eigenvalues(h, grid, v), type=2, norm="ortho")
+    if v.any():
+        field *= _flow_factor(cells, centre, v)
+    return field
+
+
+def _eigenvalues(h, grid: int, v: np.ndarray) -> np.ndarray:
+    """The eigenvalues of the screened operator ∇²_h − |v|²/4 on the type-II sines, (grid,)*3."""
     k = np.arange(1, grid + 1)
     eigen = [-4.0 * np.sin(np.pi * k / (2 * grid)) ** 2 / step**2 for step in h]
-    total = eigen[0][:, None, None] + eigen[1][None, :, None] + eigen[2][None, None, :] - float(v @ v) / 4
-    field = idstn(dstn(rhs, type=2, norm="ortho") / total, type=2, norm="ortho")
-    if v.any():
-        offsets = [v[a] * (cells[a] - centre[a]) for a in range(3)]
-        field *= np.exp((offsets[0][:, None, None] + offsets[1][None, :, None] + offsets[2][None, None, :]) / 2)
-    return field
+    return eigen[0][:, None, None] + eigen[1][None, :, None] + eigen[2][None, None, :] - float(v @ v) / 4
+
+
+def _flow_factor(cells, centre: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """e^{v·(x − c)/2} at the cell centres, (grid,)*3."""
+    offsets = [v[a] * (cells[a] - centre[a]) for a in range(3)]
+    return np.exp((offsets[0][:, None, None] + offsets[1][None, :, None] + offsets[2][None, None, :]) / 2)
+
+
+def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], conductivity,
+                     velocity=(0.0, 0.0, 0.0), rtol: float = 1e-11) -> np.ndarray:
+    """Solve ∇·(k∇T) − v·∇T = 0 for a conductivity field ``conductivity`` (a function of x, y and z,
+    arrays in, arrays out, positive) on the cell-centred grid and with the face data of
+    :func:`solve_dirichlet_box`, the same result's layout.
+
+    Conservative differences, second order: the flux through each cell face is k at the face's
+    midpoint times the difference of the two cells across it; the data enter through the ghost
+    cell T_ghost = 2 g − T_cell with k at the box's face, the flow by central differences (module
+    docstring for the solve)."""
+    from scipy.fft import dstn, idstn
+    from scipy.sparse.linalg import LinearOperator, bicgstab
+
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    v = np.asarray(velocity, dtype=np.float64)
+    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
+    X = np.meshgrid(*cells, indexing="ij")
+    shape = (grid,) * 3
+    weights, constant = [], np.zeros(shape)
+    for axis in range(3):
+        for side in (0, 1):
+            at_face = [c.copy() for c in X]
+            at_face[axis] = at_face[axis] + (h[axis] if side else -h[axis]) / 2
+            k = np.asarray(conductivity(*at_face), dtype=np.float64) * np.ones(shape)
+            weight = k / h[axis] ** 2 + (-1 if side else 1) * v[axis] / (2 * h[axis])
+            weights.append((axis, side, k / h[axis] ** 2, weight))
+            index = [slice(None)] * 3
+            index[axis] = -1 if side else 0
+            face = FACES[2 * axis + side]
+            constant[tuple(index)] += 2 * weight[tuple(index)] * np.asarray(face_data[face], dtype=np.float64)
+
+    def neighbour(T, axis, side):
+        """The neighbour's value across each cell's face, −T beyond the box (the ghost's linear part)."""
+        if side:
+            beyond = -np.take(T, [-1], axis=axis)
+            return np.concatenate([np.take(T, range(1, grid), axis=axis), beyond], axis=axis)
+        beyond = -np.take(T, [0], axis=axis)
+        return np.concatenate([beyond, np.take(T, range(grid - 1), axis=axis)], axis=axis)
+
+    def apply(flat):
+        T = flat.reshape(shape)
+        out = np.zeros(shape)
+        for axis, side, diffusion, weight in weights:
+            out += weight * neighbour(T, axis, side) - diffusion * T
+        return out.ravel()
+
+    mean = float(np.mean([np.mean(w[2]) * h[w[0]] ** 2 for w in weights]))
+    drift = v / mean
+    centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
+    eigen, factor = _eigenvalues(h, grid, drift), _flow_factor(cells, centre, drift)
+
+    def precondition(flat):
+        r = flat.reshape(shape) / mean / factor
+        return (idstn(dstn(r, type=2, norm="ortho") / eigen, type=2, norm="ortho") * factor).ravel()
+
+    n = grid**3
+    solution, info = bicgstab(LinearOperator((n, n), matvec=apply), -constant.ravel(), rtol=rtol, atol=0.0,
+                              maxiter=2000, M=LinearOperator((n, n), matvec=precondition))
+    if info != 0:
+        raise RuntimeError(f"the graded box's solve did not converge ({info} iterations)")
+    return solution.reshape(shape)
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
@@ -120,7 +197,7 @@ def check_flow(velocity, bounds) -> tuple[float, float, float]:
 
 
 class HeatBox:
-    """Steady temperature of a box with Dirichlet data on its six faces, ∇²T − v·∇T = 0.
+    """Steady temperature of a box with Dirichlet data on its six faces, ∇·(k∇T) − v·∇T = 0.
 
     Parameters
     ----------
@@ -131,6 +208,8 @@ class HeatBox:
     grid: cells per axis of the solve.
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
+    conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
+        ∇·(k∇T) − v·∇T = 0; default none (k = 1).
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 3) -> (N,)``) or call with one point ``(3,) -> float``;
@@ -138,12 +217,20 @@ class HeatBox:
     """
 
     def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
-                 cache_dir: str | os.PathLike | None = None, velocity=(0.0, 0.0, 0.0)) -> None:
+                 cache_dir: str | os.PathLike | None = None, velocity=(0.0, 0.0, 0.0),
+                 conductivity: str | None = None) -> None:
         self.bounds = check_bounds(bounds, AXES)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
+        self.conductivity, self.conductivity_expression = conductivity, None
+        if conductivity is not None:           # parsed, never evaluated
+            if not isinstance(conductivity, str):
+                raise ProblemError(f"params.conductivity: expected a formula of x, y and z, got {shown(conductivity)}")
+            self.conductivity_expression = parse_expression(conductivity, list(AXES), "params.conductivity")
+            self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
+            self._check_conductivity()
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.boundary, self.expressions = parse_boundary(boundary, FACES, "face", AXES)
         self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
@@ -195,6 +282,20 @@ class HeatBox:
         points[:, along] = np.linspace(*self.bounds[along], samples)
         return points
 
+    def _check_conductivity(self, samples: int = 65) -> None:
+        """ProblemError unless the conductivity formula is finite and positive on the closed box
+        (``samples`` per axis, the faces included)."""
+        grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in self.bounds), indexing="ij")
+        with np.errstate(all="ignore"):
+            k = np.asarray(self._conductivity_field(*grids), dtype=np.float64) * np.ones_like(grids[0])
+        bad = ~(np.isfinite(k) & (k > 0))
+        if bad.any():
+            at = tuple(np.argwhere(bad)[0])
+            where = ", ".join(f"{g[at]:.6g}" for g in grids)
+            raise ProblemError(f"params.conductivity: {shown(self.conductivity)} is {k[at]:.6g} at (x, y, z) = "
+                               f"({where}); expected a formula of x, y and z, finite and positive on the whole "
+                               "closed box")
+
     def _check_finite(self, samples: int = 257) -> None:
         for face in FACES:
             axis, _ = face_axis(face)
@@ -219,6 +320,8 @@ class HeatBox:
                "bounds": [list(pair) for pair in self.bounds], "grid": self.grid}
         if any(self.velocity):
             key["velocity"] = list(self.velocity)
+        if self.conductivity_expression is not None:
+            key["conductivity"] = sp.srepr(self.conductivity_expression)
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -231,6 +334,8 @@ class HeatBox:
             for face in FACES:
                 axis, _ = face_axis(face)
                 data[face] = self.face_grid(face, *(self.cells_at[a] for a in range(3) if a != axis))
+            if self.conductivity_expression is not None:
+                return solve_graded_box(self.bounds, self.grid, data, self._conductivity_field, self.velocity)
             return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,
@@ -293,11 +398,13 @@ class HeatBox:
     def __reduce__(self):
         # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
         # field in the memory or disk cache (a worker process does not solve again).
-        return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.velocity))
+        return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.velocity,
+                          self.conductivity))
 
     def __repr__(self) -> str:
         flow = f", velocity={shown(list(self.velocity))}" if any(self.velocity) else ""
-        return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}{flow})"
+        graded = f", conductivity={shown(self.conductivity)}" if self.conductivity is not None else ""
+        return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}{flow}{graded})"
 
 
 def box_supremum(box: HeatBox, samples: int = 1025) -> tuple[float, np.ndarray]:

@@ -10,7 +10,7 @@ import pytest
 
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.field_cache import FIELDS
-from pinnbo.oracles.heat_box import FACES, HeatBox, box_supremum, solve_dirichlet_box
+from pinnbo.oracles.heat_box import FACES, HeatBox, box_supremum, solve_dirichlet_box, solve_graded_box
 from pinnbo.problem import ProblemError
 
 # e^{√2 x} sin y cos z + xyz + x² − z² is harmonic (2 − 1 − 1 = 0; 2 − 2 = 0): its face values are
@@ -148,4 +148,42 @@ def test_a_bad_flow_is_refused_before_a_solve(cache_dir, velocity, message):
     solves = FIELDS.stats["solves"]
     with pytest.raises(ProblemError, match=f"params.velocity: .*{message}"):
         HeatBox(STEP, grid=8, velocity=velocity)
+    assert FIELDS.stats["solves"] == solves
+
+
+# k = (1 + x)²: ∂x(k ∂x T) = 0 for T = 1/(1 + x), and yz has T_yy = T_zz = 0, so their sum solves
+# ∇·(k∇T) = 0 with k varying along x.
+GRADED = "1/(1 + x) + y*z"
+
+
+def test_a_graded_box_is_solved_at_second_order_towards_a_field_it_conducts(cache_dir):
+    inside = np.random.default_rng(4).uniform([0.05, 0.05, 0.05], [1.45, 0.95, 0.95], (500, 3))
+    exact = 1 / (1 + inside[:, 0]) + inside[:, 1] * inside[:, 2]
+    errors = []
+    for grid in (16, 32):
+        box = HeatBox({face: GRADED for face in FACES}, bounds=FLOW_BOUNDS, grid=grid, conductivity="(1 + x)**2")
+        errors.append(np.abs(box.temperature(inside) - exact).max())
+    assert errors[1] < errors[0] / 3.5 and errors[1] < 1e-3
+    # the same data at k = 1 give another field: the conductivity is no decoration
+    assert np.abs(HeatBox({face: GRADED for face in FACES}, bounds=FLOW_BOUNDS, grid=32).temperature(inside)
+                  - exact).max() > 0.01
+
+
+def test_the_iterative_solve_of_a_uniform_conductor_is_the_transforms():
+    rng = np.random.default_rng(5)
+    data = {face: rng.normal(size=(12, 12)) for face in FACES}
+    direct = solve_dirichlet_box(FLOW_BOUNDS, 12, data)
+    iterated = solve_graded_box(FLOW_BOUNDS, 12, data, lambda x, y, z: np.ones_like(x))
+    assert np.abs(iterated - direct).max() < 1e-9 * np.abs(direct).max()
+
+
+@pytest.mark.parametrize("conductivity, message", [
+    ("x - 0.5", r"'x - 0.5' is -0.5 at \(x, y, z\) = \(0, 0, 0\); expected a formula of x, y and z, finite and "
+                "positive on the whole closed box"),
+    ("1/y", "is inf at"), (2.0, "expected a formula of x, y and z, got 2.0"), ("__import__('os')", "params.conductivity"),
+])
+def test_a_bad_conductivity_is_refused_before_a_solve(cache_dir, conductivity, message):
+    solves = FIELDS.stats["solves"]
+    with pytest.raises(ProblemError, match=f"params.conductivity: .*{message}" if "params" not in message else message):
+        HeatBox(STEP, grid=8, conductivity=conductivity)
     assert FIELDS.stats["solves"] == solves

@@ -57,3 +57,19 @@ def test_a_flow_enters_the_pde_and_keeps_the_supremum_on_the_faces(tmp_path, mon
     assert carried.pde.minimum_on_boundary(carried.domain.named_bounds)
     assert carried.optimum == pytest.approx(3 + math.cos(5) / 5, abs=1e-8)      # the faces' data decide it
     assert "v = (2, -1.5, 1)" in carried.description and carried.metadata["velocity"] == [2.0, -1.5, 1.0]
+
+
+def test_a_graded_conductivity_enters_the_pde_in_divergence_form(tmp_path, monkeypatch):
+    """∇·(k∇T) with k = (1 + x)²: 1/(1 + x) + yz has zero residual, x alone 2(1 + x); the maximum
+    principle still holds and the PDE reads as a graded conductor's."""
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    graded = heat_box(BOUNDARY, grid=16, conductivity="(1 + x)**2")
+    residual = graded.pde.compile()
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    field = lambda p: 1 / (1 + p[:, 0]) + p[:, 1] * p[:, 2]  # noqa: E731
+    assert float(residual(field, points).abs().max()) < 1e-10
+    torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]))
+    assert graded.pde.minimum_on_boundary(graded.domain.named_bounds)
+    k, tensor = graded.pde.divergence_form()
+    assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    assert "k = (1 + x)**2" in graded.description and graded.metadata["conductivity"] == "(1 + x)**2"
