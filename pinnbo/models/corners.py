@@ -52,6 +52,7 @@ take a corner and the design beside it on its edge for one point.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, Union
@@ -137,7 +138,18 @@ class EdgeShape:
     decay: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
-Shapes = Union[CornerShape, GradedShape, EdgeShape, tuple]
+@dataclass(frozen=True)
+class GradedEdgeShape:
+    """The edge functions of a graded operator ∇·(k(z) A ∇·) in three variables, A diagonal
+    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·), each divided by
+    √(k(z)/k(z_e)), z_e the point of its edge nearest z (module docstring), ``conductivity`` k at
+    physical points (N, 3) -> (N,)."""
+
+    shape: EdgeShape
+    conductivity: Callable[[torch.Tensor], torch.Tensor]
+
+
+Shapes = Union[CornerShape, GradedShape, EdgeShape, GradedEdgeShape, tuple]
 
 #: The box's twelve edges in three variables, :func:`edge_angles`' order: (a, b, c) with the edge
 #: along axis c, the angle measured from axis a's offset towards axis b's, a < b; for each, the
@@ -201,6 +213,13 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12)."""
     if isinstance(shape, EdgeShape):
         return edge_functions(points, lower, upper, shape)
+    if isinstance(shape, GradedEdgeShape):
+        nearest = points.unsqueeze(0).repeat(12, 1, 1)         # each edge's point nearest each of points
+        bounds = torch.stack([lower, upper]).to(points)
+        for j, (a, i, b, side) in enumerate(zip(*_ACROSS, *_ALONG)):
+            nearest[j, :, a], nearest[j, :, b] = bounds[i, a], bounds[side, b]
+        on_edges = shape.conductivity(nearest.reshape(-1, 3)).reshape(12, -1).T
+        return edge_functions(points, lower, upper, shape.shape) * torch.sqrt(on_edges / shape.conductivity(points)[:, None])
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
@@ -235,6 +254,8 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
 def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes) -> torch.Tensor:
     """:func:`corner_angles` under ``shape`` (a tuple of four: each corner's own; a box's edges:
     :func:`edge_angles`)."""
+    if isinstance(shape, GradedEdgeShape):
+        shape = shape.shape
     if isinstance(shape, EdgeShape):
         return edge_angles(points, lower, upper, shape.scales)
     if isinstance(shape, GradedShape):
@@ -266,13 +287,13 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
         return None
     order = [own.index(name) for name in domain.names]
     operator = pde.constant_operator()
-    if domain.dim == 3:
-        return None if operator is None else _edge_shape(operator, order)
     if operator is not None:
-        return _shape(operator, order)
+        return _shape(operator, order) if domain.dim == 2 else _edge_shape(operator, order)
     graded = pde.divergence_form()
     if graded is not None:
         return _graded(domain, pde, graded, order)
+    if domain.dim == 3:
+        return None
     shapes = []
     for x_c in (domain.lower[0], domain.upper[0]):
         for y_c in (domain.lower[1], domain.upper[1]):
@@ -295,9 +316,10 @@ def solves_pde(shape: Shapes) -> bool:
     return isinstance(shape, (CornerShape, EdgeShape))
 
 
-def _graded(domain, pde, form, order) -> GradedShape | None:
-    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A)), k compiled to torch; None where k
-    is not of one sign at the corners."""
+def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
+    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A)), k compiled to torch, in a box's
+    three variables the :class:`GradedEdgeShape` (A diagonal); None where k is not of one sign at the
+    corners."""
     k, A = form
     node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
@@ -306,11 +328,13 @@ def _graded(domain, pde, form, order) -> GradedShape | None:
         return as_tensor(node({s: points[:, c] for s, c in zip(pde.atoms.symbols, columns)}, points[:, 0]),
                          points[:, 0])
 
-    corners = torch.tensor([(x_c, y_c) for x_c in (domain.lower[0], domain.upper[0])
-                            for y_c in (domain.lower[1], domain.upper[1])], dtype=torch.float64)
+    corners = torch.tensor(list(itertools.product(*zip(domain.lower, domain.upper))), dtype=torch.float64)
     at_corners = tuple(float(v) for v in conductivity(corners))
     if not (all(v > 0 for v in at_corners) or all(v < 0 for v in at_corners)):
         return None
+    if domain.dim == 3:
+        edges = _edge_shape((A, (0.0,) * 3, 0.0), order)
+        return None if edges is None else GradedEdgeShape(edges, conductivity)
     shape = _shape((A, (0.0,) * len(A), 0.0), order)
     return None if shape is None else GradedShape(shape, conductivity, at_corners)
 

@@ -11,7 +11,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.corners import (FROZEN_REACH, CornerShape, EdgeShape, GradedShape, carries_jumps, corner_angles,
+from pinnbo.models.corners import (FROZEN_REACH, CornerShape, EdgeShape, GradedEdgeShape, GradedShape, carries_jumps, corner_angles,
                                    corner_functions, corner_sides, edge_angles, jump_shape,
                                    solves_pde)
 from pinnbo.models.pde_gp import PDEGP
@@ -419,6 +419,37 @@ def test_each_edge_function_of_a_flow_or_a_loss_solves_it_and_jumps_by_one_at_it
     torch.testing.assert_close(at(edge), torch.full((3,), 0.5).double())
     torch.testing.assert_close(at(beside_x), torch.ones(3).double(), atol=1e-5, rtol=0)
     torch.testing.assert_close(at(beside_y), torch.zeros(3).double(), atol=1e-12, rtol=0)
+
+
+def test_a_graded_box_gets_the_edge_functions_divided_by_the_root_of_its_conductivity():
+    """∇·(k∇f), k = 3 + 2x + yz: each edge function is the angle times √(k(z_e)/k(z)), z_e the edge's
+    point nearest z, so it jumps by 1 all along its edge, and the operator on it stays bounded as
+    the edge nears (Liouville's transformation), where on the plain angle it grows as 1/r."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    k = 3 + 2 * x + y * z
+    graded = PDE(sum((k * U.diff(s)).diff(s) for s in (x, y, z)), rhs=0)
+    shape = jump_shape(box, graded, False)
+    assert isinstance(shape, GradedEdgeShape) and shape.shape == EdgeShape() and not solves_pde(shape)
+    conductivity = lambda p: 3 + 2 * p[:, 0] + p[:, 1] * p[:, 2]  # noqa: E731
+    residual = graded.compile()
+    j = 10                                           # along z at (x₁, y₀)
+    for r in (1e-1, 1e-2, 1e-3):
+        angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+        points = torch.stack([BOX_UPPER[0] - r * torch.cos(angle), BOX_LOWER[1] + r * torch.sin(angle),
+                              torch.full((5,), 1.3, dtype=torch.float64)], -1)
+        near = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, j], points).abs().max()
+        plain = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, EdgeShape())[:, j], points).abs().max()
+        assert float(near) < 5 and float(plain) > 0.2 / r
+    edge = torch.tensor([[1.0, -1.0, 0.7], [1.0, -1.0, 1.9]], dtype=torch.float64)
+    beside_x, beside_y = edge + torch.tensor([0.0, 1e-7, 0.0]).double(), edge - torch.tensor([1e-7, 0.0, 0.0]).double()
+    at = lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, j]  # noqa: E731
+    torch.testing.assert_close(at(edge), torch.full((2,), 0.5).double())
+    torch.testing.assert_close(at(beside_x) - at(beside_y), torch.ones(2).double(), atol=1e-6, rtol=0)
+    inside = torch.tensor([[0.4, 0.2, 1.0]], dtype=torch.float64)
+    nearest = torch.tensor([[1.0, -1.0, 1.0]], dtype=torch.float64)
+    torch.testing.assert_close(at(inside), edge_angles(inside, BOX_LOWER, BOX_UPPER)[:, j]
+                               * torch.sqrt(conductivity(nearest) / conductivity(inside)))
+    assert jump_shape(box, PDE(sum((k * U.diff(s)).diff(s) for s in (x, y)) + 4 * U.diff(z, 2), rhs=0), False) is None
 
 
 def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
