@@ -21,7 +21,7 @@ from pinnbo.problem import Box, Problem, ProblemError, register_problem
 
 @register_problem
 def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None,
-             conductivity: str | None = None) -> Problem:
+             conductivity: str | list | None = None) -> Problem:
     """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇·(k∇T) − v·∇T = 0 with a
     conductivity that varies or a flow.
 
@@ -33,7 +33,9 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         velocity: ``[v_x, v_y, v_z]``, default [0, 0, 0]: heat carried downstream by a uniform flow,
             Σ |v_i| (x1_i − x0_i) at most 40.
         conductivity: a formula of x, y and z, finite and positive on the closed box, default 1: a
-            graded box, ∇·(k∇T) = 0 (solved iteratively: a few seconds at 96³, once).
+            graded box, ∇·(k∇T) = 0; or a constant symmetric positive-definite tensor
+            ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]``, ∇·(K∇T) = 0 (either
+            solved iteratively: a few seconds at 96³, once).
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3
@@ -54,16 +56,24 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     k = box.conductivity_expression
     if k is not None:       # the parsed formula's symbols are the oracle's, not the PDE's inputs
         k = k.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in k.free_symbols})
-    operator = sum((sp.diff(T, s, 2) if k is None else (k * sp.diff(T, s)).diff(s)) for s in (x, y, z))
+    inputs = (x, y, z)
+    if box.tensor is not None:
+        K = box.tensor
+        operator = sum(K[i][i] * sp.diff(T, inputs[i], 2) for i in range(3)) + sum(
+            2 * K[i][j] * sp.diff(T, inputs[i], inputs[j]) for i in range(3) for j in range(i + 1, 3) if K[i][j])
+    else:
+        operator = sum((sp.diff(T, s, 2) if k is None else (k * sp.diff(T, s)).diff(s)) for s in inputs)
     for v, s in zip(box.velocity, (x, y, z)):
         if v:
             operator = operator - v * sp.diff(T, s)
     flow = "" if not any(box.velocity) else f" − v·∇T, v = ({', '.join(f'{v:g}' for v in box.velocity)})"
     law = "∇²T" if k is None else f"∇·(k∇T), k = {box.conductivity}"
+    if box.tensor is not None:
+        law = f"∇·(K∇T), K = {shown(box.conductivity)}"
     metadata = {"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)}
     if any(box.velocity):
         metadata["velocity"] = list(box.velocity)
-    if k is not None:
+    if box.conductivity is not None:
         metadata["conductivity"] = box.conductivity
     return Problem(
         name="heat_box",
@@ -75,6 +85,6 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         optimum_location=tuple(float(v) for v in location),
         boundary_continuous=box.boundary_continuous(),
         description=(f"Steady heat box {law}{flow} = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
-                     f"Dirichlet data {faces}; {'iterative' if k is not None else 'sine-transform'} reference on a {box.grid}³ grid; maximise T"),
+                     f"Dirichlet data {faces}; {'iterative' if k is not None or box.tensor is not None else 'sine-transform'} reference on a {box.grid}³ grid; maximise T"),
         metadata=metadata,
     )

@@ -128,9 +128,6 @@ def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], con
     midpoint times the difference of the two cells across it; the data enter through the ghost
     cell T_ghost = 2 g − T_cell with k at the box's face, the flow by central differences (module
     docstring for the solve)."""
-    from scipy.fft import dstn, idstn
-    from scipy.sparse.linalg import LinearOperator, bicgstab
-
     h = [(hi - lo) / grid for lo, hi in bounds]
     v = np.asarray(velocity, dtype=np.float64)
     cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
@@ -165,20 +162,115 @@ def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], con
         return out.ravel()
 
     mean = float(np.mean([np.mean(w[2]) * h[w[0]] ** 2 for w in weights]))
-    drift = v / mean
+    return _preconditioned_solve(apply, -constant, bounds, grid, mean, v, rtol)
+
+
+def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float, v: np.ndarray,
+                          rtol: float) -> np.ndarray:
+    """The cells' field (grid,)*3 solving ``apply(T) = rhs`` (flattened), by BiCGSTAB preconditioned
+    with the transform's solve of ``mean`` ∇²T − v·∇T (module docstring)."""
+    from scipy.fft import dstn, idstn
+    from scipy.sparse.linalg import LinearOperator, bicgstab
+
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
     centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
+    drift = v / mean
     eigen, factor = _eigenvalues(h, grid, drift), _flow_factor(cells, centre, drift)
+    shape = (grid,) * 3
 
     def precondition(flat):
         r = flat.reshape(shape) / mean / factor
         return (idstn(dstn(r, type=2, norm="ortho") / eigen, type=2, norm="ortho") * factor).ravel()
 
     n = grid**3
-    solution, info = bicgstab(LinearOperator((n, n), matvec=apply), -constant.ravel(), rtol=rtol, atol=0.0,
+    solution, info = bicgstab(LinearOperator((n, n), matvec=apply), rhs.ravel(), rtol=rtol, atol=0.0,
                               maxiter=2000, M=LinearOperator((n, n), matvec=precondition))
     if info != 0:
-        raise RuntimeError(f"the graded box's solve did not converge ({info} iterations)")
+        raise RuntimeError(f"the box's iterative solve did not converge ({info} iterations)")
     return solution.reshape(shape)
+
+
+def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], tensor,
+                     velocity=(0.0, 0.0, 0.0), rtol: float = 1e-11) -> np.ndarray:
+    """Solve ∇·(K∇T) − v·∇T = Σ K_ij ∂²T/∂z_i∂z_j − v·∇T = 0 for a constant symmetric
+    positive-definite ``tensor`` K on the cell-centred grid and with the face data of
+    :func:`solve_dirichlet_box`, the same result's layout.
+
+    Central differences, second order, as the plate's tensor (:mod:`pinnbo.oracles.heat_plate`):
+    each mixed derivative by the four diagonal neighbours in its plane, the data through the ghost
+    cell T_ghost = 2 g − T_cell beyond each face, and the ghost beyond an edge (the mixed
+    derivatives' only) extrapolated from its two faces' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) −
+    T(0, 0) in the plane across the edge."""
+    K = np.asarray(tensor, dtype=np.float64)
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    v = np.asarray(velocity, dtype=np.float64)
+    data = {face: np.asarray(face_data[face], dtype=np.float64) for face in FACES}
+
+    def padded(T, with_data: bool):
+        P = np.zeros((grid + 2,) * 3)
+        P[1:-1, 1:-1, 1:-1] = T
+        for face in FACES:
+            axis, side = face_axis(face)
+            ghost, cell = [slice(1, -1)] * 3, [slice(1, -1)] * 3
+            ghost[axis], cell[axis] = (-1, -2) if side else (0, 1)
+            P[tuple(ghost)] = (2 * data[face] if with_data else 0.0) - P[tuple(cell)]
+        for a in range(3):                  # the edges' ghosts, across axes a < b
+            for b in range(a + 1, 3):
+                for ga, ca in ((0, 1), (-1, -2)):
+                    for gb, cb in ((0, 1), (-1, -2)):
+                        def at(i, j):
+                            index = [slice(1, -1)] * 3
+                            index[a], index[b] = i, j
+                            return tuple(index)
+                        P[at(ga, gb)] = P[at(ga, cb)] + P[at(ca, gb)] - P[at(ca, cb)]
+        return P
+
+    def stencil(P):
+        def shifted(offsets):
+            return P[tuple(slice(1 + o, grid + 1 + o) for o in offsets)]
+        centre = shifted((0, 0, 0))
+        out = np.zeros((grid,) * 3)
+        for i in range(3):
+            step = [0, 0, 0]
+            step[i] = 1
+            ahead, behind = shifted(step), shifted([-o for o in step])
+            out += K[i, i] * (ahead - 2 * centre + behind) / h[i] ** 2 - v[i] * (ahead - behind) / (2 * h[i])
+            for j in range(i + 1, 3):
+                if K[i, j] == 0.0:
+                    continue
+                corners = 0.0
+                for si in (1, -1):
+                    for sj in (1, -1):
+                        offset = [0, 0, 0]
+                        offset[i], offset[j] = si, sj
+                        corners = corners + si * sj * shifted(offset)
+                out += 2 * K[i, j] * corners / (4 * h[i] * h[j])
+        return out
+
+    zero = np.zeros((grid,) * 3)
+    constant = stencil(padded(zero, True))
+    apply = lambda flat: stencil(padded(flat.reshape((grid,) * 3), False)).ravel()  # noqa: E731
+    return _preconditioned_solve(apply, -constant, bounds, grid, float(np.trace(K)) / 3, v, rtol)
+
+
+TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, k_xz], "
+          "[k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]")
+
+
+def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
+    """A constant conductivity tensor as three rows of floats; ProblemError unless a 3 × 3
+    symmetric positive-definite matrix of finite numbers (the heat then flows down every gradient)."""
+    message = f"params.conductivity: expected {TENSOR}, got {shown(tensor)}"
+    rows = tensor if isinstance(tensor, (list, tuple)) and len(tensor) == 3 else None
+    if rows is None or any(isinstance(row, (str, bytes)) or not isinstance(row, (list, tuple)) or len(row) != 3
+                           or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
+                                  for v in row) for row in rows):
+        raise ProblemError(message)
+    K = np.array(rows, dtype=np.float64)
+    if not np.all(np.isfinite(K)) or not np.array_equal(K, K.T) or np.linalg.eigvalsh(K).min() <= 0:
+        raise ProblemError(message)
+    return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
@@ -209,7 +301,9 @@ class HeatBox:
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
-        ∇·(k∇T) − v·∇T = 0; default none (k = 1).
+        ∇·(k∇T) − v·∇T = 0; or a constant tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz],
+        [k_xz, k_yz, k_zz]]``, symmetric positive-definite (:func:`check_tensor`): ∇·(K∇T) − v·∇T
+        = 0; default none (k = 1).
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 3) -> (N,)``) or call with one point ``(3,) -> float``;
@@ -218,19 +312,20 @@ class HeatBox:
 
     def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
                  cache_dir: str | os.PathLike | None = None, velocity=(0.0, 0.0, 0.0),
-                 conductivity: str | None = None) -> None:
+                 conductivity: str | list | None = None) -> None:
         self.bounds = check_bounds(bounds, AXES)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
-        self.conductivity, self.conductivity_expression = conductivity, None
-        if conductivity is not None:           # parsed, never evaluated
-            if not isinstance(conductivity, str):
-                raise ProblemError(f"params.conductivity: expected a formula of x, y and z, got {shown(conductivity)}")
+        self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
+        if isinstance(conductivity, str):      # parsed, never evaluated
             self.conductivity_expression = parse_expression(conductivity, list(AXES), "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
             self._check_conductivity()
+        elif conductivity is not None:
+            self.tensor = check_tensor(conductivity)
+            self.conductivity = [list(row) for row in self.tensor]
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.boundary, self.expressions = parse_boundary(boundary, FACES, "face", AXES)
         self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
@@ -322,6 +417,8 @@ class HeatBox:
             key["velocity"] = list(self.velocity)
         if self.conductivity_expression is not None:
             key["conductivity"] = sp.srepr(self.conductivity_expression)
+        if self.tensor is not None:
+            key["conductivity"] = [list(row) for row in self.tensor]
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -336,6 +433,8 @@ class HeatBox:
                 data[face] = self.face_grid(face, *(self.cells_at[a] for a in range(3) if a != axis))
             if self.conductivity_expression is not None:
                 return solve_graded_box(self.bounds, self.grid, data, self._conductivity_field, self.velocity)
+            if self.tensor is not None:
+                return solve_tensor_box(self.bounds, self.grid, data, self.tensor, self.velocity)
             return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,

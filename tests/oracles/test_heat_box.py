@@ -10,7 +10,8 @@ import pytest
 
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.field_cache import FIELDS
-from pinnbo.oracles.heat_box import FACES, HeatBox, box_supremum, solve_dirichlet_box, solve_graded_box
+from pinnbo.oracles.heat_box import (FACES, HeatBox, box_supremum, face_axis, solve_dirichlet_box, solve_graded_box,
+                                      solve_tensor_box)
 from pinnbo.problem import ProblemError
 
 # e^{√2 x} sin y cos z + xyz + x² − z² is harmonic (2 − 1 − 1 = 0; 2 − 2 = 0): its face values are
@@ -180,10 +181,54 @@ def test_the_iterative_solve_of_a_uniform_conductor_is_the_transforms():
 @pytest.mark.parametrize("conductivity, message", [
     ("x - 0.5", r"'x - 0.5' is -0.5 at \(x, y, z\) = \(0, 0, 0\); expected a formula of x, y and z, finite and "
                 "positive on the whole closed box"),
-    ("1/y", "is inf at"), (2.0, "expected a formula of x, y and z, got 2.0"), ("__import__('os')", "params.conductivity"),
+    ("1/y", "is inf at"), (2.0, "expected a formula of x, y and z or a symmetric positive-definite tensor"),
+    ("__import__('os')", "params.conductivity"),
 ])
 def test_a_bad_conductivity_is_refused_before_a_solve(cache_dir, conductivity, message):
     solves = FIELDS.stats["solves"]
     with pytest.raises(ProblemError, match=f"params.conductivity: .*{message}" if "params" not in message else message):
         HeatBox(STEP, grid=8, conductivity=conductivity)
     assert FIELDS.stats["solves"] == solves
+
+
+# A constant tensor K: e^{a·x} cos(c·x) solves ∇·(K∇T) = 0 where aᵀKa = cᵀKc and aᵀKc = 0, and a
+# quadratic xᵀBx where tr(KB) = 0; neither is exact for the differences, so the error shows their order.
+TENSOR = np.array([[2.0, 0.5, 0.3], [0.5, 1.0, -0.2], [0.3, -0.2, 1.5]])
+TENSOR_BOUNDS = ((0.0, 1.5), (0.0, 1.0), (0.0, 1.2))
+
+
+def tensor_field(points):
+    a = np.array([1.0, 0.5, -0.3])
+    c = np.array([0.2, 1.0, 0.4])
+    c = c - (a @ TENSOR @ c) / (a @ TENSOR @ a) * a
+    c *= np.sqrt((a @ TENSOR @ a) / (c @ TENSOR @ c))
+    B = np.array([[1.0, 0.2, 0.0], [0.2, -1.0, 0.5], [0.0, 0.5, 0.0]])
+    B[2, 2] = -(np.trace(TENSOR @ B)) / TENSOR[2, 2]
+    return np.exp(points @ a) * np.cos(points @ c) + np.einsum("...i,ij,...j", points, B, points)
+
+
+def test_a_tensor_box_is_solved_at_second_order_towards_a_field_it_conducts():
+    errors = []
+    for grid in (16, 32):
+        cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
+        data = {}
+        for face in FACES:
+            axis, side = face_axis(face)
+            grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
+                                indexing="ij")
+            data[face] = tensor_field(np.stack([g.reshape(grid, grid) for g in grids], -1))
+        field = solve_tensor_box(TENSOR_BOUNDS, grid, data, TENSOR)
+        errors.append(np.abs(field - tensor_field(np.stack(np.meshgrid(*cells, indexing="ij"), -1))).max())
+    assert errors[1] < errors[0] / 3.3 and errors[1] < 5e-3
+    rng = np.random.default_rng(6)
+    data = {face: rng.normal(size=(12, 12)) for face in FACES}
+    isotropic = solve_tensor_box(TENSOR_BOUNDS, 12, data, np.eye(3))
+    assert np.abs(isotropic - solve_dirichlet_box(TENSOR_BOUNDS, 12, data)).max() < 1e-9
+
+
+@pytest.mark.parametrize("tensor", [[[1, 0, 0], [0, 1, 0]], [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]],
+                                    [[1, 2, 0], [2, 1, 0], [0, 0, 1]], [[1, 0, 0], [0, "a", 0], [0, 0, 1]]])
+def test_a_bad_tensor_is_refused(cache_dir, tensor):
+    with pytest.raises(ProblemError, match="params.conductivity: expected a formula of x, y and z or a symmetric "
+                                           "positive-definite tensor"):
+        HeatBox(STEP, grid=8, conductivity=tensor)

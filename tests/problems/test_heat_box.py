@@ -73,3 +73,17 @@ def test_a_graded_conductivity_enters_the_pde_in_divergence_form(tmp_path, monke
     k, tensor = graded.pde.divergence_form()
     assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     assert "k = (1 + x)**2" in graded.description and graded.metadata["conductivity"] == "(1 + x)**2"
+
+
+def test_a_conductivity_tensor_enters_the_pde_with_its_mixed_derivatives(tmp_path, monkeypatch):
+    """Σ K_ij T_ij: xy has residual 2 K_xy, x² 2 K_xx; the operator is the tensor's, read back."""
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    K = [[2.5, 0.8, 0.4], [0.8, 1.5, 0.3], [0.4, 0.3, 1.0]]
+    composite = heat_box(BOUNDARY, grid=16, conductivity=K)
+    residual = composite.pde.compile()
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(residual(lambda p: p[:, 0] * p[:, 1], points).reshape(-1), torch.full((20,), 1.6).double())
+    torch.testing.assert_close(residual(lambda p: p[:, 0] ** 2, points).reshape(-1), torch.full((20,), 5.0).double())
+    assert composite.pde.constant_operator() == (tuple(map(tuple, K)), (0.0, 0.0, 0.0), 0.0)
+    assert composite.pde.minimum_on_boundary(composite.domain.named_bounds)
+    assert composite.metadata["conductivity"] == K and "K = [[2.5, 0.8, 0.4]" in composite.description
