@@ -149,7 +149,17 @@ class GradedEdgeShape:
     conductivity: Callable[[torch.Tensor], torch.Tensor]
 
 
-Shapes = Union[CornerShape, GradedShape, EdgeShape, GradedEdgeShape, tuple]
+@dataclass(frozen=True)
+class CrossEdgeShape:
+    """The edge functions of a box in three variables under a constant operator with a mixed
+    derivative: each edge's function is the corner function (:class:`CornerShape`) of the
+    operator's part across the edge, in its two other variables, constant along it (module
+    docstring); ``shapes`` those parts' shapes for the edges along x, y and z."""
+
+    shapes: tuple[CornerShape, CornerShape, CornerShape]
+
+
+Shapes = Union[CornerShape, GradedShape, EdgeShape, GradedEdgeShape, CrossEdgeShape, tuple]
 
 #: The box's twelve edges in three variables, :func:`edge_angles`' order: (a, b, c) with the edge
 #: along axis c, the angle measured from axis a's offset towards axis b's, a < b; for each, the
@@ -213,6 +223,9 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12)."""
     if isinstance(shape, EdgeShape):
         return edge_functions(points, lower, upper, shape)
+    if isinstance(shape, CrossEdgeShape):
+        return torch.cat([corner_functions(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
+                          for a, b, c in EDGE_AXES], -1)
     if isinstance(shape, GradedEdgeShape):
         nearest = points.unsqueeze(0).repeat(12, 1, 1)         # each edge's point nearest each of points
         bounds = torch.stack([lower, upper]).to(points)
@@ -258,6 +271,9 @@ def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
         shape = shape.shape
     if isinstance(shape, EdgeShape):
         return edge_angles(points, lower, upper, shape.scales)
+    if isinstance(shape, CrossEdgeShape):
+        return torch.cat([corner_sides(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
+                          for a, b, c in EDGE_AXES], -1)
     if isinstance(shape, GradedShape):
         shape = shape.shape
     if isinstance(shape, tuple):
@@ -313,7 +329,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
 def solves_pde(shape: Shapes) -> bool:
     """Whether the corner functions of ``shape`` (:func:`jump_shape`) solve the PDE's homogeneous
     part: those of a constant operator do, those of a varying one do not."""
-    return isinstance(shape, (CornerShape, EdgeShape))
+    return isinstance(shape, (CornerShape, EdgeShape, CrossEdgeShape))
 
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
@@ -339,13 +355,17 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
     return None if shape is None else GradedShape(shape, conductivity, at_corners)
 
 
-def _edge_shape(operator, order) -> EdgeShape | None:
+def _edge_shape(operator, order) -> EdgeShape | CrossEdgeShape | None:
     """The :class:`EdgeShape` of a constant operator ``(A, b, c)`` in three variables (its inputs
-    put in the box's ``order``), None unless A is diagonal and the part across every edge has κ² ≥ 0
-    (no Helmholtz operator: module docstring)."""
+    put in the box's ``order``), a :class:`CrossEdgeShape` where A has a mixed derivative; None
+    unless the part across every edge has κ² ≥ 0 (no Helmholtz operator: module docstring)."""
     A, b, c = operator
     if any(A[i][j] for i in range(3) for j in range(3) if i != j):
-        return None
+        A = [[A[i][j] for j in order] for i in order]
+        b = [b[i] for i in order]
+        parts = [_shape(([[A[a][a], A[a][b_]], [A[b_][a], A[b_][b_]]], [b[a], b[b_]], c), [0, 1])
+                 for a, b_, _ in sorted(EDGE_AXES, key=lambda axes: axes[2])]
+        return None if any(part is None for part in parts) else CrossEdgeShape(tuple(parts))
     sign = 1.0 if A[0][0] > 0 else -1.0        # −L has the same solutions
     diagonal = [sign * A[i][i] for i in order]
     b, c = [sign * b[i] for i in order], sign * c

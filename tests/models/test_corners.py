@@ -11,7 +11,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.corners import (FROZEN_REACH, CornerShape, EdgeShape, GradedEdgeShape, GradedShape, carries_jumps, corner_angles,
+from pinnbo.models.corners import (FROZEN_REACH, CornerShape, CrossEdgeShape, EdgeShape, GradedEdgeShape, GradedShape, carries_jumps, corner_angles,
                                    corner_functions, corner_sides, edge_angles, jump_shape,
                                    solves_pde)
 from pinnbo.models.pde_gp import PDEGP
@@ -370,7 +370,7 @@ def test_a_box_carries_the_edge_functions_of_a_diagonal_operator_and_no_other():
     assert jump_shape(reordered, PDE(-U.diff(x, 2) - 4 * U.diff(y, 2) - 9 * U.diff(z, 2), rhs=1), False) == \
         EdgeShape((3.0, 1.0, 2.0))                                        # the domain's order; −L alike
     assert not carries_jumps(box, PDE(laplace.lhs[0] + 4 * U, rhs=0), False)                  # Helmholtz's
-    assert not carries_jumps(box, PDE(laplace.lhs[0] + U.diff(x, y), rhs=0), False)           # a tensor
+    assert carries_jumps(box, PDE(laplace.lhs[0] + U.diff(x, y), rhs=0), False)               # a tensor
     assert not carries_jumps(box, PDE(((1 + x) * U.diff(x)).diff(x) + U.diff(y, 2) + U.diff(z, 2), rhs=0), False)
     four = Box((0.0,) * 4, (1.0,) * 4, ("x", "y", "z", "t"))
     V = sp.Function("V")(x, y, z, sp.Symbol("t"))
@@ -419,6 +419,34 @@ def test_each_edge_function_of_a_flow_or_a_loss_solves_it_and_jumps_by_one_at_it
     torch.testing.assert_close(at(edge), torch.full((3,), 0.5).double())
     torch.testing.assert_close(at(beside_x), torch.ones(3).double(), atol=1e-5, rtol=0)
     torch.testing.assert_close(at(beside_y), torch.zeros(3).double(), atol=1e-12, rtol=0)
+
+
+def test_a_tensor_in_a_box_gets_the_corner_functions_of_its_part_across_each_edge():
+    """Σ K_ij ∂²f/∂z_i∂z_j − 2 f_x + f_z (the domain's order y, z, x): each of the 12 functions solves
+    it, by autograd at 50 points, is ½ on its edge and jumps by 1 across it; the edges along x take
+    the corner shape of the (y, z) part, K_yy = 1.5, K_yz = 0.3, K_zz = 1."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("y", "z", "x"))
+    K = {(x, x): 2.0, (y, y): 1.5, (z, z): 1.0, (x, y): 0.8, (x, z): 0.4, (y, z): 0.3}
+    operator = sum(K[(s, s)] * U.diff(s, 2) for s in (x, y, z)) + sum(
+        2 * K[pair] * U.diff(*pair) for pair in ((x, y), (x, z), (y, z))) - 2 * U.diff(x) + U.diff(z)
+    shape = jump_shape(box, PDE(operator, rhs=0), False)
+    assert isinstance(shape, CrossEdgeShape) and solves_pde(shape)
+    # the edges along the box's first axis, y, lie across (z, x): K_zz = 1, K_zx = 0.4, K_xx = 2
+    assert shape.shapes[0].shear == pytest.approx(0.4 / 2.0) and shape.shapes[0].stretch == pytest.approx(
+        math.sqrt(1.0 * 2.0 - 0.16) / 2.0)
+    unit = 0.05 + 0.9 * torch.rand(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    points = (BOX_LOWER + unit * (BOX_UPPER - BOX_LOWER)).requires_grad_(True)
+    residual = PDE(operator, rhs=0).for_variables(("y", "z", "x")).compile()
+    for j in range(12):
+        values = residual(lambda p, j=j: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, j], points)
+        assert float(values.abs().max()) < 1e-9
+    # along the box's third axis (x) at (y₁, z₀), the 11th: ½ on it, 1 beside it on y = y₁, 0 on z = z₀
+    edge = torch.tensor([[1.0, -1.0, 0.7], [1.0, -1.0, 1.9]], dtype=torch.float64)
+    at = lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, 10]  # noqa: E731
+    torch.testing.assert_close(at(edge), torch.full((2,), 0.5).double())
+    torch.testing.assert_close(at(edge + torch.tensor([0.0, 1e-7, 0.0]).double()), torch.ones(2).double(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(at(edge - torch.tensor([1e-7, 0.0, 0.0]).double()), torch.zeros(2).double(), atol=1e-6, rtol=0)
+    assert corner_sides(edge, BOX_LOWER, BOX_UPPER, shape).shape == (2, 12)
 
 
 def test_a_graded_box_gets_the_edge_functions_divided_by_the_root_of_its_conductivity():
