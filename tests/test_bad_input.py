@@ -159,6 +159,9 @@ TABLE = [
     Bad("box-flow-too-strong", case(problem="heat_box", params="{grid: 16, velocity: [30, 0, 15], boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"),
         "params.velocity: the flow across the box, |v_x| (x1 - x0) + |v_y| (y1 - y0) + |v_z| (z1 - z0), must be at most "
         "40, got 45"),
+    Bad("box-tensor-not-definite", case(problem="heat_box", params="{grid: 16, conductivity: [[1, 2, 0], [2, 1, 0], [0, 0, 1]], boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"),
+        "params.conductivity: expected a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, "
+        "k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]], got [[1, 2, 0], [2, 1, 0], [0, 0, 1]]"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",

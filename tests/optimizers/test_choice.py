@@ -133,9 +133,9 @@ def test_a_problem_declares_its_boundary_data():
 
 
 def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network():
-    """In a box, Laplace's operator (one with a conductivity along the axes, a flow, a loss, a
-    graded conductor's) gets pde-gp with the edges' functions; a mixed derivative, or coefficients
-    that vary otherwise, which they do not take, pinn-bo."""
+    """In a box, Laplace's operator (one with a conductivity along the axes or a tensor, a flow, a
+    loss, a graded conductor's) gets pde-gp with the edges' functions; coefficients that vary
+    otherwise, which they do not take, pinn-bo."""
     names = sp.symbols("x1:4")
     u = sp.Function("u")(*names)
     box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
@@ -146,7 +146,9 @@ def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network
     flow = PDE(sum(u.diff(v, 2) for v in names) - 2 * u.diff(names[0]) - u, rhs=0)
     assert choose_method(box, flow, boundary_continuous=False).method == "pde-gp"
     mixed = PDE(sum(u.diff(v, 2) for v in names) + u.diff(names[0], names[1]), rhs=0)
-    assert choose_method(box, mixed, boundary_continuous=False).method == "pinn-bo"
+    assert choose_method(box, mixed, boundary_continuous=False).method == "pde-gp"
+    helmholtz = PDE(sum(u.diff(v, 2) for v in names) + u.diff(names[0], names[1]) + 9 * u, rhs=0)
+    assert choose_method(box, helmholtz, boundary_continuous=False).method == "pde-gp"       # smooth: rule 10
     graded = PDE(sum(((1 + names[0]) * u.diff(v)).diff(v) for v in names), rhs=0)
     assert choose_method(box, graded, boundary_continuous=False).method == "pde-gp"
     carried = PDE(graded.lhs[0] - 2 * u.diff(names[1]), rhs=0)               # graded, and a flow
