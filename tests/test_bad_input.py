@@ -98,6 +98,11 @@ TELL = ["tell", "--x", "0.1,0.2"]
 # A "billion laughs": 9^9 values through aliases, in a few hundred bytes.
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+def box_params(setting: str) -> str:
+    """A heat box's params: ``setting`` beside valid faces, on a small grid."""
+    return "{grid: 16, " + setting + ", boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"
+
+
 TABLE = [
     # -- the case file ---------------------------------------------------------------------------
     Bad("yaml-syntax", "name: t\nproblem: [dropwave\n", "case.yaml: YAML syntax error at line 3"),
@@ -156,10 +161,10 @@ TABLE = [
     Bad("box-face-not-finite", case(problem="heat_box", params="{grid: 16, boundary: {x-: '0', x+: '1', y-: x, y+: 'log(z)', z-: '0', z+: '0'}}"),
         "params.boundary.y+: boundary data is not finite at (x, z) = (0, 0) (formula 'log(z)'); it must be real and "
         "finite on the whole closed face"),
-    Bad("box-flow-too-strong", case(problem="heat_box", params="{grid: 16, velocity: [30, 0, 15], boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"),
+    Bad("box-flow-too-strong", case(problem="heat_box", params=box_params("velocity: [30, 0, 15]")),
         "params.velocity: the flow across the box, |v_x| (x1 - x0) + |v_y| (y1 - y0) + |v_z| (z1 - z0), must be at most "
         "40, got 45"),
-    Bad("box-tensor-not-definite", case(problem="heat_box", params="{grid: 16, conductivity: [[1, 2, 0], [2, 1, 0], [0, 0, 1]], boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"),
+    Bad("box-tensor-not-definite", case(problem="heat_box", params=box_params("conductivity: [[1, 2, 0], [2, 1, 0], [0, 0, 1]]")),
         "params.conductivity: expected a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, "
         "k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]], got [[1, 2, 0], [2, 1, 0], [0, 0, 1]]"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
