@@ -188,6 +188,29 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     return torch.where(at, torch.full_like(angle, 0.5), angle)
 
 
+def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
+                        shape: "CrossEdgeShape") -> torch.Tensor:
+    """:func:`corner_angles` of each edge's part across it (``shape.shapes``), at physical
+    ``points`` (N, 3) of the box [lower, upper], the twelve columns in :func:`edge_angles`' order
+    and through each tensor operation together (the acquisition's search evaluates them at every
+    step): θ = atan2(stretch·l, a − s·shear·l)/ω with a the offset across the edge from the face of
+    its first axis, l from the face of its second, s = +1 at its (lower, lower) and (upper, upper)
+    edges and −1 at the other two, ω the angle between the faces."""
+    offsets = torch.stack([points - lower, upper - points], -1)                     # (N, 3, 2)
+    across = offsets[:, _ACROSS[0], _ACROSS[1]]
+    along = offsets[:, _ALONG[0], _ALONG[1]]
+    parts = [(shape.shapes[c], 1.0 if i == j else -1.0) for _, _, c in EDGE_AXES for i in (0, 1) for j in (0, 1)]
+    options = {"dtype": points.dtype, "device": points.device}
+    stretch = torch.as_tensor([part.stretch for part, _ in parts], **options)
+    skew = torch.as_tensor([sign * part.shear for part, sign in parts], **options)
+    opening = torch.as_tensor([math.pi / 2 if not part.shear else math.atan2(part.stretch, -sign * part.shear)
+                               for part, sign in parts], **options)
+    at = (across == 0) & (along == 0)
+    one = torch.ones_like(across)
+    angle = torch.atan2(torch.where(at, one, along * stretch), torch.where(at, one, across - skew * along)) / opening
+    return torch.where(at, torch.full_like(angle, 0.5), angle)
+
+
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
     :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ), d the offset
@@ -224,8 +247,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     if isinstance(shape, EdgeShape):
         return edge_functions(points, lower, upper, shape)
     if isinstance(shape, CrossEdgeShape):
-        return torch.cat([corner_functions(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
-                          for a, b, c in EDGE_AXES], -1)
+        if any(part.drift != (0.0, 0.0) or part.decay for part in shape.shapes):
+            return torch.cat([corner_functions(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
+                              for a, b, c in EDGE_AXES], -1)
+        return sheared_edge_angles(points, lower, upper, shape)
     if isinstance(shape, GradedEdgeShape):
         nearest = points.unsqueeze(0).repeat(12, 1, 1)         # each edge's point nearest each of points
         bounds = torch.stack([lower, upper]).to(points)
@@ -272,8 +297,7 @@ def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     if isinstance(shape, EdgeShape):
         return edge_angles(points, lower, upper, shape.scales)
     if isinstance(shape, CrossEdgeShape):
-        return torch.cat([corner_sides(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
-                          for a, b, c in EDGE_AXES], -1)
+        return sheared_edge_angles(points, lower, upper, shape)
     if isinstance(shape, GradedShape):
         shape = shape.shape
     if isinstance(shape, tuple):
