@@ -11,9 +11,9 @@ import pytest
 import sympy as sp
 import torch
 
-from pinnbo.models.corners import (FROZEN_REACH, CornerShape, CrossEdgeShape, EdgeShape, GradedEdgeShape, GradedShape, carries_jumps, corner_angles,
-                                   corner_functions, corner_sides, edge_angles, jump_shape,
-                                   solves_pde)
+from pinnbo.models.corners import (EDGE_AXES, FROZEN_REACH, CornerShape, CrossEdgeShape, EdgeShape, GradedEdgeShape,
+                                   GradedShape, carries_jumps, corner_angles, corner_functions, corner_sides,
+                                   edge_angles, jump_shape, solves_pde)
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
@@ -447,6 +447,15 @@ def test_a_tensor_in_a_box_gets_the_corner_functions_of_its_part_across_each_edg
     torch.testing.assert_close(at(edge + torch.tensor([0.0, 1e-7, 0.0]).double()), torch.ones(2).double(), atol=1e-6, rtol=0)
     torch.testing.assert_close(at(edge - torch.tensor([1e-7, 0.0, 0.0]).double()), torch.zeros(2).double(), atol=1e-6, rtol=0)
     assert corner_sides(edge, BOX_LOWER, BOX_UPPER, shape).shape == (2, 12)
+    # without the flow the twelve sheared angles go through each operation together: the same
+    # functions as each edge direction's four corner functions
+    still = jump_shape(box, PDE(operator + 2 * U.diff(x) - U.diff(z), rhs=0), False)
+    inside = points.detach()
+    together = corner_functions(inside, BOX_LOWER, BOX_UPPER, still)
+    apart = torch.cat([corner_functions(inside[:, [a, b]], BOX_LOWER[[a, b]], BOX_UPPER[[a, b]], still.shapes[c])
+                       for a, b, c in EDGE_AXES], -1)
+    torch.testing.assert_close(together, apart, atol=1e-14, rtol=0)
+    torch.testing.assert_close(corner_sides(inside, BOX_LOWER, BOX_UPPER, still), apart, atol=1e-14, rtol=0)
 
 
 def test_a_graded_box_gets_the_edge_functions_divided_by_the_root_of_its_conductivity():
