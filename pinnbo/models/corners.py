@@ -170,6 +170,12 @@ _ACROSS = tuple(zip(*[(a, i) for a, b, _ in EDGE_AXES for i in (0, 1) for _ in (
 _ALONG = tuple(zip(*[(b, j) for a, b, _ in EDGE_AXES for _ in (0, 1) for j in (0, 1)]))
 
 
+def _across_along(offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each edge's two offsets (N, 12), across it and along its angle, from the points' offsets
+    from the box's sides (N, 3, 2: axis, lower or upper side)."""
+    return offsets[:, _ACROSS[0], _ACROSS[1]], offsets[:, _ALONG[0], _ALONG[1]]
+
+
 def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                 scales: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
     """θ_e/(π/2) at physical ``points`` (N, 3) of the box [lower, upper] about each of its twelve
@@ -179,9 +185,7 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     through each tensor operation together: they are evaluated at every step of the acquisition's
     search."""
     scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
-    offsets = torch.stack([(points - lower) / scale, (upper - points) / scale], -1)      # (N, 3, 2)
-    across = offsets[:, _ACROSS[0], _ACROSS[1]]
-    along = offsets[:, _ALONG[0], _ALONG[1]]
+    across, along = _across_along(torch.stack([(points - lower) / scale, (upper - points) / scale], -1))
     at = (across == 0) & (along == 0)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
@@ -196,9 +200,7 @@ def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.
     step): θ = atan2(stretch·l, a − s·shear·l)/ω with a the offset across the edge from the face of
     its first axis, l from the face of its second, s = +1 at its (lower, lower) and (upper, upper)
     edges and −1 at the other two, ω the angle between the faces."""
-    offsets = torch.stack([points - lower, upper - points], -1)                     # (N, 3, 2)
-    across = offsets[:, _ACROSS[0], _ACROSS[1]]
-    along = offsets[:, _ALONG[0], _ALONG[1]]
+    across, along = _across_along(torch.stack([points - lower, upper - points], -1))
     parts = [(shape.shapes[c], 1.0 if i == j else -1.0) for _, _, c in EDGE_AXES for i in (0, 1) for j in (0, 1)]
     options = {"dtype": points.dtype, "device": points.device}
     stretch = torch.as_tensor([part.stretch for part, _ in parts], **options)
@@ -222,9 +224,7 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
         return angles
     options = {"dtype": points.dtype, "device": points.device}
     scale, drift = torch.as_tensor(shape.scales, **options), torch.as_tensor(shape.drift, **options)
-    signed = torch.stack([points - lower, points - upper], -1)                      # z − the edge's side
-    across = signed[:, _ACROSS[0], _ACROSS[1]]
-    along = signed[:, _ALONG[0], _ALONG[1]]
+    across, along = _across_along(torch.stack([points - lower, points - upper], -1))     # z − the edge's sides
     factor = torch.exp(drift[list(_ACROSS[0])] * across + drift[list(_ALONG[0])] * along)
     if any(shape.decay):
         squared = (across / scale[list(_ACROSS[0])]) ** 2 + (along / scale[list(_ALONG[0])]) ** 2
@@ -388,7 +388,7 @@ def _edge_shape(operator, order) -> EdgeShape | CrossEdgeShape | None:
         A = [[A[i][j] for j in order] for i in order]
         b = [b[i] for i in order]
         parts = [_shape(([[A[a][a], A[a][b_]], [A[b_][a], A[b_][b_]]], [b[a], b[b_]], c), [0, 1])
-                 for a, b_, _ in sorted(EDGE_AXES, key=lambda axes: axes[2])]
+                 for a, b_, _ in EDGE_AXES]                     # EDGE_AXES: along x, y, z in turn
         return None if any(part is None for part in parts) else CrossEdgeShape(tuple(parts))
     sign = 1.0 if A[0][0] > 0 else -1.0        # −L has the same solutions
     diagonal = [sign * A[i][i] for i in order]

@@ -1,5 +1,6 @@
 """What a Dirichlet problem on a box reads from a case (the heat plate's and the heat box's): its
-bounds and the formulas of its boundary data, each checked with one line that names the field."""
+bounds, the formulas of its boundary data and its coefficients' numbers, each checked with one line
+that names the field."""
 
 from __future__ import annotations
 
@@ -14,6 +15,21 @@ from pinnbo.expressions import parse_expression
 from pinnbo.problem import ProblemError
 
 _COUNTS = {2: "two", 3: "three"}
+
+
+def check_numbers(value, count: int, field: str, expected: str, positive: bool = False,
+                  shown_as=None) -> tuple[float, ...]:
+    """``value`` as ``count`` floats; ProblemError naming ``params.field`` and ``expected`` (showing
+    ``shown_as`` where given, the whole of which ``value`` is a part) unless a list of that many
+    finite numbers, each positive where ``positive``."""
+    message = f"params.{field}: expected {expected}, got {shown(value if shown_as is None else shown_as)}"
+    if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or len(value) != count
+            or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in value)):
+        raise ProblemError(message)
+    numbers = tuple(float(v) for v in value)
+    if not all(math.isfinite(v) and (v > 0 or not positive) for v in numbers):
+        raise ProblemError(message)
+    return numbers
 
 
 def check_bounds(bounds, axes: Sequence[str]) -> tuple[tuple[float, float], ...]:

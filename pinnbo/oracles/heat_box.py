@@ -47,7 +47,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import check_bounds, checked_points, parse_boundary
+from pinnbo.oracles.dirichlet import check_bounds, check_numbers, checked_points, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -64,6 +64,13 @@ EDGE_OFFSET = 1e-9
 MOST_FLOW = 40.0
 # Bump when the cached data or the key changes meaning: old files are then ignored.
 _CACHE_FORMAT = 1
+
+
+def cell_centres(bounds, grid: int) -> tuple[list[float], list[np.ndarray]]:
+    """``(h, cells)``: the cell width along each axis of the box ``bounds`` and the cell centres,
+    ``grid`` per axis."""
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    return h, [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
 
 
 def face_axis(face: str) -> tuple[int, int]:
@@ -83,10 +90,9 @@ def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
     """
     from scipy.fft import dstn, idstn
 
-    h = [(hi - lo) / grid for lo, hi in bounds]
+    h, cells = cell_centres(bounds, grid)
     v = np.asarray(velocity, dtype=np.float64)
     centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
-    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
     rhs = np.zeros((grid, grid, grid))
     for face in FACES:
         axis, side = face_axis(face)
@@ -128,9 +134,8 @@ def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], con
     midpoint times the difference of the two cells across it; the data enter through the ghost
     cell T_ghost = 2 g − T_cell with k at the box's face, the flow by central differences (module
     docstring for the solve)."""
-    h = [(hi - lo) / grid for lo, hi in bounds]
+    h, cells = cell_centres(bounds, grid)
     v = np.asarray(velocity, dtype=np.float64)
-    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
     X = np.meshgrid(*cells, indexing="ij")
     shape = (grid,) * 3
     weights, constant = [], np.zeros(shape)
@@ -172,8 +177,7 @@ def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float
     from scipy.fft import dstn, idstn
     from scipy.sparse.linalg import LinearOperator, bicgstab
 
-    h = [(hi - lo) / grid for lo, hi in bounds]
-    cells = [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
+    h, cells = cell_centres(bounds, grid)
     centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
     drift = v / mean
     eigen, factor = _eigenvalues(h, grid, drift), _flow_factor(cells, centre, drift)
@@ -261,26 +265,18 @@ TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_x
 def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     """A constant conductivity tensor as three rows of floats; ProblemError unless a 3 × 3
     symmetric positive-definite matrix of finite numbers (the heat then flows down every gradient)."""
-    message = f"params.conductivity: expected {TENSOR}, got {shown(tensor)}"
-    rows = tensor if isinstance(tensor, (list, tuple)) and len(tensor) == 3 else None
-    if rows is None or any(isinstance(row, (str, bytes)) or not isinstance(row, (list, tuple)) or len(row) != 3
-                           or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
-                                  for v in row) for row in rows):
-        raise ProblemError(message)
-    K = np.array(rows, dtype=np.float64)
-    if not np.all(np.isfinite(K)) or not np.array_equal(K, K.T) or np.linalg.eigvalsh(K).min() <= 0:
-        raise ProblemError(message)
+    if isinstance(tensor, (str, bytes)) or not isinstance(tensor, (list, tuple)) or len(tensor) != 3:
+        raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
+    K = np.array([check_numbers(row, 3, "conductivity", TENSOR, shown_as=tensor) for row in tensor])
+    if not np.array_equal(K, K.T) or np.linalg.eigvalsh(K).min() <= 0:
+        raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
     """``velocity`` as three floats; ProblemError unless three finite numbers whose flow across the
     box, Σ |v_i| (x1_i − x0_i), is at most :data:`MOST_FLOW`."""
-    if (isinstance(velocity, (str, bytes)) or not isinstance(velocity, (list, tuple)) or len(velocity) != 3
-            or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in velocity)
-            or not all(math.isfinite(float(v)) for v in velocity)):
-        raise ProblemError(f"params.velocity: expected three numbers [v_x, v_y, v_z], got {shown(velocity)}")
-    v = tuple(float(c) + 0.0 for c in velocity)
+    v = tuple(c + 0.0 for c in check_numbers(velocity, 3, "velocity", "three numbers [v_x, v_y, v_z]"))
     flow = sum(abs(c) * (hi - lo) for c, (lo, hi) in zip(v, bounds))
     if flow > MOST_FLOW:
         raise ProblemError(f"params.velocity: the flow across the box, |v_x| (x1 - x0) + |v_y| (y1 - y0) + "

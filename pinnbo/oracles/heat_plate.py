@@ -48,7 +48,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import check_bounds, checked_points, parse_boundary
+from pinnbo.oracles.dirichlet import check_bounds, check_numbers, checked_points, parse_boundary
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -581,14 +581,7 @@ def check_velocity(velocity) -> tuple[float, float]:
 
 
 def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None) -> tuple[float, float]:
-    message = f"params.{field}: expected {expected}, got {shown(value if shown_as is None else shown_as)}"
-    if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or len(value) != 2
-            or any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in value)):
-        raise ProblemError(message)
-    first, second = (float(v) for v in value)
-    if not all(math.isfinite(v) and (v > 0 or not positive) for v in (first, second)):
-        raise ProblemError(message)
-    return first, second
+    return check_numbers(value, 2, field, expected, positive, shown_as)
 
 
 def _extend_half_cell(a: np.ndarray) -> np.ndarray:
