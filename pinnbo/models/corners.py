@@ -40,7 +40,12 @@ functions that jump as it does without solving the PDE; the operator's values on
 the model's covariance (:mod:`pinnbo.models.pde_gp`). A graded conductor, ∇·(k(z) A ∇f) with A
 constant, gets A's functions divided by √(k/k_c): with f = w/√k the operator is
 √k(∇·(A∇w) − w ∇·(A∇√k)) (Liouville's transformation), so on them it is −√k_c θ/ω ∇·(A∇√k),
-bounded. Any other operator gets, at each corner, the functions of the operator frozen there, whose
+bounded. In a box's three variables the graded conductor may carry a uniform flow b,
+∇·(k A ∇f) + b·∇f: frozen at the point z_e of an edge nearest z its principal part is k(z_e) A, so
+each edge function is the flow's of ∇·(A∇·) + b·∇ with its drift and decay divided by k(z_e), times
+√(k(z_e)/k(z)); on it the first-order terms that grow as 1/ρ near the edge cancel to within
+O(|z − z_e|/ρ), and the operator stays bounded. Any other operator gets, at each corner, the
+functions of the operator frozen there, whose
 factor e^{α·(z − c)} I₀(κρ) grows away from the corner as the frozen operator departs from the
 PDE's: they are kept within a reach of it (``FROZEN_REACH``).
 
@@ -140,10 +145,12 @@ class EdgeShape:
 
 @dataclass(frozen=True)
 class GradedEdgeShape:
-    """The edge functions of a graded operator ∇·(k(z) A ∇·) in three variables, A diagonal
-    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·), each divided by
-    √(k(z)/k(z_e)), z_e the point of its edge nearest z (module docstring), ``conductivity`` k at
-    physical points (N, 3) -> (N,)."""
+    """The edge functions of a graded operator ∇·(k(z) A ∇·) + b·∇ in three variables, b constant
+    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·) + b·∇, their drift and
+    decay divided by k(z_e) and each function by √(k(z)/k(z_e)), z_e the point of its edge nearest z
+    (module docstring); a :class:`CrossEdgeShape` where A has a mixed derivative (then b = 0), each
+    sheared function divided by √(k(z)/k(m_e)) instead, m_e its edge's midpoint, so that its jump
+    varies along the edge as 1/√k; ``conductivity`` k at physical points (N, 3) -> (N,)."""
 
     shape: EdgeShape
     conductivity: Callable[[torch.Tensor], torch.Tensor]
@@ -213,22 +220,26 @@ def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.
     return torch.where(at, torch.full_like(angle, 0.5), angle)
 
 
-def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape) -> torch.Tensor:
+def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
+                   principal: torch.Tensor | None = None) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
     :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ), d the offset
     from the edge across it and ρ its length in the scaled coordinates (the corner function of the
     operator's part across the edge: module docstring), 1 on the edge; the angles alone without a
-    drift or a decay."""
+    drift or a decay. ``principal`` (N, 12): the factor k of the principal part at each function's
+    edge (a graded conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
     angles = edge_angles(points, lower, upper, shape.scales)
     if not any(shape.drift) and not any(shape.decay):
         return angles
     options = {"dtype": points.dtype, "device": points.device}
     scale, drift = torch.as_tensor(shape.scales, **options), torch.as_tensor(shape.drift, **options)
     across, along = _across_along(torch.stack([points - lower, points - upper], -1))     # z − the edge's sides
-    factor = torch.exp(drift[list(_ACROSS[0])] * across + drift[list(_ALONG[0])] * along)
+    exponent = drift[list(_ACROSS[0])] * across + drift[list(_ALONG[0])] * along
+    factor = torch.exp(exponent if principal is None else exponent / principal)
     if any(shape.decay):
         squared = (across / scale[list(_ACROSS[0])]) ** 2 + (along / scale[list(_ALONG[0])]) ** 2
         kappa = torch.as_tensor([shape.decay[c] for _, _, c in EDGE_AXES for _ in range(4)], **options)
+        kappa = kappa if principal is None else kappa / principal.abs()
         at = squared == 0
         # √ has no gradient at 0, I₀(κ√s) has (it is even): the edge's own value instead
         radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
@@ -252,12 +263,23 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
                               for a, b, c in EDGE_AXES], -1)
         return sheared_edge_angles(points, lower, upper, shape)
     if isinstance(shape, GradedEdgeShape):
+        sheared = isinstance(shape.shape, CrossEdgeShape)
         nearest = points.unsqueeze(0).repeat(12, 1, 1)         # each edge's point nearest each of points
         bounds = torch.stack([lower, upper]).to(points)
         for j, (a, i, b, side) in enumerate(zip(*_ACROSS, *_ALONG)):
             nearest[j, :, a], nearest[j, :, b] = bounds[i, a], bounds[side, b]
+            if sheared:
+                # a mixed derivative with the edge's own coordinate turns an amplitude that varies
+                # along the edge into a term of order 1/ρ: the edge's midpoint's k instead
+                c = EDGE_AXES[j // 4][2]
+                nearest[j, :, c] = (bounds[0, c] + bounds[1, c]) / 2
         on_edges = shape.conductivity(nearest.reshape(-1, 3)).reshape(12, -1).T
-        return edge_functions(points, lower, upper, shape.shape) * torch.sqrt(on_edges / shape.conductivity(points)[:, None])
+        if sheared:
+            functions = sheared_edge_angles(points, lower, upper, shape.shape)
+        else:
+            flow = any(shape.shape.drift) or any(shape.shape.decay)
+            functions = edge_functions(points, lower, upper, shape.shape, on_edges if flow else None)
+        return functions * torch.sqrt(on_edges / shape.conductivity(points)[:, None])
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
@@ -319,7 +341,9 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
     functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal, κ² ≥ 0 across every
-    edge)."""
+    edge), a :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a
+    graded conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative); a
+    plate's graded conductor with a flow gets the frozen corners'."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -330,7 +354,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     if operator is not None:
         return _shape(operator, order) if domain.dim == 2 else _edge_shape(operator, order)
     graded = pde.divergence_form()
-    if graded is not None:
+    if graded is not None and (domain.dim == 3 or not any(graded[2])):
         return _graded(domain, pde, graded, order)
     if domain.dim == 3:
         return None
@@ -357,10 +381,10 @@ def solves_pde(shape: Shapes) -> bool:
 
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
-    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A)), k compiled to torch, in a box's
-    three variables the :class:`GradedEdgeShape` (A diagonal); None where k is not of one sign at the
-    corners."""
-    k, A = form
+    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A, b), b = 0), k compiled to torch, in a
+    box's three variables the :class:`GradedEdgeShape` of ∇·(k A ∇·) + b·∇ (b = 0 where A has a
+    mixed derivative); None where k is not of one sign at the corners."""
+    k, A, b = form
     node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
 
@@ -373,8 +397,10 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
     if not (all(v > 0 for v in at_corners) or all(v < 0 for v in at_corners)):
         return None
     if domain.dim == 3:
-        edges = _edge_shape((A, (0.0,) * 3, 0.0), order)
-        return None if edges is None else GradedEdgeShape(edges, conductivity)
+        edges = _edge_shape((A, b, 0.0), order)
+        if edges is None or (isinstance(edges, CrossEdgeShape) and any(b)):
+            return None
+        return GradedEdgeShape(edges, conductivity)
     shape = _shape((A, (0.0,) * len(A), 0.0), order)
     return None if shape is None else GradedShape(shape, conductivity, at_corners)
 

@@ -343,8 +343,8 @@ class PDE:
         return forms.constant_operator(self, at)
 
     def divergence_form(self):
-        """``(k, A)`` where the PDE is ∇·(k(z) A ∇h) = g with k varying and A constant, A_11 = 1;
-        None otherwise (:func:`pinnbo.pde.forms.divergence_form`)."""
+        """``(k, A, b)`` where the PDE is ∇·(k(z) A ∇h) + b·∇h = g with k varying, A constant,
+        A_11 = 1, and b constant; None otherwise (:func:`pinnbo.pde.forms.divergence_form`)."""
         return forms.divergence_form(self)
 
     def negated(self) -> "PDE":

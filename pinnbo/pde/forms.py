@@ -272,14 +272,15 @@ def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
     return False
 
 
-def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...]] | None:
-    """``(k, A)`` of a PDE that is one linear equation ∇·(k(z) A ∇h) = g: a constant symmetric
-    definite matrix A with A_11 = 1 and a coefficient k(z) that varies, the first-order terms
-    exactly the divergence's (b_i = Σ_j ∂_j (k A_ij)) and no zero-order term (a graded conductor,
-    its conductivity k(z) times a fixed tensor); None for anything else, constant coefficients
-    included. With h = w/√k the operator is √k(∇·(A∇w) − w ∇·(A∇√k)) (Liouville's transformation),
-    whose principal part no longer varies: the corner functions of such a plate are those of
-    ∇·(A∇·) divided by √k (:mod:`pinnbo.models.corners`)."""
+def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[float, ...]] | None:
+    """``(k, A, b)`` of a PDE that is one linear equation ∇·(k(z) A ∇h) + b·∇h = g: a constant
+    symmetric definite matrix A with A_11 = 1, a coefficient k(z) that varies, the first-order terms
+    the divergence's (Σ_j ∂_j (k A_ij)) plus constants b_i (a flow; zeros without one) and no
+    zero-order term (a graded conductor, its conductivity k(z) times a fixed tensor); None for
+    anything else, constant coefficients included. With h = w/√k the operator is
+    √k(∇·(A∇w) − w ∇·(A∇√k)) + b·∇h (Liouville's transformation), whose principal part no longer
+    varies: the corner functions of such a plate at rest are those of ∇·(A∇·) divided by √k
+    (:mod:`pinnbo.models.corners`)."""
     equation = _one_linear_equation(pde)
     if equation is None:
         return None
@@ -300,17 +301,20 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...]] | None
         A = [[sp.simplify(second.get((i, j), 0) / k) for j in range(dim)] for i in range(dim)]
         if any(a.free_symbols for row in A for a in row):
             return None
+        flow = []
         for i in range(dim):
             slope = tuple(1 if n == i else 0 for n in range(dim))
             divergence = sum(sp.diff(k * A[i][j], symbols[j]) for j in range(dim))
-            if sp.simplify(coefficients.get(slope, 0) - divergence) != 0:
+            rest = sp.simplify(coefficients.get(slope, 0) - divergence)
+            if rest.free_symbols:
                 return None
+            flow.append(float(rest) + 0.0)                              # + 0.0: no −0.0
         matrix = tuple(tuple(float(a) for a in row) for row in A)
     except (TypeError, ValueError):
         return None
     if not all(np.linalg.eigvalsh(np.array(matrix)) > 0):
         return None
-    return k, matrix
+    return k, matrix, tuple(flow)
 
 
 def constant_operator(pde, at: Mapping[str, float] | None = None

@@ -489,6 +489,78 @@ def test_a_graded_box_gets_the_edge_functions_divided_by_the_root_of_its_conduct
     assert jump_shape(box, PDE(sum((k * U.diff(s)).diff(s) for s in (x, y)) + 4 * U.diff(z, 2), rhs=0), False) is None
 
 
+def test_a_graded_box_under_a_flow_gets_the_flows_functions_frozen_at_each_edges_nearest_point():
+    """∇·(k∇f) − v·∇f, k = 3 + 2x + yz: each edge function is the flow's, its drift and decay
+    divided by k(z_e), times √(k(z_e)/k(z)), so it jumps by 1 all along its edge; the operator on it
+    stays bounded as the edge nears, where on the graded functions at rest it grows as 1/r. The
+    negated PDE (a maximised objective's) gets the same functions."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    k, v = 3 + 2 * x + y * z, (2.0, -1.5, 1.0)
+    carried = PDE(sum((k * U.diff(s)).diff(s) - w * U.diff(s) for s, w in zip((x, y, z), v)), rhs=0)
+    shape = jump_shape(box, carried, False)
+    assert isinstance(shape, GradedEdgeShape) and not solves_pde(shape)
+    kappa = [math.sqrt(sum(w**2 / 4 for i, w in enumerate(v) if i != along)) for along in range(3)]
+    assert shape.shape == EdgeShape((1.0, 1.0, 1.0), (1.0, -0.75, 0.5), tuple(kappa))
+    at_rest = jump_shape(box, PDE(sum((k * U.diff(s)).diff(s) for s in (x, y, z)), rhs=0), False)
+    residual = carried.compile()
+    j = 10                                           # along z at (x₁, y₀)
+    for r in (1e-1, 1e-2, 1e-3):
+        angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+        points = torch.stack([BOX_UPPER[0] - r * torch.cos(angle), BOX_LOWER[1] + r * torch.sin(angle),
+                              torch.full((5,), 1.3, dtype=torch.float64)], -1)
+        near = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, j], points).abs().max()
+        rest = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, at_rest)[:, j], points).abs().max()
+        assert float(near) < 5 and float(rest) > 0.2 / r
+    at = lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, j]  # noqa: E731
+    edge = torch.tensor([[1.0, -1.0, 0.7], [1.0, -1.0, 1.9]], dtype=torch.float64)
+    beside_x, beside_y = edge + torch.tensor([0.0, 1e-7, 0.0]).double(), edge - torch.tensor([1e-7, 0.0, 0.0]).double()
+    torch.testing.assert_close(at(edge), torch.full((2,), 0.5).double())
+    torch.testing.assert_close(at(beside_x) - at(beside_y), torch.ones(2).double(), atol=1e-6, rtol=0)
+    # by hand at (0.4, 0.2, 1.5): the edge's point (1, −1, 1.5), k_e = 3.5, k = 4.1; offsets (−0.6, 1.2)
+    inside = torch.tensor([[0.4, 0.2, 1.5]], dtype=torch.float64)
+    k_e, k_z, (dx, dy) = 3.5, 4.1, (-0.6, 1.2)
+    factor = math.exp((1.0 * dx - 0.75 * dy) / k_e) * float(torch.special.i0(torch.tensor(kappa[2] * math.hypot(dx, dy) / k_e)))
+    torch.testing.assert_close(at(inside), edge_angles(inside, BOX_LOWER, BOX_UPPER)[:, j] * factor * math.sqrt(k_e / k_z))
+    negated = jump_shape(box, carried.negated(), False)
+    torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, negated),
+                               corner_functions(inside, BOX_LOWER, BOX_UPPER, shape))
+
+
+def test_a_graded_tensor_in_a_box_gets_the_sheared_functions_divided_by_the_root_of_its_conductivity():
+    """∇·(k K ∇f), k = 3 + 2x + yz, K with mixed derivatives: each edge function is the sheared
+    angle of K's part across its edge times √(k(m_e)/k(z)), m_e the edge's midpoint; the operator
+    on it stays bounded as the edge nears, on every edge, where on the sheared angle alone it grows
+    as 1/r. With a flow besides, no functions."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    k, K = 3 + 2 * x + y * z, ((2.0, 0.6, 0.3), (0.6, 1.0, 0.2), (0.3, 0.2, 1.5))
+    symbols = (x, y, z)
+    graded = PDE(sum((k * sum(K[i][j] * U.diff(symbols[j]) for j in range(3))).diff(symbols[i]) for i in range(3)), rhs=0)
+    shape = jump_shape(box, graded, False)
+    constant = jump_shape(box, PDE(sum(K[i][j] * U.diff(symbols[i], symbols[j]) for i in range(3) for j in range(3)),
+                                   rhs=0), False)
+    assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape) and not solves_pde(shape)
+    residual = graded.compile()
+    j = 10                                           # along z at (x₁, y₀), sheared by K_xy
+    for r in (1e-1, 1e-2, 1e-3):
+        angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+        edges = [(a, b, c, i, side) for a, b, c in EDGE_AXES for i in (0, 1) for side in (0, 1)]
+        for e, (a, b, c, i, side) in enumerate(edges):                      # 5 points by each edge
+            points = torch.full((5, 3), 0.0, dtype=torch.float64)
+            points[:, c] = 0.3 * BOX_LOWER[c] + 0.7 * BOX_UPPER[c]
+            points[:, a] = BOX_LOWER[a] + r * torch.cos(angle) if i == 0 else BOX_UPPER[a] - r * torch.cos(angle)
+            points[:, b] = BOX_LOWER[b] + r * torch.sin(angle) if side == 0 else BOX_UPPER[b] - r * torch.sin(angle)
+            near = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, e], points).abs().max()
+            assert float(near) < 5, (e, r)
+        points = torch.stack([BOX_UPPER[0] - r * torch.cos(angle), BOX_LOWER[1] + r * torch.sin(angle),
+                              torch.full((5,), 1.3, dtype=torch.float64)], -1)
+        sheared = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, constant)[:, j], points).abs().max()
+        assert float(sheared) > 0.2 / r
+    inside = torch.tensor([[0.4, 0.2, 1.5]], dtype=torch.float64)          # the edge's midpoint (1, −1, 1.25)
+    torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, shape)[:, j],
+                               corner_functions(inside, BOX_LOWER, BOX_UPPER, constant)[:, j] * math.sqrt(3.75 / 4.1))
+    assert jump_shape(box, PDE(graded.lhs[0] - 2 * U.diff(x), rhs=0), False) is None
+
+
 def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
     """A harmonic function of three variables, x² − z² plus jumps of 3 and −1 along two edges; 60
     values and ∇²f = 0 at 128 points: with the edge functions the mean is within 1 % of the spread

@@ -134,8 +134,8 @@ def test_a_problem_declares_its_boundary_data():
 
 def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network():
     """In a box, Laplace's operator (one with a conductivity along the axes or a tensor, a flow, a
-    loss, a graded conductor's) gets pde-gp with the edges' functions; coefficients that vary
-    otherwise, which they do not take, pinn-bo."""
+    loss, a graded conductor's with a uniform flow or without) gets pde-gp with the edges'
+    functions; coefficients that vary otherwise, which they do not take, pinn-bo."""
     names = sp.symbols("x1:4")
     u = sp.Function("u")(*names)
     box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
@@ -152,7 +152,9 @@ def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network
     graded = PDE(sum(((1 + names[0]) * u.diff(v)).diff(v) for v in names), rhs=0)
     assert choose_method(box, graded, boundary_continuous=False).method == "pde-gp"
     carried = PDE(graded.lhs[0] - 2 * u.diff(names[1]), rhs=0)               # graded, and a flow
-    assert choose_method(box, carried, boundary_continuous=False).method == "pinn-bo"
+    assert choose_method(box, carried, boundary_continuous=False).method == "pde-gp"
+    varying = PDE(graded.lhs[0] - names[2] * u.diff(names[1]), rhs=0)        # a flow that varies
+    assert choose_method(box, varying, boundary_continuous=False).method == "pinn-bo"
 
 
 WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])

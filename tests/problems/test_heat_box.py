@@ -70,8 +70,8 @@ def test_a_graded_conductivity_enters_the_pde_in_divergence_form(tmp_path, monke
     assert float(residual(field, points).abs().max()) < 1e-10
     torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]))
     assert graded.pde.minimum_on_boundary(graded.domain.named_bounds)
-    k, tensor = graded.pde.divergence_form()
-    assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    k, tensor, flow = graded.pde.divergence_form()
+    assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)) and flow == (0.0, 0.0, 0.0)
     assert "k = (1 + x)**2" in graded.description and graded.metadata["conductivity"] == "(1 + x)**2"
 
 
