@@ -66,10 +66,13 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     for v, s in zip(box.velocity, (x, y, z)):
         if v:
             operator = operator - v * sp.diff(T, s)
-    flow = "" if not any(box.velocity) else f" − v·∇T, v = ({', '.join(f'{v:g}' for v in box.velocity)})"
-    law = "∇²T" if k is None else f"∇·(k∇T), k = {box.conductivity}"
-    if box.tensor is not None:
-        law = f"∇·(K∇T), K = {shown(box.conductivity)}"
+    law = "∇²T" if k is None and box.tensor is None else "∇·(K∇T)" if box.tensor is not None else "∇·(k∇T)"
+    given = [f"K = {shown(box.conductivity)}" if box.tensor is not None else f"k = {box.conductivity}"] \
+        if box.conductivity is not None else []
+    if any(box.velocity):
+        law += " − v·∇T"
+        given.append(f"v = ({', '.join(f'{v:g}' for v in box.velocity)})")
+    law += " = 0" + (f" ({'; '.join(given)})" if given else "")
     metadata = {"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)}
     if any(box.velocity):
         metadata["velocity"] = list(box.velocity)
@@ -84,7 +87,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         boundary_continuous=box.boundary_continuous(),
-        description=(f"Steady heat box {law}{flow} = 0 on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
+        description=(f"Steady heat box {law} on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
                      f"Dirichlet data {faces}; {'iterative' if k is not None or box.tensor is not None else 'sine-transform'} reference on a {box.grid}³ grid; maximise T"),
         metadata=metadata,
     )
