@@ -57,6 +57,7 @@ take a corner and the design beside it on its edge for one point.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -180,7 +181,46 @@ _ALONG = tuple(zip(*[(b, j) for a, b, _ in EDGE_AXES for _ in (0, 1) for j in (0
 def _across_along(offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each edge's two offsets (N, 12), across it and along its angle, from the points' offsets
     from the box's sides (N, 3, 2: axis, lower or upper side)."""
-    return offsets[:, _ACROSS[0], _ACROSS[1]], offsets[:, _ALONG[0], _ALONG[1]]
+    across, along = _flat_columns(offsets.device)
+    flat = offsets.reshape(-1, 6)
+    return flat.index_select(1, across), flat.index_select(1, along)
+
+
+@functools.lru_cache(maxsize=8)
+def _flat_columns(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_across_along`' columns of the offsets flattened to (N, 6), made once: indexing by
+    lists would turn them into tensors at every step of the acquisition's search."""
+    return tuple(torch.as_tensor([2 * axis + side for axis, side in zip(*which)], device=device)
+                 for which in (_ACROSS, _ALONG))
+
+
+@functools.lru_cache(maxsize=64)
+def _per_edge(values: tuple[float, ...], dtype: torch.dtype, device: torch.device
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A per-axis constant (x, y, z) put on the twelve edges (12,): that of the axis of each edge's
+    offset across it, of its offset along the angle (:func:`_across_along`' columns) and of the axis
+    the edge runs along; made once, since the acquisition's search evaluates the edge functions at
+    every step, where building these anew costs more than using them."""
+    values = torch.as_tensor(values, dtype=dtype, device=device)
+    return values[list(_ACROSS[0])], values[list(_ALONG[0])], values[[c for _, _, c in EDGE_AXES for _ in range(4)]]
+
+
+@functools.lru_cache(maxsize=64)
+def _edge_points(lower: tuple[float, ...], upper: tuple[float, ...], dtype: torch.dtype, device: torch.device,
+                 midpoints: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which coordinates of a point each edge's point nearest it fixes, and to what (12, 1, 3):
+    the two of the faces that meet there; with ``midpoints``, the edge's own coordinate too, at its
+    midpoint."""
+    fixed = torch.zeros(12, 1, 3, dtype=torch.bool, device=device)
+    values = torch.zeros(12, 1, 3, dtype=dtype, device=device)
+    bounds = (lower, upper)
+    for j, (a, i, b, side) in enumerate(zip(*_ACROSS, *_ALONG)):
+        fixed[j, 0, a], fixed[j, 0, b] = True, True
+        values[j, 0, a], values[j, 0, b] = bounds[i][a], bounds[side][b]
+        if midpoints:
+            c = EDGE_AXES[j // 4][2]
+            fixed[j, 0, c], values[j, 0, c] = True, (lower[c] + upper[c]) / 2
+    return fixed, values
 
 
 def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -191,8 +231,12 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve columns go
     through each tensor operation together: they are evaluated at every step of the acquisition's
     search."""
-    scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
-    across, along = _across_along(torch.stack([(points - lower) / scale, (upper - points) / scale], -1))
+    if scales == (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
+        offsets = [points - lower, upper - points]
+    else:
+        scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
+        offsets = [(points - lower) / scale, (upper - points) / scale]
+    across, along = _across_along(torch.stack(offsets, -1))
     at = (across == 0) & (along == 0)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
@@ -208,16 +252,24 @@ def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.
     its first axis, l from the face of its second, s = +1 at its (lower, lower) and (upper, upper)
     edges and −1 at the other two, ω the angle between the faces."""
     across, along = _across_along(torch.stack([points - lower, upper - points], -1))
-    parts = [(shape.shapes[c], 1.0 if i == j else -1.0) for _, _, c in EDGE_AXES for i in (0, 1) for j in (0, 1)]
-    options = {"dtype": points.dtype, "device": points.device}
-    stretch = torch.as_tensor([part.stretch for part, _ in parts], **options)
-    skew = torch.as_tensor([sign * part.shear for part, sign in parts], **options)
-    opening = torch.as_tensor([math.pi / 2 if not part.shear else math.atan2(part.stretch, -sign * part.shear)
-                               for part, sign in parts], **options)
+    stretch, skew, opening = _shears(shape, points.dtype, points.device)
     at = (across == 0) & (along == 0)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along * stretch), torch.where(at, one, across - skew * along)) / opening
     return torch.where(at, torch.full_like(angle, 0.5), angle)
+
+
+@functools.lru_cache(maxsize=64)
+def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each edge's stretch, s·shear and opening ω (12,) for :func:`sheared_edge_angles`, made once
+    (the acquisition's search evaluates the angles at every step)."""
+    parts = [(shape.shapes[c], 1.0 if i == j else -1.0) for _, _, c in EDGE_AXES for i in (0, 1) for j in (0, 1)]
+    stretch = torch.as_tensor([part.stretch for part, _ in parts], dtype=dtype, device=device)
+    skew = torch.as_tensor([sign * part.shear for part, sign in parts], dtype=dtype, device=device)
+    opening = torch.as_tensor([math.pi / 2 if not part.shear else math.atan2(part.stretch, -sign * part.shear)
+                               for part, sign in parts], dtype=dtype, device=device)
+    return stretch, skew, opening
 
 
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
@@ -228,17 +280,17 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     operator's part across the edge: module docstring), 1 on the edge; the angles alone without a
     drift or a decay. ``principal`` (N, 12): the factor k of the principal part at each function's
     edge (a graded conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
-    angles = edge_angles(points, lower, upper, shape.scales)
     if not any(shape.drift) and not any(shape.decay):
-        return angles
-    options = {"dtype": points.dtype, "device": points.device}
-    scale, drift = torch.as_tensor(shape.scales, **options), torch.as_tensor(shape.drift, **options)
+        return edge_angles(points, lower, upper, shape.scales)
+    angles = edge_angles(points, lower, upper, shape.scales)
     across, along = _across_along(torch.stack([points - lower, points - upper], -1))     # z − the edge's sides
-    exponent = drift[list(_ACROSS[0])] * across + drift[list(_ALONG[0])] * along
+    drift_across, drift_along, _ = _per_edge(shape.drift, points.dtype, points.device)
+    exponent = drift_across * across + drift_along * along
     factor = torch.exp(exponent if principal is None else exponent / principal)
     if any(shape.decay):
-        squared = (across / scale[list(_ACROSS[0])]) ** 2 + (along / scale[list(_ALONG[0])]) ** 2
-        kappa = torch.as_tensor([shape.decay[c] for _, _, c in EDGE_AXES for _ in range(4)], **options)
+        scale_across, scale_along, _ = _per_edge(shape.scales, points.dtype, points.device)
+        squared = (across / scale_across) ** 2 + (along / scale_along) ** 2
+        kappa = _per_edge(shape.decay, points.dtype, points.device)[2]
         kappa = kappa if principal is None else kappa / principal.abs()
         at = squared == 0
         # √ has no gradient at 0, I₀(κ√s) has (it is even): the edge's own value instead
@@ -263,16 +315,12 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
                               for a, b, c in EDGE_AXES], -1)
         return sheared_edge_angles(points, lower, upper, shape)
     if isinstance(shape, GradedEdgeShape):
+        # a mixed derivative with the edge's own coordinate turns an amplitude that varies along the
+        # edge into a term of order 1/ρ: a tensor's takes k at the edge's midpoint instead
         sheared = isinstance(shape.shape, CrossEdgeShape)
-        nearest = points.unsqueeze(0).repeat(12, 1, 1)         # each edge's point nearest each of points
-        bounds = torch.stack([lower, upper]).to(points)
-        for j, (a, i, b, side) in enumerate(zip(*_ACROSS, *_ALONG)):
-            nearest[j, :, a], nearest[j, :, b] = bounds[i, a], bounds[side, b]
-            if sheared:
-                # a mixed derivative with the edge's own coordinate turns an amplitude that varies
-                # along the edge into a term of order 1/ρ: the edge's midpoint's k instead
-                c = EDGE_AXES[j // 4][2]
-                nearest[j, :, c] = (bounds[0, c] + bounds[1, c]) / 2
+        fixed, values = _edge_points(tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device,
+                                     sheared)
+        nearest = torch.where(fixed, values, points.unsqueeze(0))        # each edge's point nearest each of points
         on_edges = shape.conductivity(nearest.reshape(-1, 3)).reshape(12, -1).T
         if sheared:
             functions = sheared_edge_angles(points, lower, upper, shape.shape)
