@@ -75,6 +75,20 @@ def test_a_graded_conductivity_enters_the_pde_in_divergence_form(tmp_path, monke
     assert "k = (1 + x)**2" in graded.description and graded.metadata["conductivity"] == "(1 + x)**2"
 
 
+def test_a_graded_conductor_carried_by_a_flow_reads_as_both(tmp_path, monkeypatch):
+    """∇·(k∇T) − v·∇T with k = (1 + x)²: x has residual 2(1 + x) − v_x, and the PDE reads as the
+    graded conductor's with the flow −v beside its divergence; the description writes the equation
+    before its coefficients."""
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    both = heat_box(BOUNDARY, grid=16, conductivity="(1 + x)**2", velocity=[2, -1.5, 1])
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    residual = both.pde.compile()
+    torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]) - 2)
+    k, tensor, flow = both.pde.divergence_form()
+    assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)) and flow == (-2.0, 1.5, -1.0)
+    assert "∇·(k∇T) − v·∇T = 0 (k = (1 + x)**2; v = (2, -1.5, 1))" in both.description
+
+
 def test_a_conductivity_tensor_enters_the_pde_with_its_mixed_derivatives(tmp_path, monkeypatch):
     """Σ K_ij T_ij: xy has residual 2 K_xy, x² 2 K_xx; the operator is the tensor's, read back."""
     monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
