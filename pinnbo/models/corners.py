@@ -40,12 +40,12 @@ functions that jump as it does without solving the PDE; the operator's values on
 the model's covariance (:mod:`pinnbo.models.pde_gp`). A graded conductor, ∇·(k(z) A ∇f) with A
 constant, gets A's functions divided by √(k/k_c): with f = w/√k the operator is
 √k(∇·(A∇w) − w ∇·(A∇√k)) (Liouville's transformation), so on them it is −√k_c θ/ω ∇·(A∇√k),
-bounded. In a box's three variables the graded conductor may carry a uniform flow b,
-∇·(k A ∇f) + b·∇f: frozen at the point z_e of an edge nearest z its principal part is k(z_e) A, so
-each edge function is the flow's of ∇·(A∇·) + b·∇ with its drift and decay divided by k(z_e), times
-√(k(z_e)/k(z)); on it the first-order terms that grow as 1/ρ near the edge cancel to within
-O(|z − z_e|/ρ), and the operator stays bounded. Any other operator gets, at each corner, the
-functions of the operator frozen there, whose
+bounded. The graded conductor may carry a uniform flow b, ∇·(k A ∇f) + b·∇f: frozen at a corner
+c its principal part is k_c A, so each corner function is the flow's of ∇·(A∇·) + b·∇ with its
+drift and decay divided by k_c, times √(k_c/k(z)); on it the first-order terms that grow as 1/ρ
+near the corner cancel to within O(|z − c|/ρ), and the operator stays bounded. In a box's three
+variables the same holds along each edge with k(z_e), z_e the point of the edge nearest z. Any
+other operator gets, at each corner, the functions of the operator frozen there, whose
 factor e^{α·(z − c)} I₀(κρ) grows away from the corner as the frozen operator departs from the
 PDE's: they are kept within a reach of it (``FROZEN_REACH``).
 
@@ -121,11 +121,13 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
 
 @dataclass(frozen=True)
 class GradedShape:
-    """The corner functions of a graded operator ∇·(k(z) A ∇·) (:meth:`pinnbo.pde.PDE.divergence_form`):
-    ``shape`` those of ∇·(A∇·), divided by √(k/k_c), ``conductivity`` k at physical points (N, 2) ->
-    (N,) and ``at_corners`` k at the four corners (:func:`corner_angles`' order)."""
+    """The corner functions of a graded operator ∇·(k(z) A ∇·) + b·∇, b constant
+    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·), or with a flow, four
+    (one per corner) of ∇·(A∇·) + b·∇ with the drift and decay divided by k_c, each divided by
+    √(k/k_c) (module docstring); ``conductivity`` k at physical points (N, 2) -> (N,) and
+    ``at_corners`` k at the four corners (:func:`corner_angles`' order)."""
 
-    shape: CornerShape
+    shape: CornerShape | tuple
     conductivity: Callable[[torch.Tensor], torch.Tensor]
     at_corners: tuple[float, float, float, float]
 
@@ -383,15 +385,15 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     (module docstring), and no boundary condition (which they would break). With constant
     coefficients the corner functions solve its homogeneous part. Where they vary they do not
     (:func:`solves_pde` False) but still jump as the solution does: for a graded operator
-    ∇·(k(z) A ∇·), a :class:`GradedShape`, A's functions divided by √k, on which the operator is
+    ∇·(k(z) A ∇·) + b·∇ with b constant, a :class:`GradedShape`, the functions of ∇·(A∇·) + b·∇
+    with the flow's drift and decay divided by k_c, divided by √(k/k_c), on which the operator is
     bounded (Liouville's transformation, :meth:`pinnbo.pde.PDE.divergence_form`); for any other, a
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
     functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal, κ² ≥ 0 across every
     edge), a :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a
-    graded conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative); a
-    plate's graded conductor with a flow gets the frozen corners'."""
+    graded conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -402,7 +404,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     if operator is not None:
         return _shape(operator, order) if domain.dim == 2 else _edge_shape(operator, order)
     graded = pde.divergence_form()
-    if graded is not None and (domain.dim == 3 or not any(graded[2])):
+    if graded is not None:
         return _graded(domain, pde, graded, order)
     if domain.dim == 3:
         return None
@@ -429,9 +431,9 @@ def solves_pde(shape: Shapes) -> bool:
 
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
-    """The :class:`GradedShape` of ∇·(k A ∇·) (``form`` (k, A, b), b = 0), k compiled to torch, in a
-    box's three variables the :class:`GradedEdgeShape` of ∇·(k A ∇·) + b·∇ (b = 0 where A has a
-    mixed derivative); None where k is not of one sign at the corners."""
+    """The :class:`GradedShape` of ∇·(k A ∇·) + b·∇ (``form`` (k, A, b)), k compiled to torch, in a
+    box's three variables the :class:`GradedEdgeShape` (b = 0 where A has a mixed derivative); None
+    where k is not of one sign at the corners."""
     k, A, b = form
     node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
@@ -449,7 +451,11 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
         if edges is None or (isinstance(edges, CrossEdgeShape) and any(b)):
             return None
         return GradedEdgeShape(edges, conductivity)
-    shape = _shape((A, (0.0,) * len(A), 0.0), order)
+    shape = _shape((A, b, 0.0), order)
+    if shape is not None and any(b):
+        # the principal part frozen at a corner is k_c A: the flow's drift and decay over k_c there
+        shape = tuple(dataclasses.replace(shape, drift=(shape.drift[0] / k_c + 0.0, shape.drift[1] / k_c + 0.0),
+                                          decay=shape.decay / abs(k_c)) for k_c in at_corners)
     return None if shape is None else GradedShape(shape, conductivity, at_corners)
 
 

@@ -209,7 +209,8 @@ def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_
 
 
 GRADED = PDE(((1 + 3 * x) * T.diff(x)).diff(x) + ((1 + 3 * x) * T.diff(y)).diff(y), rhs=0)     # ∇·(k∇T), k = 1 + 3x
-FLOWING = PDE(GRADED.lhs[0] + 3 * T.diff(x), rhs=0)          # (1 + 3x)ΔT + 6T_x: no divergence form
+CARRIED = PDE(GRADED.lhs[0] + 3 * T.diff(x), rhs=0)          # (1 + 3x)ΔT + 6T_x: ∇·(k∇T) + 3T_x
+FLOWING = PDE(CARRIED.lhs[0] + 3 * x * T.diff(y), rhs=0)      # a flow (3, 3x) that varies: no divergence form
 
 
 def test_a_graded_conductor_gets_laplaces_functions_divided_by_the_root_of_its_conductivity():
@@ -238,18 +239,45 @@ def test_a_graded_conductor_gets_laplaces_functions_divided_by_the_root_of_its_c
     torch.testing.assert_close(model.basis_operator, expected / torch.sqrt(2 * k**2 + 9)[:, None], rtol=1e-9, atol=1e-12)
 
 
+def test_a_graded_conductor_carried_by_a_flow_gets_the_flows_functions_over_its_conductivity_at_each_corner():
+    """∇·((1 + 3x)∇T) + 3T_x: each corner's function is the flow's of ΔT + 3T_x with its drift and
+    decay divided by k_c (the principal part frozen there), times √(k_c/k); the operator on it stays
+    bounded as the corner nears, where on the graded functions at rest it grows as 1/r."""
+    box = Box((0.0, 0.0), (2.0, 1.0), ("x", "y"))
+    shape = jump_shape(box, CARRIED, False)
+    assert isinstance(shape, GradedShape) and not solves_pde(shape) and shape.at_corners == (1.0, 1.0, 7.0, 7.0)
+    flow = CornerShape(drift=(-1.5, 0.0), decay=1.5)                 # ΔT + 3T_x: α = −3/2, κ = 3/2
+    assert shape.shape == tuple(dataclasses.replace(flow, drift=(-1.5 / k_c, 0.0), decay=1.5 / k_c)
+                                for k_c in (1.0, 1.0, 7.0, 7.0))
+    lower, upper = torch.tensor([0.0, 0.0], dtype=torch.float64), torch.tensor([2.0, 1.0], dtype=torch.float64)
+    points = lower + torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) * (upper - lower)
+    k_c = torch.tensor([1.0, 1.0, 7.0, 7.0], dtype=torch.float64)
+    frozen = torch.cat([corner_functions(points, lower, upper, one)[:, [j]] for j, one in enumerate(shape.shape)], -1)
+    torch.testing.assert_close(corner_functions(points, lower, upper, shape),
+                               frozen * torch.sqrt(k_c / (1 + 3 * points[:, :1])))
+    at_rest = jump_shape(box, GRADED, False)
+    residual = CARRIED.compile()
+    for r in (1e-1, 1e-2, 1e-3):                    # by the corner (2, 1), column 3
+        angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+        near = torch.stack([2 - r * torch.cos(angle), 1 - r * torch.sin(angle)], -1)
+        carried = residual(lambda p: corner_functions(p, lower, upper, shape)[:, 3], near).abs().max()
+        rest = residual(lambda p: corner_functions(p, lower, upper, at_rest)[:, 3], near).abs().max()
+        assert float(carried) < 5 and float(rest) > 0.2 / r
+
+
 def test_where_the_coefficients_vary_otherwise_each_corner_gets_the_operator_frozen_there():
-    """(1 + 3x)ΔT + 6T_x, no divergence form: at x = 0 the frozen operator is Δ + 6∂x (drift −3,
-    κ = 3), at x = 2 it is 7Δ + 6∂x (drift −3/7, κ² = −μ = ¼ · 36/7), each kept within
-    FROZEN_REACH/(|α|_A + κ); the functions do not solve the PDE, and each column is its own shape's."""
+    """(1 + 3x)ΔT + 6T_x + 3x T_y, no divergence form: at x = 0 the frozen operator is Δ + 6∂x (drift
+    −3, κ = 3), at x = 2 it is 7Δ + 6∂x + 6∂y (drift (−3/7, −3/7), κ² = −μ = ¼ · 72/7), each kept
+    within FROZEN_REACH/(|α|_A + κ), |α|_A = √(αᵀAα); the functions do not solve the PDE, and each
+    column is its own shape's."""
     box = Box((0.0, 0.0), (2.0, 1.0), ("x", "y"))
     shapes = jump_shape(box, FLOWING, False)
     assert isinstance(shapes, tuple) and len(shapes) == 4 and not solves_pde(shapes)
     assert shapes[0] == shapes[1] == CornerShape(1.0, 0.0, (1.0, 0.0, 1.0), (-3.0, 0.0), 3.0, FROZEN_REACH / 6)
     assert shapes[2] == shapes[3]
-    assert shapes[2].metric == pytest.approx((1 / 7, 0.0, 1 / 7)) and shapes[2].drift == pytest.approx((-3 / 7, 0.0))
-    assert shapes[2].decay == pytest.approx(3 / math.sqrt(7))
-    assert shapes[2].reach == pytest.approx(FROZEN_REACH * math.sqrt(7) / 6)
+    assert shapes[2].metric == pytest.approx((1 / 7, 0.0, 1 / 7)) and shapes[2].drift == pytest.approx((-3 / 7, -3 / 7))
+    assert shapes[2].decay == pytest.approx(3 * math.sqrt(2 / 7))
+    assert shapes[2].reach == pytest.approx(FROZEN_REACH / (6 * math.sqrt(2 / 7)))
     lower, upper = torch.tensor([0.0, 0.0], dtype=torch.float64), torch.tensor([2.0, 1.0], dtype=torch.float64)
     points = lower + torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) * (upper - lower)
     values, sides = corner_functions(points, lower, upper, shapes), corner_sides(points, lower, upper, shapes)
