@@ -155,7 +155,7 @@ class GradedEdgeShape:
     sheared function divided by √(k(z)/k(m_e)) instead, m_e its edge's midpoint, so that its jump
     varies along the edge as 1/√k; ``conductivity`` k at physical points (N, 3) -> (N,)."""
 
-    shape: EdgeShape
+    shape: EdgeShape | CrossEdgeShape
     conductivity: Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -336,6 +336,8 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         k_c = k_c if only is None else k_c[only:only + 1]
         return plain * torch.sqrt(k_c / shape.conductivity(points)[:, None])
     if isinstance(shape, tuple):
+        if only is not None:
+            return corner_functions(points, lower, upper, shape[only], only)
         return torch.cat([corner_functions(points, lower, upper, one, k) for k, one in enumerate(shape)], -1)
     angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
     if shape.drift == (0.0, 0.0) and shape.decay == 0.0 and shape.reach == math.inf:

@@ -253,8 +253,10 @@ def test_a_graded_conductor_carried_by_a_flow_gets_the_flows_functions_over_its_
     points = lower + torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) * (upper - lower)
     k_c = torch.tensor([1.0, 1.0, 7.0, 7.0], dtype=torch.float64)
     frozen = torch.cat([corner_functions(points, lower, upper, one)[:, [j]] for j, one in enumerate(shape.shape)], -1)
-    torch.testing.assert_close(corner_functions(points, lower, upper, shape),
-                               frozen * torch.sqrt(k_c / (1 + 3 * points[:, :1])))
+    functions = corner_functions(points, lower, upper, shape)
+    torch.testing.assert_close(functions, frozen * torch.sqrt(k_c / (1 + 3 * points[:, :1])))
+    for j in range(4):                               # one corner's column alone
+        torch.testing.assert_close(corner_functions(points, lower, upper, shape, j), functions[:, [j]])
     at_rest = jump_shape(box, GRADED, False)
     residual = CARRIED.compile()
     for r in (1e-1, 1e-2, 1e-3):                    # by the corner (2, 1), column 3
