@@ -63,12 +63,15 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
             2 * K[i][j] * sp.diff(T, inputs[i], inputs[j]) for i in range(3) for j in range(i + 1, 3) if K[i][j])
     else:
         operator = sum((sp.diff(T, s, 2) if k is None else (k * sp.diff(T, s)).diff(s)) for s in inputs)
-    for v, s in zip(box.velocity, (x, y, z)):
+    for v, s in zip(box.velocity, inputs):
         if v:
             operator = operator - v * sp.diff(T, s)
-    law = "∇²T" if k is None and box.tensor is None else "∇·(K∇T)" if box.tensor is not None else "∇·(k∇T)"
-    given = [f"K = {shown(box.conductivity)}" if box.tensor is not None else f"k = {box.conductivity}"] \
-        if box.conductivity is not None else []
+    if box.conductivity is None:
+        law, given = "∇²T", []
+    elif box.tensor is not None:
+        law, given = "∇·(K∇T)", [f"K = {shown(box.conductivity)}"]
+    else:
+        law, given = "∇·(k∇T)", [f"k = {box.conductivity}"]
     if any(box.velocity):
         law += " − v·∇T"
         given.append(f"v = ({', '.join(f'{v:g}' for v in box.velocity)})")
@@ -88,6 +91,6 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         optimum_location=tuple(float(v) for v in location),
         boundary_continuous=box.boundary_continuous(),
         description=(f"Steady heat box {law} on {' × '.join(f'[{lo:g}, {hi:g}]' for lo, hi in box.bounds)}, "
-                     f"Dirichlet data {faces}; {'iterative' if k is not None or box.tensor is not None else 'sine-transform'} reference on a {box.grid}³ grid; maximise T"),
+                     f"Dirichlet data {faces}; {'sine-transform' if box.conductivity is None else 'iterative'} reference on a {box.grid}³ grid; maximise T"),
         metadata=metadata,
     )

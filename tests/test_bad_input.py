@@ -98,6 +98,8 @@ TELL = ["tell", "--x", "0.1,0.2"]
 # A "billion laughs": 9^9 values through aliases, in a few hundred bytes.
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+
+
 def box_params(setting: str) -> str:
     """A heat box's params: ``setting`` beside valid faces, on a small grid."""
     return "{grid: 16, " + setting + ", boundary: {x-: '0', x+: '1', y-: x, y+: '0', z-: '0', z+: '0'}}"

@@ -274,6 +274,14 @@ def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
     return stretch, skew, opening
 
 
+def _decay(kappa, squared: torch.Tensor) -> torch.Tensor:
+    """I₀(κρ) at ρ² = ``squared``: √ has no gradient at 0 and I₀(κ√s) has (it is even), so 1, its
+    value there, where ρ = 0."""
+    at = squared == 0
+    radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
+    return torch.where(at, torch.ones_like(squared), torch.special.i0(kappa * radius))
+
+
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
                    principal: torch.Tensor | None = None) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
@@ -294,10 +302,7 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
         squared = (across / scale_across) ** 2 + (along / scale_along) ** 2
         kappa = _per_edge(shape.decay, points.dtype, points.device)[2]
         kappa = kappa if principal is None else kappa / principal.abs()
-        at = squared == 0
-        # √ has no gradient at 0, I₀(κ√s) has (it is even): the edge's own value instead
-        radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
-        factor = factor * torch.where(at, torch.ones_like(squared), torch.special.i0(kappa * radius))
+        factor = factor * _decay(kappa, squared)
     return angles * factor
 
 
@@ -355,10 +360,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
             if shape.reach != math.inf:
                 factor = factor * torch.exp(-0.5 * squared / shape.reach**2)
             if shape.decay:
-                at = squared == 0
-                # √ has no gradient at 0, I₀(κ√s) has (it is even): the corner's own value instead
-                radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
-                factor = factor * torch.where(at, torch.ones_like(squared), torch.special.i0(shape.decay * radius))
+                factor = factor * _decay(shape.decay, squared)
             factors.append(factor)
     return angles * torch.stack(factors, -1)
 

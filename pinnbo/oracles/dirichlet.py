@@ -32,6 +32,24 @@ def check_numbers(value, count: int, field: str, expected: str, positive: bool =
     return numbers
 
 
+def check_positive_field(field, bounds: Sequence[tuple[float, float]], axes: Sequence[str], samples: int,
+                         formula: str, body: str) -> None:
+    """ProblemError naming ``params.conductivity`` unless ``field`` (a function of the axes' arrays)
+    is finite and positive on the closed box ``bounds`` (``samples`` per axis, the sides included),
+    the first bad point named; ``formula`` is the formula as the case wrote it, ``body`` the box's
+    name in the message (plate, box)."""
+    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
+    with np.errstate(all="ignore"):
+        k = np.asarray(field(*grids), dtype=np.float64) * np.ones_like(grids[0])
+    bad = ~(np.isfinite(k) & (k > 0))
+    if bad.any():
+        at = tuple(np.argwhere(bad)[0])
+        names = ", ".join(axes[:-1]) + " and " + axes[-1]
+        raise ProblemError(f"params.conductivity: {shown(formula)} is {k[at]:.6g} at ({', '.join(axes)}) = "
+                           f"({', '.join(f'{g[at]:.6g}' for g in grids)}); expected a formula of {names}, finite "
+                           f"and positive on the whole closed {body}")
+
+
 def check_bounds(bounds, axes: Sequence[str]) -> tuple[tuple[float, float], ...]:
     """``bounds`` as one (lower, upper) pair of floats per axis of ``axes``; ProblemError unless
     that many pairs of finite numbers with lower < upper."""

@@ -47,7 +47,8 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import check_bounds, check_numbers, checked_points, parse_boundary
+from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, checked_points,
+                                     parse_boundary)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -207,7 +208,7 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     derivatives' only) extrapolated from its two faces' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) −
     T(0, 0) in the plane across the edge."""
     K = np.asarray(tensor, dtype=np.float64)
-    h = [(hi - lo) / grid for lo, hi in bounds]
+    h, _ = cell_centres(bounds, grid)
     v = np.asarray(velocity, dtype=np.float64)
     data = {face: np.asarray(face_data[face], dtype=np.float64) for face in FACES}
 
@@ -318,7 +319,7 @@ class HeatBox:
         if isinstance(conductivity, str):      # parsed, never evaluated
             self.conductivity_expression = parse_expression(conductivity, list(AXES), "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
-            self._check_conductivity()
+            check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
         elif conductivity is not None:
             self.tensor = check_tensor(conductivity)
             self.conductivity = [list(row) for row in self.tensor]
@@ -372,20 +373,6 @@ class HeatBox:
         points[:, other_axis] = self.bounds[other_axis][other_side]
         points[:, along] = np.linspace(*self.bounds[along], samples)
         return points
-
-    def _check_conductivity(self, samples: int = 65) -> None:
-        """ProblemError unless the conductivity formula is finite and positive on the closed box
-        (``samples`` per axis, the faces included)."""
-        grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in self.bounds), indexing="ij")
-        with np.errstate(all="ignore"):
-            k = np.asarray(self._conductivity_field(*grids), dtype=np.float64) * np.ones_like(grids[0])
-        bad = ~(np.isfinite(k) & (k > 0))
-        if bad.any():
-            at = tuple(np.argwhere(bad)[0])
-            where = ", ".join(f"{g[at]:.6g}" for g in grids)
-            raise ProblemError(f"params.conductivity: {shown(self.conductivity)} is {k[at]:.6g} at (x, y, z) = "
-                               f"({where}); expected a formula of x, y and z, finite and positive on the whole "
-                               "closed box")
 
     def _check_finite(self, samples: int = 257) -> None:
         for face in FACES:

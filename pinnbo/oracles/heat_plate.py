@@ -48,7 +48,8 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import check_bounds, check_numbers, checked_points, parse_boundary
+from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, checked_points,
+                                     parse_boundary)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -252,7 +253,7 @@ class HeatPlate:
             self.conductivity = conductivity
             self.conductivity_expression = parse_expression(conductivity, ["x", "y"], "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, ["x", "y"])
-            self._check_conductivity_field()
+            check_positive_field(self._conductivity_field, self.bounds, ("x", "y"), 513, self.conductivity, "plate")
         else:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
@@ -331,21 +332,6 @@ class HeatPlate:
                     f"{t[bad][0]:.6g} (formula {shown(self.boundary[edge])}); it must be real and "
                     f"finite on the whole closed edge [{lo:.6g}, {hi:.6g}]"
                 )
-
-    def _check_conductivity_field(self, samples: int = 513) -> None:
-        """ProblemError unless the conductivity formula is finite and positive on the closed plate
-        (``samples`` per axis, the edges included)."""
-        (x0, x1), (y0, y1) = self.bounds
-        X, Y = np.meshgrid(np.linspace(x0, x1, samples), np.linspace(y0, y1, samples), indexing="ij")
-        with np.errstate(all="ignore"):
-            k = np.asarray(self._conductivity_field(X, Y), dtype=np.float64) * np.ones_like(X)
-        bad = ~(np.isfinite(k) & (k > 0))
-        if bad.any():
-            at = np.argwhere(bad)[0]
-            raise ProblemError(
-                f"params.conductivity: {shown(self.conductivity)} is {k[tuple(at)]:.6g} at (x, y) = "
-                f"({X[tuple(at)]:.6g}, {Y[tuple(at)]:.6g}); expected a formula of x and y, finite and positive "
-                f"on the whole closed plate")
 
     # ----------------------------------------------------------------------------- solve & cache
     @property
