@@ -196,6 +196,14 @@ def _flat_columns(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
                  for which in (_ACROSS, _ALONG))
 
 
+@functools.lru_cache(maxsize=8)
+def _sides(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """±1 (12,) per edge and offset: +1 where :func:`_across_along`' offset is from the lower side,
+    −1 from the upper, turning the offsets into the box into z − the edge's sides."""
+    return tuple(torch.as_tensor([1.0 - 2 * side for side in sides], dtype=dtype, device=device)
+                 for sides in (_ACROSS[1], _ALONG[1]))
+
+
 @functools.lru_cache(maxsize=64)
 def _per_edge(values: tuple[float, ...], dtype: torch.dtype, device: torch.device
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -233,12 +241,14 @@ def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
     faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve columns go
     through each tensor operation together: they are evaluated at every step of the acquisition's
     search."""
-    if scales == (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
-        offsets = [points - lower, upper - points]
-    else:
-        scale = torch.as_tensor(scales, dtype=points.dtype, device=points.device)
-        offsets = [(points - lower) / scale, (upper - points) / scale]
-    across, along = _across_along(torch.stack(offsets, -1))
+    return _angles(*_across_along(torch.stack([points - lower, upper - points], -1)), scales)
+
+
+def _angles(across: torch.Tensor, along: torch.Tensor, scales: tuple[float, float, float]) -> torch.Tensor:
+    """:func:`edge_angles` from each edge's two offsets (N, 12) into the box (:func:`_across_along`)."""
+    if scales != (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
+        scale_across, scale_along, _ = _per_edge(scales, across.dtype, across.device)
+        across, along = across / scale_across, along / scale_along
     at = (across == 0) & (along == 0)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
@@ -292,8 +302,9 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     edge (a graded conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
     if not any(shape.drift) and not any(shape.decay):
         return edge_angles(points, lower, upper, shape.scales)
-    angles = edge_angles(points, lower, upper, shape.scales)
-    across, along = _across_along(torch.stack([points - lower, points - upper], -1))     # z − the edge's sides
+    inward = _across_along(torch.stack([points - lower, upper - points], -1))
+    angles = _angles(*inward, shape.scales)
+    across, along = (offset * side for offset, side in zip(inward, _sides(points.dtype, points.device)))
     drift_across, drift_along, _ = _per_edge(shape.drift, points.dtype, points.device)
     exponent = drift_across * across + drift_along * along
     factor = torch.exp(exponent if principal is None else exponent / principal)
@@ -328,13 +339,14 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         fixed, values = _edge_points(tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device,
                                      sheared)
         nearest = torch.where(fixed, values, points.unsqueeze(0))        # each edge's point nearest each of points
-        on_edges = shape.conductivity(nearest.reshape(-1, 3)).reshape(12, -1).T
+        conductivity = shape.conductivity(torch.cat([nearest.reshape(-1, 3), points]))      # one evaluation
+        on_edges, here = conductivity[:-len(points)].reshape(12, -1).T, conductivity[-len(points):]
         if sheared:
             functions = sheared_edge_angles(points, lower, upper, shape.shape)
         else:
             flow = any(shape.shape.drift) or any(shape.shape.decay)
             functions = edge_functions(points, lower, upper, shape.shape, on_edges if flow else None)
-        return functions * torch.sqrt(on_edges / shape.conductivity(points)[:, None])
+        return functions * torch.sqrt(on_edges / here[:, None])
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)

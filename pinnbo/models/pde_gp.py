@@ -328,17 +328,20 @@ class PDEGP(Model):
     def num_outputs(self) -> int:
         return 1
 
-    def _cross(self, P: torch.Tensor) -> torch.Tensor:
-        """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows)."""
+    def _cross(self, P: torch.Tensor, values: torch.Tensor | None = None) -> torch.Tensor:
+        """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows); ``values``: the basis at P, evaluated
+        once by the caller that needs them too (the corners' and edges' functions cost more, with
+        their gradient, than the kernel's blocks)."""
         k = operator_block(P, self.X, self.lengthscale, self.outputscale, None, None)
         if self.basis is not None:
-            k = k + self.outputscale * (self.basis(P) @ self._evidence.basis.T)
+            values = self.basis(P) if values is None else values
+            k = k + self.outputscale * (values @ self._evidence.basis.T)
         if self.terms is None:
             return k
         # K_fL's coefficient products are rows (1, m), whatever the first set of points
         pde = operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms, self._products[0])
         if self.basis_operator is not None:
-            pde = pde + self.outputscale * (self.basis(P) @ self.basis_operator.T)
+            pde = pde + self.outputscale * (values @ self.basis_operator.T)
         return torch.cat([k, pde], 1)
 
     def mean_derivatives(self, unit: torch.Tensor, multi_indices) -> dict:
@@ -365,10 +368,11 @@ class PDEGP(Model):
     def mean_and_variance(self, unit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of f at unit points (N, d), in the data's units; differentiable."""
         P = self.physical(unit)
-        cross = self._cross(P)
+        values = None if self.basis is None else self.basis(P)
+        cross = self._cross(P, values)
         v = torch.linalg.solve_triangular(self.cholesky, cross.T, upper=False)
         mean = self.mean + self.scale * (cross @ self.alpha)
-        prior = self.outputscale if self.basis is None else self.outputscale * (1 + (self.basis(P) ** 2).sum(-1))
+        prior = self.outputscale if values is None else self.outputscale * (1 + (values ** 2).sum(-1))
         variance = (prior - (v ** 2).sum(0)).clamp_min(1e-12) * self.scale ** 2
         return mean, variance
 
@@ -379,15 +383,16 @@ class PDEGP(Model):
         X = self.physical(X)
         batch, q, d = X.shape[:-2], X.shape[-2], X.shape[-1]
         flat = X.reshape(-1, d)
-        cross = self._cross(flat)
+        values = None if self.basis is None else self.basis(flat)
+        cross = self._cross(flat, values)
         v = torch.linalg.solve_triangular(self.cholesky, cross.T, upper=False)      # (N, B·q)
         mean = (self.mean + self.scale * (cross @ self.alpha)).reshape(*batch, q)
         v = v.T.reshape(*batch, q, -1)
         Xb = X.reshape(*batch, q, d)
         prior = SEDerivatives(Xb.reshape(-1, d), Xb.reshape(-1, d), self.lengthscale, self.outputscale).k \
             if not batch else self._batched_prior(Xb)
-        if self.basis is not None:
-            values = self.basis(flat).reshape(*batch, q, -1)
+        if values is not None:
+            values = values.reshape(*batch, q, -1)
             prior = prior + self.outputscale * (values @ values.transpose(-1, -2))
         covariance = prior - v @ v.transpose(-1, -2)
         covariance = 0.5 * (covariance + covariance.transpose(-1, -2))
