@@ -33,9 +33,10 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         velocity: ``[v_x, v_y, v_z]``, default [0, 0, 0]: heat carried downstream by a uniform flow,
             Σ |v_i| (x1_i − x0_i) at most 40.
         conductivity: a formula of x, y and z, finite and positive on the closed box, default 1: a
-            graded box, ∇·(k∇T) = 0; or a constant symmetric positive-definite tensor
-            ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]``, ∇·(K∇T) = 0 (either
-            solved iteratively: a few seconds at 96³, once).
+            graded box, ∇·(k∇T) = 0; or a symmetric positive-definite tensor
+            ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]``, ∇·(K∇T) = 0, whose
+            entries are numbers or formulas of x, y and z (a graded composite; positive-definite on
+            the whole closed box); either solved iteratively: a few seconds at 96³, once.
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3
@@ -57,7 +58,12 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     if k is not None:       # the parsed formula's symbols are the oracle's, not the PDE's inputs
         k = k.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in k.free_symbols})
     inputs = (x, y, z)
-    if box.tensor is not None:
+    if box.tensor_expressions is not None:     # a tensor that varies: its divergence form
+        K = [[entry.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in entry.free_symbols}) for entry in row]
+             for row in box.tensor_expressions]
+        operator = sum((sum(K[i][j] * sp.diff(T, inputs[j]) for j in range(3) if K[i][j] != 0)).diff(inputs[i])
+                       for i in range(3))
+    elif box.tensor is not None:
         K = box.tensor
         operator = sum(K[i][i] * sp.diff(T, inputs[i], 2) for i in range(3)) + sum(
             2 * K[i][j] * sp.diff(T, inputs[i], inputs[j]) for i in range(3) for j in range(i + 1, 3) if K[i][j])
@@ -68,7 +74,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
             operator = operator - v * sp.diff(T, s)
     if box.conductivity is None:
         law, given = "∇²T", []
-    elif box.tensor is not None:
+    elif box.tensor is not None or box.tensor_expressions is not None:
         law, given = "∇·(K∇T)", [f"K = {shown(box.conductivity)}"]
     else:
         law, given = "∇·(k∇T)", [f"k = {box.conductivity}"]

@@ -198,18 +198,33 @@ def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float
 
 def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], tensor,
                      velocity=(0.0, 0.0, 0.0), rtol: float = 1e-11) -> np.ndarray:
-    """Solve ∇·(K∇T) − v·∇T = Σ K_ij ∂²T/∂z_i∂z_j − v·∇T = 0 for a constant symmetric
-    positive-definite ``tensor`` K on the cell-centred grid and with the face data of
-    :func:`solve_dirichlet_box`, the same result's layout.
+    """Solve ∇·(K∇T) − v·∇T = 0 for a symmetric positive-definite ``tensor`` K on the cell-centred
+    grid and with the face data of :func:`solve_dirichlet_box`, the same result's layout. K is
+    constant (3 × 3), or a field: a function of x, y and z (arrays in) returning the 3 × 3 entries,
+    each an array or a number; then ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T with w_i = Σ_j ∂K_ij/∂z_j,
+    each derivative the difference of K across the cell (at ± half a cell), second order.
 
     Central differences, second order, as the plate's tensor (:mod:`pinnbo.oracles.heat_plate`):
     each mixed derivative by the four diagonal neighbours in its plane, the data through the ghost
     cell T_ghost = 2 g − T_cell beyond each face, and the ghost beyond an edge (the mixed
     derivatives' only) extrapolated from its two faces' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) −
     T(0, 0) in the plane across the edge."""
-    K = np.asarray(tensor, dtype=np.float64)
-    h, _ = cell_centres(bounds, grid)
+    h, cells = cell_centres(bounds, grid)
     v = np.asarray(velocity, dtype=np.float64)
+    if callable(tensor):
+        X = np.meshgrid(*cells, indexing="ij")
+        K = _tensor_field(tensor, X)
+        drift = np.zeros((3,) + (grid,) * 3)
+        for j in range(3):
+            ahead, behind = [c.copy() for c in X], [c.copy() for c in X]
+            ahead[j] += h[j] / 2
+            behind[j] -= h[j] / 2
+            drift += (_tensor_field(tensor, ahead)[:, j] - _tensor_field(tensor, behind)[:, j]) / h[j]
+        v = v[:, None, None, None] - drift          # the tensor's own drift, −w, beside the flow's
+        mean = float(np.mean(K[0, 0] + K[1, 1] + K[2, 2])) / 3
+    else:
+        K = np.asarray(tensor, dtype=np.float64)
+        mean = float(np.trace(K)) / 3
     data = {face: np.asarray(face_data[face], dtype=np.float64) for face in FACES}
 
     def padded(T, with_data: bool):
@@ -242,7 +257,7 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
             ahead, behind = shifted(step), shifted([-o for o in step])
             out += K[i, i] * (ahead - 2 * centre + behind) / h[i] ** 2 - v[i] * (ahead - behind) / (2 * h[i])
             for j in range(i + 1, 3):
-                if K[i, j] == 0.0:
+                if not np.any(K[i, j]):
                     continue
                 corners = 0.0
                 for si in (1, -1):
@@ -256,11 +271,18 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     zero = np.zeros((grid,) * 3)
     constant = stencil(padded(zero, True))
     apply = lambda flat: stencil(padded(flat.reshape((grid,) * 3), False)).ravel()  # noqa: E731
-    return _preconditioned_solve(apply, -constant, bounds, grid, float(np.trace(K)) / 3, v, rtol)
+    return _preconditioned_solve(apply, -constant, bounds, grid, mean, np.asarray(velocity, dtype=np.float64), rtol)
+
+
+def _tensor_field(tensor, points) -> np.ndarray:
+    """A tensor field's entries at ``points`` (three arrays of one shape): shape (3, 3, *shape)."""
+    rows = tensor(*points)
+    return np.array([[np.asarray(entry, dtype=np.float64) * np.ones_like(points[0]) for entry in row]
+                     for row in rows])
 
 
 TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, k_xz], "
-          "[k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]")
+          "[k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]] of numbers or formulas of x, y and z")
 
 
 def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
@@ -272,6 +294,50 @@ def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     if not np.array_equal(K, K.T) or np.linalg.eigvalsh(K).min() <= 0:
         raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
+
+
+def has_formula(tensor) -> bool:
+    """Whether a conductivity given as a list (a tensor) has a formula among its entries."""
+    return isinstance(tensor, (list, tuple)) and any(
+        isinstance(row, (list, tuple)) and any(isinstance(entry, str) for entry in row) for row in tensor)
+
+
+def check_tensor_field(tensor, bounds, samples: int = 17) -> tuple[tuple[sp.Expr, ...], ...]:
+    """A conductivity tensor with formulas among its entries as three rows of parsed expressions
+    (numbers as constants; parsed, never evaluated); ProblemError unless a 3 × 3 matrix of numbers
+    and formulas of x, y and z, symmetric entry for entry (K_ij and K_ji the same expression) and
+    positive-definite with finite entries on the closed box (``samples`` per axis, its sides
+    included; the first bad point named)."""
+    if not isinstance(tensor, (list, tuple)) or len(tensor) != 3 or any(
+            not isinstance(row, (list, tuple)) or len(row) != 3 for row in tensor):
+        raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
+    K = [tuple(parse_expression(entry, list(AXES), f"params.conductivity[{i}][{j}]") for j, entry in enumerate(row))
+         for i, row in enumerate(tensor)]
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if sp.expand(K[i][j] - K[j][i]) != 0:
+                raise ProblemError(f"params.conductivity: expected a symmetric tensor, got [{i}][{j}] = "
+                                   f"{shown(tensor[i][j])} and [{j}][{i}] = {shown(tensor[j][i])}")
+    field = tensor_function(K)
+    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
+    with np.errstate(all="ignore"):
+        values = np.moveaxis(_tensor_field(field, grids), (0, 1), (-2, -1))
+        finite = np.isfinite(values).all(axis=(-2, -1))
+        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
+    bad = ~(finite & (smallest > 0))
+    if bad.any():
+        at = tuple(np.argwhere(bad)[0])
+        raise ProblemError(f"params.conductivity: {shown(tensor)} is not finite and positive-definite at (x, y, z) = "
+                           f"({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {TENSOR}, positive-definite "
+                           "on the whole closed box")
+    return tuple(K)
+
+
+def tensor_function(K):
+    """The entries of a tensor of expressions as a function of x, y and z (arrays in): 3 × 3 nested
+    lists of arrays or numbers (:func:`solve_tensor_box`'s field)."""
+    functions = [[numpy_function(entry, list(AXES)) for entry in row] for row in K]
+    return lambda x, y, z: [[f(x, y, z) for f in row] for row in functions]
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
@@ -298,9 +364,9 @@ class HeatBox:
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
-        ∇·(k∇T) − v·∇T = 0; or a constant tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz],
-        [k_xz, k_yz, k_zz]]``, symmetric positive-definite (:func:`check_tensor`): ∇·(K∇T) − v·∇T
-        = 0; default none (k = 1).
+        ∇·(k∇T) − v·∇T = 0; or a tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz,
+        k_zz]]``, symmetric positive-definite, of numbers (:func:`check_tensor`) or numbers and
+        formulas (:func:`check_tensor_field`): ∇·(K∇T) − v·∇T = 0; default none (k = 1).
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 3) -> (N,)``) or call with one point ``(3,) -> float``;
@@ -316,10 +382,15 @@ class HeatBox:
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
         self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
+        self.tensor_expressions = None
         if isinstance(conductivity, str):      # parsed, never evaluated
             self.conductivity_expression = parse_expression(conductivity, list(AXES), "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
             check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
+        elif has_formula(conductivity):
+            self.tensor_expressions = check_tensor_field(conductivity, self.bounds)
+            self._tensor_field = tensor_function(self.tensor_expressions)
+            self.conductivity = [list(row) for row in conductivity]
         elif conductivity is not None:
             self.tensor = check_tensor(conductivity)
             self.conductivity = [list(row) for row in self.tensor]
@@ -402,6 +473,8 @@ class HeatBox:
             key["conductivity"] = sp.srepr(self.conductivity_expression)
         if self.tensor is not None:
             key["conductivity"] = [list(row) for row in self.tensor]
+        if self.tensor_expressions is not None:
+            key["conductivity"] = [[sp.srepr(entry) for entry in row] for row in self.tensor_expressions]
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -418,6 +491,8 @@ class HeatBox:
                 return solve_graded_box(self.bounds, self.grid, data, self._conductivity_field, self.velocity)
             if self.tensor is not None:
                 return solve_tensor_box(self.bounds, self.grid, data, self.tensor, self.velocity)
+            if self.tensor_expressions is not None:
+                return solve_tensor_box(self.bounds, self.grid, data, self._tensor_field, self.velocity)
             return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,

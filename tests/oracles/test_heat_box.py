@@ -10,8 +10,8 @@ import pytest
 
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.field_cache import FIELDS
-from pinnbo.oracles.heat_box import (FACES, HeatBox, box_supremum, face_axis, solve_dirichlet_box, solve_graded_box,
-                                      solve_tensor_box)
+from pinnbo.oracles.heat_box import (FACES, HeatBox, box_supremum, check_tensor_field, face_axis, solve_dirichlet_box,
+                                      solve_graded_box, solve_tensor_box, tensor_function)
 from pinnbo.problem import ProblemError
 
 # e^{√2 x} sin y cos z + xyz + x² − z² is harmonic (2 − 1 − 1 = 0; 2 − 2 = 0): its face values are
@@ -227,8 +227,77 @@ def test_a_tensor_box_is_solved_at_second_order_towards_a_field_it_conducts():
 
 
 @pytest.mark.parametrize("tensor", [[[1, 0, 0], [0, 1, 0]], [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]],
-                                    [[1, 2, 0], [2, 1, 0], [0, 0, 1]], [[1, 0, 0], [0, "a", 0], [0, 0, 1]]])
+                                    [[1, 2, 0], [2, 1, 0], [0, 0, 1]], [[1, 0, 0], [0, None, 0], [0, 0, 1]]])
 def test_a_bad_tensor_is_refused(cache_dir, tensor):
     with pytest.raises(ProblemError, match="params.conductivity: expected a formula of x, y and z or a symmetric "
                                            "positive-definite tensor"):
         HeatBox(STEP, grid=8, conductivity=tensor)
+
+
+
+def test_a_graded_tensor_box_is_exact_for_a_linear_field_it_conducts():
+    """K = (1 + x) A: T = x − 4y solves ∇·(K∇T) = ∂k/∂x (A∇T)_x = 2 − 2 = 0 (hand-derived), and the
+    differences, the tensor's drift among them, are exact for it."""
+    K = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS)
+    grid = 12
+    cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
+    data = {}
+    for face in FACES:
+        axis, side = face_axis(face)
+        grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
+                            indexing="ij")
+        data[face] = (grids[0] - 4 * grids[1]).reshape(grid, grid)
+    field = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K))
+    X = np.meshgrid(*cells, indexing="ij")
+    assert np.abs(field - (X[0] - 4 * X[1])).max() < 1e-9
+
+
+def test_a_tensor_k_times_the_identity_is_the_graded_boxs_solve():
+    """K = k I with k linear along each axis: the conservative differences of the graded box and the
+    tensor's, k times the Laplacian plus its drift ∇k·∇T, are the same to rounding; with k = eˣ + y²
+    they differ at second order."""
+    differences = []
+    for formula, k, grid in [("1 + 2*x + y*z", lambda x, y, z: 1 + 2 * x + y * z, 12),
+                             ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 12),
+                             ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 24)]:
+        cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
+        data = {}
+        for face in FACES:
+            axis, side = face_axis(face)
+            grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
+                                indexing="ij")
+            data[face] = (np.sin(2 * grids[0]) + grids[1] * grids[2] - grids[0] ** 2).reshape(grid, grid)
+        K = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS)
+        tensor = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K))
+        differences.append(np.abs(tensor - solve_graded_box(TENSOR_BOUNDS, grid, data, k)).max())
+    assert differences[0] < 1e-12
+    assert 1e-7 < differences[2] < differences[1] / 3.3
+
+
+@pytest.mark.parametrize("tensor, message", [
+    ([[1, "x", 0], ["y", 1, 0], [0, 0, 1]], r"params.conductivity: expected a symmetric tensor, got \[0\]\[1\] = "
+                                           r"'x' and \[1\]\[0\] = 'y'"),
+    ([["x - 0.5", 0, 0], [0, 1, 0], [0, 0, 1]], r"is not finite and positive-definite at \(x, y, z\) = \(0, 0, 0\)"),
+    ([["1 + x", "1 + x", 0], ["1 + x", "1", 0], [0, 0, 1]], "is not finite and positive-definite at"),
+    ([["1/y", 0, 0], [0, 1, 0], [0, 0, 1]], "is not finite and positive-definite at"),
+    ([[1, 0, 0], [0, "a", 0], [0, 0, 1]], r"params.conductivity\[1\]\[1\]"),
+    ([["__import__('os')", 0, 0], [0, 1, 0], [0, 0, 1]], r"params.conductivity\[0\]\[0\]"),
+    ([["1 + x", 0], [0, 1]], "expected a formula of x, y and z or a symmetric positive-definite tensor"),
+])
+def test_a_bad_graded_tensor_is_refused_before_a_solve(cache_dir, tensor, message):
+    solves = FIELDS.stats["solves"]
+    with pytest.raises(ProblemError, match=message):
+        HeatBox(STEP, grid=8, conductivity=tensor)
+    assert FIELDS.stats["solves"] == solves
+
+
+def test_a_graded_tensor_keeps_its_own_cache_entry_and_pickles_with_its_box(cache_dir):
+    K = [["2*(1 + x)", "0.5*(1 + x)", 0], ["0.5*(1 + x)", "1 + x", 0], [0, 0, 1]]
+    box = HeatBox(STEP, grid=8, conductivity=K)
+    constant = HeatBox(STEP, grid=8, conductivity=[[2, 0.5, 0], [0.5, 1, 0], [0, 0, 1]])
+    assert box.cache_path != constant.cache_path and box.cache_path.exists()
+    solves = FIELDS.stats["solves"]
+    again = pickle.loads(pickle.dumps(box))
+    assert FIELDS.stats["solves"] == solves and np.array_equal(again.cells, box.cells)
+    point = np.array([0.3, 0.6, 0.4])
+    assert again(point) == box(point) != constant(point)

@@ -101,3 +101,26 @@ def test_a_conductivity_tensor_enters_the_pde_with_its_mixed_derivatives(tmp_pat
     assert composite.pde.constant_operator() == (tuple(map(tuple, K)), (0.0, 0.0, 0.0), 0.0)
     assert composite.pde.minimum_on_boundary(composite.domain.named_bounds)
     assert composite.metadata["conductivity"] == K and "K = [[2.5, 0.8, 0.4]" in composite.description
+
+
+def test_a_graded_tensor_enters_the_pde_in_divergence_form_and_carries_the_graded_edges(tmp_path, monkeypatch):
+    """∇·(K∇T) with K = (1 + x) A: x − 4y has residual ∂k/∂x (A c)_x = 2 − 2 = 0 for heat_box_tensor's
+    A, x alone (A e_x)_x = 2 (hand-derived); the PDE reads back as k A, and the model carries the
+    graded box's sheared edge functions."""
+    from pinnbo.models.corners import CrossEdgeShape, GradedEdgeShape, jump_shape
+
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    A = [[2.0, 0.5, 0.3], [0.5, 1.0, -0.2], [0.3, -0.2, 1.5]]
+    K = [[f"{a}*(1 + x)" for a in row] for row in A]
+    graded = heat_box(BOUNDARY, grid=16, conductivity=K)
+    residual = graded.pde.compile()
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    assert float(residual(lambda p: p[:, 0] - 4 * p[:, 1], points).abs().max()) < 1e-12
+    torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), torch.full((20,), 2.0).double())
+    k, tensor, flow = graded.pde.divergence_form()
+    scale = float(k.subs({s: 0 for s in k.free_symbols}))
+    np.testing.assert_allclose(np.array(tensor) * scale, np.array(A), rtol=1e-12)
+    assert flow == (0.0, 0.0, 0.0)
+    shape = jump_shape(graded.domain, graded.minimised_pde, graded.boundary_continuous)
+    assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape)
+    assert graded.metadata["conductivity"] == K and "∇·(K∇T) = 0 (K = [['2.0*(1 + x)'" in graded.description
