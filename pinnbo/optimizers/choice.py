@@ -32,8 +32,9 @@ The rule, in order, the first branch that applies:
    jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
    proposals or fewer on the heat plates, every seed; where the coefficients vary, a graded
    conductor's divided by √k, or the operator's frozen at each corner; on the heat boxes whose
-   optimum is a face's limit at an edge, at rest, carried by a flow, with a tensor or graded and
-   carried by a flow, every seed where the GPs and pinn-bo reached 1% on two seeds of 10 or fewer,
+   optimum is a face's limit at an edge, at rest, carried by a flow, with a tensor, graded and
+   carried by a flow or a graded tensor, every seed where the GPs and pinn-bo reached 1% on two
+   seeds of 10 or fewer,
    on a graded one at rest 9 seeds of 10 where they reached it on none,
    and about as many as gp-ei's where it is inside a face, one seed of 10 short); pinn-bo
    otherwise, whose residual fit follows a jump that the PDE-GP's smooth kernel approaches only
