@@ -168,7 +168,15 @@ TABLE = [
         "40, got 45"),
     Bad("box-tensor-not-definite", case(problem="heat_box", params=box_params("conductivity: [[1, 2, 0], [2, 1, 0], [0, 0, 1]]")),
         "params.conductivity: expected a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, "
-        "k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]], got [[1, 2, 0], [2, 1, 0], [0, 0, 1]]"),
+        "k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]] of numbers or formulas of x, y and z, got [[1, 2, 0], [2, 1, "
+        "0], [0, 0, 1]]"),
+    Bad("box-graded-tensor-not-definite",
+        case(problem="heat_box", params=box_params('conductivity: [["1 + x", "1 + x", 0], ["1 + x", 1, 0], [0, 0, 1]]')),
+        "params.conductivity: [['1 + x', '1 + x', 0], ['1 + x', 1, 0], [0, 0, 1]] is not finite and positive-definite "
+        "at (x, y, z) = (0, 0, 0)"),
+    Bad("box-graded-tensor-asymmetric",
+        case(problem="heat_box", params=box_params('conductivity: [[1, "x", 0], ["y", 1, 0], [0, 0, 1]]')),
+        "params.conductivity: expected a symmetric tensor, got [0][1] = 'x' and [1][0] = 'y'"),
     Bad("problem-parameter-type", case(problem="typed.py:bowl", params="{scale: abc}"), "params.scale: expected a number, got 'abc'",
         prepare=lambda out, tmp: (tmp / "typed.py").write_text(TYPED_FILE)),
     Bad("pde-symbol-not-an-input", case(problem="badpde.py:plate", params=None), "symbol k is not an input of u(x, y)",
