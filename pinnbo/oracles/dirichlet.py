@@ -11,7 +11,7 @@ import numpy as np
 import sympy as sp
 
 from pinnbo.errors import shown
-from pinnbo.expressions import parse_expression
+from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.problem import ProblemError
 
 _COUNTS = {2: "two", 3: "three"}
@@ -48,6 +48,60 @@ def check_positive_field(field, bounds: Sequence[tuple[float, float]], axes: Seq
         raise ProblemError(f"params.conductivity: {shown(formula)} is {k[at]:.6g} at ({', '.join(axes)}) = "
                            f"({', '.join(f'{g[at]:.6g}' for g in grids)}); expected a formula of {names}, finite "
                            f"and positive on the whole closed {body}")
+
+
+def has_formula(tensor) -> bool:
+    """Whether a conductivity given as a list of rows (a tensor) has a formula among its entries."""
+    return isinstance(tensor, (list, tuple)) and any(
+        isinstance(row, (list, tuple)) and any(isinstance(entry, str) for entry in row) for row in tensor)
+
+
+def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequence[str], expected: str,
+                       samples: int | None = None) -> tuple[tuple[sp.Expr, ...], ...]:
+    """A conductivity tensor with formulas among its entries as rows of parsed expressions (numbers
+    as constants; parsed, never evaluated); ProblemError naming ``params.conductivity`` (``expected``
+    the text of what it takes) unless a d × d matrix of numbers and formulas of ``axes``, symmetric
+    entry for entry (K_ij and K_ji the same expression) and positive-definite with finite entries
+    on the closed box (``samples`` per axis, its sides included: 17 in three variables, 129 in two;
+    the first bad point named)."""
+    d = len(axes)
+    if not isinstance(tensor, (list, tuple)) or len(tensor) != d or any(
+            not isinstance(row, (list, tuple)) or len(row) != d for row in tensor):
+        raise ProblemError(f"params.conductivity: expected {expected}, got {shown(tensor)}")
+    K = tuple(tuple(parse_expression(entry, list(axes), f"params.conductivity[{i}][{j}]") for j, entry in enumerate(row))
+              for i, row in enumerate(tensor))
+    for i in range(d):
+        for j in range(i + 1, d):
+            if sp.expand(K[i][j] - K[j][i]) != 0:
+                raise ProblemError(f"params.conductivity: expected a symmetric tensor, got [{i}][{j}] = "
+                                   f"{shown(tensor[i][j])} and [{j}][{i}] = {shown(tensor[j][i])}")
+    samples = samples or (17 if d == 3 else 129)
+    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
+    with np.errstate(all="ignore"):
+        values = np.moveaxis(tensor_values(tensor_function(K, axes), grids), (0, 1), (-2, -1))
+        finite = np.isfinite(values).all(axis=(-2, -1))
+        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
+    bad = ~(finite & (smallest > 0))
+    if bad.any():
+        at = tuple(np.argwhere(bad)[0])
+        raise ProblemError(f"params.conductivity: {shown(tensor)} is not finite and positive-definite at "
+                           f"({', '.join(axes)}) = ({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {expected}, "
+                           "positive-definite on the whole closed " + ("box" if d == 3 else "plate"))
+    return K
+
+
+def tensor_function(K, axes: Sequence[str]):
+    """The entries of a tensor of expressions as a function of the axes' arrays: nested lists of
+    arrays or numbers (:func:`tensor_values`)."""
+    functions = [[numpy_function(entry, list(axes)) for entry in row] for row in K]
+    return lambda *points: [[f(*points) for f in row] for row in functions]
+
+
+def tensor_values(tensor, points) -> np.ndarray:
+    """A tensor field's entries at ``points`` (one array per axis, of one shape): (d, d, *shape)."""
+    rows = tensor(*points)
+    return np.array([[np.asarray(entry, dtype=np.float64) * np.ones_like(points[0]) for entry in row]
+                     for row in rows])
 
 
 def check_bounds(bounds, axes: Sequence[str]) -> tuple[tuple[float, float], ...]:

@@ -47,7 +47,8 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, checked_points,
+from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_tensor_field,
+                                      checked_points, has_formula, tensor_function, tensor_values,
                                      parse_boundary)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
@@ -213,13 +214,13 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     v = np.asarray(velocity, dtype=np.float64)
     if callable(tensor):
         X = np.meshgrid(*cells, indexing="ij")
-        K = _tensor_field(tensor, X)
+        K = tensor_values(tensor, X)
         drift = np.zeros((3,) + (grid,) * 3)
         for j in range(3):
             ahead, behind = [c.copy() for c in X], [c.copy() for c in X]
             ahead[j] += h[j] / 2
             behind[j] -= h[j] / 2
-            drift += (_tensor_field(tensor, ahead)[:, j] - _tensor_field(tensor, behind)[:, j]) / h[j]
+            drift += (tensor_values(tensor, ahead)[:, j] - tensor_values(tensor, behind)[:, j]) / h[j]
         v = v[:, None, None, None] - drift          # the tensor's own drift, −w, beside the flow's
         mean = float(np.mean(K[0, 0] + K[1, 1] + K[2, 2])) / 3
     else:
@@ -274,12 +275,6 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     return _preconditioned_solve(apply, -constant, bounds, grid, mean, np.asarray(velocity, dtype=np.float64), rtol)
 
 
-def _tensor_field(tensor, points) -> np.ndarray:
-    """A tensor field's entries at ``points`` (three arrays of one shape): shape (3, 3, *shape)."""
-    rows = tensor(*points)
-    return np.array([[np.asarray(entry, dtype=np.float64) * np.ones_like(points[0]) for entry in row]
-                     for row in rows])
-
 
 TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, k_xz], "
           "[k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]] of numbers or formulas of x, y and z")
@@ -294,50 +289,6 @@ def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     if not np.array_equal(K, K.T) or np.linalg.eigvalsh(K).min() <= 0:
         raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
-
-
-def has_formula(tensor) -> bool:
-    """Whether a conductivity given as a list (a tensor) has a formula among its entries."""
-    return isinstance(tensor, (list, tuple)) and any(
-        isinstance(row, (list, tuple)) and any(isinstance(entry, str) for entry in row) for row in tensor)
-
-
-def check_tensor_field(tensor, bounds, samples: int = 17) -> tuple[tuple[sp.Expr, ...], ...]:
-    """A conductivity tensor with formulas among its entries as three rows of parsed expressions
-    (numbers as constants; parsed, never evaluated); ProblemError unless a 3 × 3 matrix of numbers
-    and formulas of x, y and z, symmetric entry for entry (K_ij and K_ji the same expression) and
-    positive-definite with finite entries on the closed box (``samples`` per axis, its sides
-    included; the first bad point named)."""
-    if not isinstance(tensor, (list, tuple)) or len(tensor) != 3 or any(
-            not isinstance(row, (list, tuple)) or len(row) != 3 for row in tensor):
-        raise ProblemError(f"params.conductivity: expected {TENSOR}, got {shown(tensor)}")
-    K = [tuple(parse_expression(entry, list(AXES), f"params.conductivity[{i}][{j}]") for j, entry in enumerate(row))
-         for i, row in enumerate(tensor)]
-    for i in range(3):
-        for j in range(i + 1, 3):
-            if sp.expand(K[i][j] - K[j][i]) != 0:
-                raise ProblemError(f"params.conductivity: expected a symmetric tensor, got [{i}][{j}] = "
-                                   f"{shown(tensor[i][j])} and [{j}][{i}] = {shown(tensor[j][i])}")
-    field = tensor_function(K)
-    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
-    with np.errstate(all="ignore"):
-        values = np.moveaxis(_tensor_field(field, grids), (0, 1), (-2, -1))
-        finite = np.isfinite(values).all(axis=(-2, -1))
-        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
-    bad = ~(finite & (smallest > 0))
-    if bad.any():
-        at = tuple(np.argwhere(bad)[0])
-        raise ProblemError(f"params.conductivity: {shown(tensor)} is not finite and positive-definite at (x, y, z) = "
-                           f"({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {TENSOR}, positive-definite "
-                           "on the whole closed box")
-    return tuple(K)
-
-
-def tensor_function(K):
-    """The entries of a tensor of expressions as a function of x, y and z (arrays in): 3 × 3 nested
-    lists of arrays or numbers (:func:`solve_tensor_box`'s field)."""
-    functions = [[numpy_function(entry, list(AXES)) for entry in row] for row in K]
-    return lambda x, y, z: [[f(x, y, z) for f in row] for row in functions]
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
@@ -388,8 +339,8 @@ class HeatBox:
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
             check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
         elif has_formula(conductivity):
-            self.tensor_expressions = check_tensor_field(conductivity, self.bounds)
-            self._tensor_field = tensor_function(self.tensor_expressions)
+            self.tensor_expressions = check_tensor_field(conductivity, self.bounds, AXES, TENSOR)
+            self._tensor_field = tensor_function(self.tensor_expressions, AXES)
             self.conductivity = [list(row) for row in conductivity]
         elif conductivity is not None:
             self.tensor = check_tensor(conductivity)

@@ -10,8 +10,9 @@ import pytest
 
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.field_cache import FIELDS
-from pinnbo.oracles.heat_box import (FACES, HeatBox, box_supremum, check_tensor_field, face_axis, solve_dirichlet_box,
-                                      solve_graded_box, solve_tensor_box, tensor_function)
+from pinnbo.oracles.dirichlet import check_tensor_field, tensor_function
+from pinnbo.oracles.heat_box import (AXES, FACES, TENSOR as EXPECTED, HeatBox, box_supremum, face_axis,
+                                      solve_dirichlet_box, solve_graded_box, solve_tensor_box)
 from pinnbo.problem import ProblemError
 
 # e^{√2 x} sin y cos z + xyz + x² − z² is harmonic (2 − 1 − 1 = 0; 2 − 2 = 0): its face values are
@@ -238,7 +239,7 @@ def test_a_bad_tensor_is_refused(cache_dir, tensor):
 def test_a_graded_tensor_box_is_exact_for_a_linear_field_it_conducts():
     """K = (1 + x) A: T = x − 4y solves ∇·(K∇T) = ∂k/∂x (A∇T)_x = 2 − 2 = 0 (hand-derived), and the
     differences, the tensor's drift among them, are exact for it."""
-    K = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS)
+    K = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS, AXES, EXPECTED)
     grid = 12
     cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
     data = {}
@@ -247,7 +248,7 @@ def test_a_graded_tensor_box_is_exact_for_a_linear_field_it_conducts():
         grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
                             indexing="ij")
         data[face] = (grids[0] - 4 * grids[1]).reshape(grid, grid)
-    field = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K))
+    field = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
     X = np.meshgrid(*cells, indexing="ij")
     assert np.abs(field - (X[0] - 4 * X[1])).max() < 1e-9
 
@@ -267,8 +268,9 @@ def test_a_tensor_k_times_the_identity_is_the_graded_boxs_solve():
             grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
                                 indexing="ij")
             data[face] = (np.sin(2 * grids[0]) + grids[1] * grids[2] - grids[0] ** 2).reshape(grid, grid)
-        K = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS)
-        tensor = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K))
+        K = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS, AXES,
+                               EXPECTED)
+        tensor = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
         differences.append(np.abs(tensor - solve_graded_box(TENSOR_BOUNDS, grid, data, k)).max())
     assert differences[0] < 1e-12
     assert 1e-7 < differences[2] < differences[1] / 3.3
