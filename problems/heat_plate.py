@@ -56,7 +56,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
             (∇·(K∇T) = 0, solved by second-order finite differences on the same cells). The
             supremum is still the boundary data's (maximum principle); the field inside, and so
             what the PDE tells an optimiser, changes. Or a formula of x and y, positive on the
-            plate, for a graded plate, ∇·(k∇T) = 0 (conservative finite differences).
+            plate, for a graded plate, ∇·(k∇T) = 0 (conservative finite differences); or a tensor
+            whose entries are numbers or formulas of x and y, positive-definite on the whole plate,
+            for a graded composite, ∇·(K∇T) = 0 (the tensor's differences, its drift beside them).
         velocity: ``[v_x, v_y]``, default [0, 0]: heat carried downstream by a flow (a strip
             moving through a furnace); solved by second-order finite differences on the same
             cells. The supremum is still the boundary data's.
@@ -75,7 +77,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
                       conductivity=(1.0, 1.0) if conductivity is None else conductivity,
                       velocity=(0.0, 0.0) if velocity is None else velocity)
     graded = plate.conductivity_expression
-    tensor = None if graded is not None else conductivity_tensor(plate.conductivity)
+    varying = plate.tensor_expressions          # a tensor that varies
+    tensor = None if graded is not None or varying is not None else conductivity_tensor(plate.conductivity)
     (k_x, k_xy), (_, k_y) = tensor if tensor is not None else ((None, 0.0), (None, None))
     v_x, v_y = plate.velocity
     f_star, location = plate_supremum(plate)
@@ -87,6 +90,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     (x0, x1), (y0, y1) = plate.bounds
     if graded is not None:
         operator = f"∇·(k∇T), k = {plate.conductivity}"
+    elif varying is not None:
+        operator = f"∇·(K∇T), K = {shown(plate.conductivity)}"
     else:
         operator = "∇²T" if k_x == k_y == 1.0 and k_xy == 0.0 else \
             f"{k_x:g} T_xx + {2 * k_xy:g} T_xy + {k_y:g} T_yy" if k_xy else f"{k_x:g} T_xx + {k_y:g} T_yy"
@@ -97,11 +102,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"{'finite-difference' if flow or k_xy or graded is not None else 'py-pde'} reference on a "
+        f"{'finite-difference' if flow or k_xy or graded is not None or varying is not None else 'py-pde'} reference on a "
         f"{plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
-    if graded is not None:
+    if graded is not None or varying is not None:
         metadata["conductivity"] = plate.conductivity
     elif conductivity is not None:
         metadata["conductivity"] = [k_x, k_y] if k_xy == 0.0 else [[k_x, k_xy], [k_xy, k_y]]
@@ -120,8 +125,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(plate_operator(T, x, y, tensor, plate.velocity) if graded is None
-                else graded_operator(T, x, y, graded, plate.velocity), rhs=0),
+        pde=PDE(graded_operator(T, x, y, graded, plate.velocity) if graded is not None
+                else tensor_operator(T, x, y, varying, plate.velocity) if varying is not None
+                else plate_operator(T, x, y, tensor, plate.velocity), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,
@@ -137,6 +143,15 @@ def graded_operator(T, x, y, conductivity: sp.Expr, velocity: tuple[float, float
     the PDE's)."""
     k = conductivity.xreplace({s: {"x": x, "y": y}[s.name] for s in conductivity.free_symbols})
     return _minus_flow((k * T.diff(x)).diff(x) + (k * T.diff(y)).diff(y), T, x, y, velocity)
+
+
+def tensor_operator(T, x, y, tensor, velocity: tuple[float, float]):
+    """∇·(K∇T) − v·∇T for a tensor of expressions K of x and y (the oracle's real symbols, replaced
+    by the PDE's), in divergence form."""
+    K = [[entry.xreplace({s: {"x": x, "y": y}[s.name] for s in entry.free_symbols}) for entry in row] for row in tensor]
+    z = (x, y)
+    return _minus_flow(sum(sum(K[i][j] * T.diff(z[j]) for j in range(2) if K[i][j] != 0).diff(z[i]) for i in range(2)),
+                       T, x, y, velocity)
 
 
 def _minus_flow(operator, T, x, y, velocity: tuple[float, float]):

@@ -48,8 +48,8 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, checked_points,
-                                     parse_boundary)
+from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_tensor_field,
+                                     checked_points, has_formula, parse_boundary, tensor_function, tensor_values)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -111,12 +111,18 @@ def solve_dirichlet_operator(
     stay monotone while the cell Péclet number |v| h / (2k) is below 1 (|v| < 2k/h: 81 k at 256
     cells over 2π), and the mixed derivative's stencil while |k_xy| stays below k_xx h_y/h_x and
     k_yy h_x/h_y. A ``conductivity`` that is a function of x and y (arrays in, arrays out) is a
-    graded plate's, ∇·(k∇T) − v·∇T = 0, by conservative differences instead.
+    graded plate's, ∇·(k∇T) − v·∇T = 0, by conservative differences instead; a
+    :class:`TensorField`, a tensor that varies, the same differences with K at each cell and its
+    own drift w_i = Σ_j ∂K_ij/∂z_j beside the flow (∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T).
     """
-    if callable(conductivity):
+    if isinstance(conductivity, TensorField):
+        (k_x, k_xy), (_, k_y), (w_x, w_y) = conductivity.at_cells(bounds, grid)
+        velocity = (velocity[0] - w_x, velocity[1] - w_y)       # the tensor's own drift beside the flow
+    elif callable(conductivity):
         return _solve_graded(bounds, grid, edge_data, conductivity, velocity)
+    else:
+        (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
     (x0, x1), (y0, y1) = bounds
-    (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
     v_x, v_y = velocity
     h_x, h_y = (x1 - x0) / grid, (y1 - y0) / grid
     index = np.arange(grid * grid).reshape(grid, grid)                 # [i_x, i_y]
@@ -126,10 +132,14 @@ def solve_dirichlet_operator(
     rhs = np.zeros(grid * grid)
     data = {edge: np.asarray(edge_data[edge], dtype=np.float64) for edge in EDGES}
 
+    def at(weight, where):
+        """A coefficient's values at the cells ``where``: one number, or a field's (grid, grid)."""
+        return weight[where] if np.ndim(weight) == 2 else weight
+
     def add(where, to, weight):
         rows.append(index[where])
         columns.append(to)
-        values.append(np.broadcast_to(weight, (int(where.sum()),)).astype(np.float64))
+        values.append(np.broadcast_to(at(weight, where), (int(where.sum()),)).astype(np.float64))
 
     for di, dj, weight, edge in ((-1, 0, k_x / h_x**2 + v_x / (2 * h_x), "left"),
                                  (1, 0, k_x / h_x**2 - v_x / (2 * h_x), "right"),
@@ -139,10 +149,10 @@ def solve_dirichlet_operator(
         inside = (ni >= 0) & (ni < grid) & (nj >= 0) & (nj < grid)
         add(inside, index[ni[inside], nj[inside]], weight)
         ghost = ~inside
-        diagonal[ghost] -= weight
+        diagonal[ghost] -= at(weight, ghost)
         along = J[ghost] if edge in ("left", "right") else I[ghost]
-        np.add.at(rhs, index[ghost], -2 * weight * data[edge][along])
-    if k_xy != 0.0:
+        np.add.at(rhs, index[ghost], -2 * at(weight, ghost) * data[edge][along])
+    if np.any(k_xy != 0.0):
         for di in (-1, 1):
             for dj in (-1, 1):
                 weight = di * dj * k_xy / (2 * h_x * h_y)            # 2 k_xy ∂²T/∂x∂y
@@ -153,14 +163,36 @@ def solve_dirichlet_operator(
                 add(both, index[ni[both], nj[both]], weight)
                 beyond_x = ~in_x & in_y                              # 2 g_x(y_nj) − T(i, nj)
                 add(beyond_x, index[I[beyond_x], nj[beyond_x]], -weight)
-                np.add.at(rhs, index[beyond_x], -2 * weight * data[x_edge][nj[beyond_x]])
+                np.add.at(rhs, index[beyond_x], -2 * at(weight, beyond_x) * data[x_edge][nj[beyond_x]])
                 beyond_y = in_x & ~in_y                              # 2 g_y(x_ni) − T(ni, j)
                 add(beyond_y, index[ni[beyond_y], J[beyond_y]], -weight)
-                np.add.at(rhs, index[beyond_y], -2 * weight * data[y_edge][ni[beyond_y]])
+                np.add.at(rhs, index[beyond_y], -2 * at(weight, beyond_y) * data[y_edge][ni[beyond_y]])
                 corner = ~in_x & ~in_y                               # 2 g_x(y_j) + 2 g_y(x_i) − 3 T(i, j)
-                diagonal[corner] -= 3 * weight
-                np.add.at(rhs, index[corner], -2 * weight * (data[x_edge][J[corner]] + data[y_edge][I[corner]]))
+                diagonal[corner] -= 3 * at(weight, corner)
+                np.add.at(rhs, index[corner], -2 * at(weight, corner) * (data[x_edge][J[corner]]
+                                                                          + data[y_edge][I[corner]]))
     return _solve_sparse(grid, diagonal, rows, columns, values, rhs)
+
+
+class TensorField:
+    """A conductivity tensor that varies over the plate, ``function(x, y)`` its entries
+    (:func:`pinnbo.oracles.dirichlet.tensor_function`)."""
+
+    def __init__(self, function) -> None:
+        self.function = function
+
+    def at_cells(self, bounds, grid: int):
+        """K's entries at the cell centres and its drift w = (∂K_xx/∂x + ∂K_xy/∂y, ∂K_xy/∂x +
+        ∂K_yy/∂y), each derivative the difference of K across the cell (at ± half a cell)."""
+        (x0, x1), (y0, y1) = bounds
+        h = ((x1 - x0) / grid, (y1 - y0) / grid)
+        X, Y = np.meshgrid(x0 + (np.arange(grid) + 0.5) * h[0], y0 + (np.arange(grid) + 0.5) * h[1], indexing="ij")
+        K = tensor_values(self.function, (X, Y))
+        drift = np.zeros((2, grid, grid))
+        for j, (dx, dy) in enumerate(((h[0] / 2, 0.0), (0.0, h[1] / 2))):
+            drift += (tensor_values(self.function, (X + dx, Y + dy))[:, j]
+                      - tensor_values(self.function, (X - dx, Y - dy))[:, j]) / h[j]
+        return (K[0, 0], K[0, 1]), (K[1, 0], K[1, 1]), (drift[0], drift[1])
 
 
 def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity) -> np.ndarray:
@@ -229,8 +261,9 @@ class HeatPlate:
     bounds: ``((x0, x1), (y0, y1))``, default [0, 2π]².
     grid: cells per axis of the finite-volume solve.
     conductivity: ``(k_x, k_y)``, positive: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0; or a
-        symmetric positive-definite tensor ``((k_xx, k_xy), (k_xy, k_yy))``: ∇·(K∇T) = 0; or a
-        formula of x and y, positive on the plate: a graded plate, ∇·(k∇T) = 0.
+        symmetric positive-definite tensor ``((k_xx, k_xy), (k_xy, k_yy))``: ∇·(K∇T) = 0, whose
+        entries may be formulas of x and y (a graded composite, positive-definite on the whole
+        closed plate); or a formula of x and y, positive on the plate: a graded plate, ∇·(k∇T) = 0.
     velocity: ``(v_x, v_y)``: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² − v·∇T = 0, heat carried
         downstream by a flow.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
@@ -249,11 +282,17 @@ class HeatPlate:
         velocity=(0.0, 0.0),
     ) -> None:
         self.bounds = check_bounds(bounds, ("x", "y"))
+        self.tensor_expressions = None
         if isinstance(conductivity, str):        # a graded plate: k(x, y), parsed, never evaluated
             self.conductivity = conductivity
             self.conductivity_expression = parse_expression(conductivity, ["x", "y"], "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, ["x", "y"])
             check_positive_field(self._conductivity_field, self.bounds, ("x", "y"), 513, self.conductivity, "plate")
+        elif has_formula(conductivity):          # a tensor that varies: a graded composite
+            self.conductivity = [list(row) for row in conductivity]
+            self.conductivity_expression = None
+            self.tensor_expressions = check_tensor_field(conductivity, self.bounds, ("x", "y"), CONDUCTIVITY)
+            self._conductivity_field = TensorField(tensor_function(self.tensor_expressions, ("x", "y")))
         else:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
@@ -344,6 +383,8 @@ class HeatPlate:
             "bounds": [list(pair) for pair in self.bounds],
             "grid": self.grid,
             "conductivity": sp.srepr(self.conductivity_expression) if self.conductivity_expression is not None
+            else [[sp.srepr(entry) for entry in row] for row in self.tensor_expressions]
+            if self.tensor_expressions is not None
             else [list(v) if isinstance(v, tuple) else v for v in self.conductivity],
             "velocity": list(self.velocity),
         }
@@ -357,7 +398,7 @@ class HeatPlate:
         def solve() -> np.ndarray:
             edge_data = {edge: self.edge_data(edge, self.y_cells if edge in ("left", "right") else self.x_cells)
                          for edge in EDGES}
-            if self.conductivity_expression is not None:
+            if self.conductivity_expression is not None or self.tensor_expressions is not None:
                 return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self._conductivity_field,
                                                 self.velocity)
             if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple):
@@ -535,8 +576,8 @@ class GradientLimitedPlate:
         return f"GradientLimitedPlate({shown(self.plate)}, max_gradient={shown(self.max_gradient)})"
 
 
-CONDUCTIVITY = ("two positive numbers [k_x, k_y] or a symmetric positive-definite matrix [[k_xx, k_xy], [k_xy, k_yy]], "
-                "or a formula of x and y")
+CONDUCTIVITY = ("two positive numbers [k_x, k_y] or a symmetric positive-definite matrix [[k_xx, k_xy], [k_xy, k_yy]] "
+                "of numbers or formulas of x and y, or a formula of x and y")
 
 
 def check_conductivity(conductivity) -> tuple:

@@ -181,3 +181,28 @@ def test_the_plate_declares_whether_its_edges_meet_continuously():
     assert "angle functions" in choice_for(jumps).reason
     smooth = heat_plate({edge: "x + y" for edge in ("left", "right", "bottom", "top")}, grid=16)
     assert smooth.boundary_continuous is True and choice_for(smooth).method == "pde-gp"
+
+
+def test_a_graded_composite_enters_the_pde_in_divergence_form_and_carries_the_graded_corners(cache_dir):
+    """∇·(K∇T) with K = (1 + 3x) A: x − 4y has residual ∂k/∂x (A∇T)_x = 3 (2 − 2) = 0 and x alone
+    3 · 2 = 6 (by hand); the PDE reads back as k A, and the model carries the graded plate's sheared
+    corner functions."""
+    import torch
+
+    from pinnbo.models.corners import CornerShape, GradedShape, jump_shape
+
+    A = [[2.0, 0.5], [0.5, 1.0]]
+    K = [[f"{a}*(1 + 3*x)" for a in row] for row in A]
+    problem = heat_plate({"left": "y", "right": "1", "bottom": "x", "top": "2 - x"}, bounds=[[0, 2], [0, 1]],
+                         grid=16, conductivity=K)
+    residual = problem.pde.compile()
+    points = torch.rand(20, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    assert float(residual(lambda p: p[:, 0] - 4 * p[:, 1], points).abs().max()) < 1e-12
+    torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), torch.full((20,), 6.0).double())
+    k, tensor, flow = problem.pde.divergence_form()
+    np.testing.assert_allclose(np.array(tensor) * float(k.subs({s: 0 for s in k.free_symbols})), np.array(A),
+                               rtol=1e-12)
+    assert flow == (0.0, 0.0)
+    shape = jump_shape(problem.domain, problem.minimised_pde, problem.boundary_continuous)
+    assert isinstance(shape, GradedShape) and isinstance(shape.shape, CornerShape) and shape.shape.shear != 0.0
+    assert problem.metadata["conductivity"] == K and "∇·(K∇T), K = [['2.0*(1 + 3*x)'" in problem.description
