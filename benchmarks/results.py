@@ -61,7 +61,8 @@ FAMILIES = [
      "3.25 T_xx + 2.598 T_xy + 1.75 T_yy = 0 (a conductivity tensor), written with the corner functions of a "
      "mixed derivative. Four graded plates whose conductivity is a formula of x and y, written with the "
      "corner functions of coefficients that vary: ∇·((1 + 3x)∇T) = 0, the paper's third and second plates with "
-     "k = 1 + xy/4 and k = 1 + (x − y)²/8, and the first with a flow, v = (−3, 2). `auto` runs `pde-gp` "
+     "k = 1 + xy/4 and k = 1 + (x − y)²/8, and the first with a flow, v = (−3, 2), and the laminate's fibres "
+     "in a graded matrix, K = (1 + 3x) A (a tensor of formulas). `auto` runs `pde-gp` "
      "with the corner functions of each operator, and `pinn-bo`, which `auto` had run there, is measured beside it. "
      "Three heat boxes, ∇²T = 0 in three variables with faces that disagree along every edge, written with the "
      "edge functions: two whose supremum is a face's limit at an edge, one whose supremum is inside a face; "
@@ -75,7 +76,7 @@ FAMILIES = [
      "beside it.",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
       "heat_orthotropic", "heat_advection", "heat_laminate", "heat_graded", "heat_graded_bc3", "heat_graded_bc2",
-      "heat_graded_flow", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
+      "heat_graded_flow", "heat_graded_laminate", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
       "heat_box_graded", "heat_box_tensor", "heat_box_graded_flow", "heat_box_graded_tensor"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
@@ -85,7 +86,8 @@ FAMILIES = [
       "benchmarks/kinds/heat_laminate.yaml --methods auto,pinn-bo,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT",
       "pinnbo bench benchmarks/kinds/heat_graded.yaml benchmarks/kinds/heat_graded_bc3.yaml "
-      "benchmarks/kinds/heat_graded_bc2.yaml benchmarks/kinds/heat_graded_flow.yaml --methods auto,pinn-bo,gp-ei,gp-ucb "
+      "benchmarks/kinds/heat_graded_bc2.yaml benchmarks/kinds/heat_graded_flow.yaml benchmarks/kinds/heat_graded_laminate.yaml "
+      "--methods auto,pinn-bo,gp-ei,gp-ucb "
       "--reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT",
       "pinnbo bench benchmarks/kinds/heat_box.yaml benchmarks/kinds/heat_box_bc2.yaml benchmarks/kinds/heat_box_bc3.yaml "
       "benchmarks/kinds/heat_box_flow.yaml benchmarks/kinds/heat_box_graded.yaml "

@@ -26,8 +26,8 @@ The rule, in order, the first branch that applies:
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
    plate whose edges disagree at a corner, a box whose faces disagree along an edge): the supremum
    is then a limit beside the jump. pde-gp where the PDE is in two variables (c ∇²f = g, a
-   conductivity that differs along the axes, is a tensor or varies over the plate, heat carried by
-   a flow), or in three with a constant conductivity (along the axes or a tensor, with a flow or a
+   conductivity that differs along the axes, is a tensor, varies over the plate or both, heat
+   carried by a flow), or in three with a constant conductivity (along the axes or a tensor, with a flow or a
    loss) or a graded one (with a uniform flow or a tensor, not both), whose GP then carries the
    jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the better GP's
    proposals or fewer on the heat plates, every seed; where the coefficients vary, a graded
