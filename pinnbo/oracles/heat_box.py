@@ -275,7 +275,6 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     return _preconditioned_solve(apply, -constant, bounds, grid, mean, np.asarray(velocity, dtype=np.float64), rtol)
 
 
-
 TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, k_xz], "
           "[k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]] of numbers or formulas of x, y and z")
 

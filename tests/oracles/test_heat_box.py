@@ -208,16 +208,23 @@ def tensor_field(points):
     return np.exp(points @ a) * np.cos(points @ c) + np.einsum("...i,ij,...j", points, B, points)
 
 
+def tensor_face_data(grid: int, field) -> tuple[list[np.ndarray], dict]:
+    """The cell centres of TENSOR_BOUNDS at ``grid`` cells per axis and ``field`` (points (..., 3) ->
+    values) at each face's cell midpoints, the solvers' face data."""
+    cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
+    data = {}
+    for face in FACES:
+        axis, side = face_axis(face)
+        grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
+                            indexing="ij")
+        data[face] = field(np.stack([g.reshape(grid, grid) for g in grids], -1))
+    return cells, data
+
+
 def test_a_tensor_box_is_solved_at_second_order_towards_a_field_it_conducts():
     errors = []
     for grid in (16, 32):
-        cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
-        data = {}
-        for face in FACES:
-            axis, side = face_axis(face)
-            grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
-                                indexing="ij")
-            data[face] = tensor_field(np.stack([g.reshape(grid, grid) for g in grids], -1))
+        cells, data = tensor_face_data(grid, tensor_field)
         field = solve_tensor_box(TENSOR_BOUNDS, grid, data, TENSOR)
         errors.append(np.abs(field - tensor_field(np.stack(np.meshgrid(*cells, indexing="ij"), -1))).max())
     assert errors[1] < errors[0] / 3.3 and errors[1] < 5e-3
@@ -235,19 +242,12 @@ def test_a_bad_tensor_is_refused(cache_dir, tensor):
         HeatBox(STEP, grid=8, conductivity=tensor)
 
 
-
 def test_a_graded_tensor_box_is_exact_for_a_linear_field_it_conducts():
     """K = (1 + x) A: T = x − 4y solves ∇·(K∇T) = ∂k/∂x (A∇T)_x = 2 − 2 = 0 (hand-derived), and the
     differences, the tensor's drift among them, are exact for it."""
     K = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS, AXES, EXPECTED)
     grid = 12
-    cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
-    data = {}
-    for face in FACES:
-        axis, side = face_axis(face)
-        grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
-                            indexing="ij")
-        data[face] = (grids[0] - 4 * grids[1]).reshape(grid, grid)
+    cells, data = tensor_face_data(grid, lambda p: p[..., 0] - 4 * p[..., 1])
     field = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
     X = np.meshgrid(*cells, indexing="ij")
     assert np.abs(field - (X[0] - 4 * X[1])).max() < 1e-9
@@ -261,13 +261,7 @@ def test_a_tensor_k_times_the_identity_is_the_graded_boxs_solve():
     for formula, k, grid in [("1 + 2*x + y*z", lambda x, y, z: 1 + 2 * x + y * z, 12),
                              ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 12),
                              ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 24)]:
-        cells = [lo + (np.arange(grid) + 0.5) * (hi - lo) / grid for lo, hi in TENSOR_BOUNDS]
-        data = {}
-        for face in FACES:
-            axis, side = face_axis(face)
-            grids = np.meshgrid(*[cells[a] if a != axis else np.array([TENSOR_BOUNDS[axis][side]]) for a in range(3)],
-                                indexing="ij")
-            data[face] = (np.sin(2 * grids[0]) + grids[1] * grids[2] - grids[0] ** 2).reshape(grid, grid)
+        _, data = tensor_face_data(grid, lambda p: np.sin(2 * p[..., 0]) + p[..., 1] * p[..., 2] - p[..., 0] ** 2)
         K = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS, AXES,
                                EXPECTED)
         tensor = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
