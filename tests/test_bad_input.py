@@ -152,7 +152,7 @@ TABLE = [
         "params.boundary.top: unknown symbol 'z' in 'z*x'"),
     Bad("conductivity-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: [1, -2], boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.conductivity: expected two positive numbers [k_x, k_y] or a symmetric positive-definite matrix "
-        "[[k_xx, k_xy], [k_xy, k_yy]], or a formula of x and y, got [1, -2]"),
+        "[[k_xx, k_xy], [k_xy, k_yy]] of numbers or formulas of x and y, or a formula of x and y, got [1, -2]"),
     Bad("conductivity-formula-not-positive", case(problem="heat_plate", params="{grid: 16, conductivity: 'x - 1', boundary: {left: '0', right: '0', bottom: x, top: '0'}}"),
         "params.conductivity: 'x - 1' is -1 at (x, y) = (0, 0); expected a formula of x and y, finite and positive on "
         "the whole closed plate"),
