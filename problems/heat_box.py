@@ -17,6 +17,7 @@ import sympy as sp
 from pinnbo.errors import shown
 from pinnbo.oracles.heat_box import FACES, HeatBox, box_supremum
 from pinnbo.problem import Box, Problem, ProblemError, register_problem
+from problems.heat_plate import tensor_divergence
 
 
 @register_problem
@@ -59,10 +60,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
         k = k.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in k.free_symbols})
     inputs = (x, y, z)
     if box.tensor_expressions is not None:     # a tensor that varies: its divergence form
-        K = [[entry.xreplace({s: {"x": x, "y": y, "z": z}[s.name] for s in entry.free_symbols}) for entry in row]
-             for row in box.tensor_expressions]
-        operator = sum((sum(K[i][j] * sp.diff(T, inputs[j]) for j in range(3) if K[i][j] != 0)).diff(inputs[i])
-                       for i in range(3))
+        operator = tensor_divergence(T, inputs, box.tensor_expressions)
     elif box.tensor is not None:
         K = box.tensor
         operator = sum(K[i][i] * sp.diff(T, inputs[i], 2) for i in range(3)) + sum(

@@ -126,7 +126,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         objective=objective,
         sense="maximize",
         pde=PDE(graded_operator(T, x, y, graded, plate.velocity) if graded is not None
-                else tensor_operator(T, x, y, varying, plate.velocity) if varying is not None
+                else _minus_flow(tensor_divergence(T, (x, y), varying), T, x, y, plate.velocity) if varying is not None
                 else plate_operator(T, x, y, tensor, plate.velocity), rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
@@ -145,13 +145,13 @@ def graded_operator(T, x, y, conductivity: sp.Expr, velocity: tuple[float, float
     return _minus_flow((k * T.diff(x)).diff(x) + (k * T.diff(y)).diff(y), T, x, y, velocity)
 
 
-def tensor_operator(T, x, y, tensor, velocity: tuple[float, float]):
-    """∇·(K∇T) − v·∇T for a tensor of expressions K of x and y (the oracle's real symbols, replaced
-    by the PDE's), in divergence form."""
-    K = [[entry.xreplace({s: {"x": x, "y": y}[s.name] for s in entry.free_symbols}) for entry in row] for row in tensor]
-    z = (x, y)
-    return _minus_flow(sum(sum(K[i][j] * T.diff(z[j]) for j in range(2) if K[i][j] != 0).diff(z[i]) for i in range(2)),
-                       T, x, y, velocity)
+def tensor_divergence(T, inputs, tensor):
+    """∇·(K∇T) = Σ_i ∂_i(Σ_j K_ij ∂_j T) for a tensor of expressions K of the oracle's real symbols
+    (replaced by the PDE's ``inputs`` of the same names), in divergence form: a plate's or a box's."""
+    by_name = {symbol.name: symbol for symbol in inputs}
+    K = [[entry.xreplace({s: by_name[s.name] for s in entry.free_symbols}) for entry in row] for row in tensor]
+    n = len(inputs)
+    return sum(sum(K[i][j] * T.diff(inputs[j]) for j in range(n) if K[i][j] != 0).diff(inputs[i]) for i in range(n))
 
 
 def _minus_flow(operator, T, x, y, velocity: tuple[float, float]):

@@ -1,6 +1,7 @@
 """What a Dirichlet problem on a box reads from a case (the heat plate's and the heat box's): its
-bounds, the formulas of its boundary data and its coefficients' numbers, each checked with one line
-that names the field."""
+bounds, the formulas of its boundary data and its coefficients' numbers or formulas, each checked
+with one line that names the field; and the cells its solvers share (their centres, a tensor
+field's values and drift there)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,28 @@ def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequ
                            f"({', '.join(axes)}) = ({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {expected}, "
                            "positive-definite on the whole closed " + ("box" if d == 3 else "plate"))
     return K
+
+
+def cell_centres(bounds, grid: int) -> tuple[list[float], list[np.ndarray]]:
+    """``(h, cells)``: the cell width along each axis of the box ``bounds`` and the cell centres,
+    ``grid`` per axis."""
+    h = [(hi - lo) / grid for lo, hi in bounds]
+    return h, [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
+
+
+def tensor_at_cells(tensor, bounds, grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(K, w)``: a tensor field's entries at the cell centres, (d, d, *cells), and its drift
+    w_i = Σ_j ∂K_ij/∂z_j there, (d, *cells), each derivative the difference of K across the cell
+    (at ± half a cell), second order: ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T."""
+    h, cells = cell_centres(bounds, grid)
+    X = np.meshgrid(*cells, indexing="ij")
+    K = tensor_values(tensor, X)
+    drift = np.zeros((len(X),) + X[0].shape)
+    for j in range(len(X)):
+        ahead, behind = list(X), list(X)
+        ahead[j], behind[j] = X[j] + h[j] / 2, X[j] - h[j] / 2
+        drift += (tensor_values(tensor, ahead)[:, j] - tensor_values(tensor, behind)[:, j]) / h[j]
+    return K, drift
 
 
 def tensor_function(K, axes: Sequence[str]):

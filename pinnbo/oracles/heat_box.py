@@ -47,9 +47,9 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_tensor_field,
-                                      checked_points, has_formula, tensor_function, tensor_values,
-                                     parse_boundary)
+from pinnbo.oracles.dirichlet import (cell_centres, check_bounds, check_numbers, check_positive_field,
+                                      check_tensor_field, checked_points, has_formula, parse_boundary,
+                                      tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -66,13 +66,6 @@ EDGE_OFFSET = 1e-9
 MOST_FLOW = 40.0
 # Bump when the cached data or the key changes meaning: old files are then ignored.
 _CACHE_FORMAT = 1
-
-
-def cell_centres(bounds, grid: int) -> tuple[list[float], list[np.ndarray]]:
-    """``(h, cells)``: the cell width along each axis of the box ``bounds`` and the cell centres,
-    ``grid`` per axis."""
-    h = [(hi - lo) / grid for lo, hi in bounds]
-    return h, [lo + (np.arange(grid) + 0.5) * step for (lo, _), step in zip(bounds, h)]
 
 
 def face_axis(face: str) -> tuple[int, int]:
@@ -210,17 +203,10 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     cell T_ghost = 2 g − T_cell beyond each face, and the ghost beyond an edge (the mixed
     derivatives' only) extrapolated from its two faces' ghosts, T(−1, −1) = T(−1, 0) + T(0, −1) −
     T(0, 0) in the plane across the edge."""
-    h, cells = cell_centres(bounds, grid)
+    h, _ = cell_centres(bounds, grid)
     v = np.asarray(velocity, dtype=np.float64)
     if callable(tensor):
-        X = np.meshgrid(*cells, indexing="ij")
-        K = tensor_values(tensor, X)
-        drift = np.zeros((3,) + (grid,) * 3)
-        for j in range(3):
-            ahead, behind = [c.copy() for c in X], [c.copy() for c in X]
-            ahead[j] += h[j] / 2
-            behind[j] -= h[j] / 2
-            drift += (tensor_values(tensor, ahead)[:, j] - tensor_values(tensor, behind)[:, j]) / h[j]
+        K, drift = tensor_at_cells(tensor, bounds, grid)
         v = v[:, None, None, None] - drift          # the tensor's own drift, −w, beside the flow's
         mean = float(np.mean(K[0, 0] + K[1, 1] + K[2, 2])) / 3
     else:

@@ -49,7 +49,7 @@ from scipy.interpolate import RegularGridInterpolator
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_tensor_field,
-                                     checked_points, has_formula, parse_boundary, tensor_function, tensor_values)
+                                     checked_points, has_formula, parse_boundary, tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -183,15 +183,8 @@ class TensorField:
 
     def at_cells(self, bounds, grid: int):
         """K's entries at the cell centres and its drift w = (∂K_xx/∂x + ∂K_xy/∂y, ∂K_xy/∂x +
-        ∂K_yy/∂y), each derivative the difference of K across the cell (at ± half a cell)."""
-        (x0, x1), (y0, y1) = bounds
-        h = ((x1 - x0) / grid, (y1 - y0) / grid)
-        X, Y = np.meshgrid(x0 + (np.arange(grid) + 0.5) * h[0], y0 + (np.arange(grid) + 0.5) * h[1], indexing="ij")
-        K = tensor_values(self.function, (X, Y))
-        drift = np.zeros((2, grid, grid))
-        for j, (dx, dy) in enumerate(((h[0] / 2, 0.0), (0.0, h[1] / 2))):
-            drift += (tensor_values(self.function, (X + dx, Y + dy))[:, j]
-                      - tensor_values(self.function, (X - dx, Y - dy))[:, j]) / h[j]
+        ∂K_yy/∂y) (:func:`pinnbo.oracles.dirichlet.tensor_at_cells`)."""
+        K, drift = tensor_at_cells(self.function, bounds, grid)
         return (K[0, 0], K[0, 1]), (K[1, 0], K[1, 1]), (drift[0], drift[1])
 
 
