@@ -32,7 +32,8 @@ gives the whole gradient) the posterior is nearly the true function after a few 
   which): a warm start alone can stay in the basin that the first few observations chose while
   the evidence of the grown data prefers another, and a geometric schedule keeps the refits' share
   of a step's cost falling as the data grow. The evidence's gradient is in closed form
-  (:mod:`pinnbo.models.evidence`).
+  (:mod:`pinnbo.models.evidence`). A warm fit's L-BFGS starts with the previous warm fit's
+  curvature pairs (``CURVATURE_PAIRS``), and afresh where they lead it nowhere.
 - Starts of the first fit: long lengthscales (``FIRST_LENGTHSCALES``), and, where the collocation
   points are dense enough to resolve it, a short one with the PDE taken as exact (ε at its floor):
   the hypothesis that the physics pins down a function with fine structure. The beam's deflection
@@ -46,7 +47,7 @@ gives the whole gradient) the posterior is nearly the true function after a few 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import torch
 from botorch.models.model import Model
@@ -78,6 +79,27 @@ FIRST_LENGTHSCALES = (0.2, 0.6)
 #: inputs): enough points per lengthscale that the PDE constrains the function between them. It is
 #: a start only where it is shorter than the long starts (the beam's 256 points on one axis: 0.04).
 SHORT_START_SPACINGS = 10.0
+#: Curvature pairs (steps and gradient changes) of a warm fit's L-BFGS passed on to the next warm
+#: fit, which starts from the same optimum with the data grown by one: the evidence's curvature
+#: barely moves, and a fit that starts from an estimate of it instead of the identity skips the
+#: iterations L-BFGS spends learning it again (Nocedal & Wright 2006, §7.2).
+CURVATURE_PAIRS = 10
+#: A fit from the previous values has settled where it gains less than this (nats of log evidence:
+#: a Bayes factor under e, "not worth more than a bare mention" on Kass and Raftery's scale): the
+#: hyper-parameters have stopped moving with the data. A warm fit whose first quasi-Newton step,
+#: by the previous curvature, would gain more met data that moved the evidence, where that
+#: curvature may lead it into another basin: it starts from the identity instead.
+SETTLED_GAIN = 1.0
+
+
+class _Run(NamedTuple):
+    """One L-BFGS run of the fit (:meth:`PDEGP._optimise`)."""
+
+    raw: torch.Tensor
+    value: float
+    start: float
+    curvature: torch.Tensor | None
+    seeded: bool
 
 
 class PDEGP(Model):
@@ -129,6 +151,8 @@ class PDEGP(Model):
                                       None if basis is None else basis(X), self.basis_operator)
         self.long_start_deficit = None
         self.warm_gain = None
+        # the chosen fit's L-BFGS curvature pairs where it was the warm start's (:meth:`hyperparameters`)
+        self.curvature = start.get("curvature") if start and not fit else None
         if len(y) and fit:
             self.log_likelihood = self._fit(start, long_starts)
         else:     # nothing fitted (no evidence, or ``fit=False``): conditioned under ``start``'s values
@@ -225,40 +249,65 @@ class PDEGP(Model):
             return None
         return self._raw({"lengthscale": short * self.widths, "pde_noise": PDE_NOISE_FLOOR})
 
-    def _optimise(self, raw: torch.Tensor) -> tuple[torch.Tensor, float, float]:
-        """L-BFGS on the negative log evidence from ``raw``: (the optimum, its value, inf where the
-        covariance does not factorise anywhere it went; the value at ``raw``). A line search that
+    def _optimise(self, raw: torch.Tensor, curvature: torch.Tensor | None = None) -> "_Run":
+        """L-BFGS on the negative log evidence from ``raw`` (:class:`_Run`: the optimum, its value,
+        inf where the covariance does not factorise anywhere it went; the value at ``raw``; its last
+        curvature pairs, :func:`_curvature_pairs`, None where its line search broke down; whether
+        it started from ``curvature``). A line search that
         steps where the covariance does not factorise interpolates the infinite value into NaN
-        parameters and ends there: the fit then keeps the best point it evaluated."""
+        parameters and ends there: the fit then keeps the best point it evaluated. ``curvature``:
+        pairs of an earlier fit to start from (``CURVATURE_PAIRS``), unless the step they predict
+        from the gradient at ``raw`` gains more than ``SETTLED_GAIN`` (data that moved the evidence,
+        where the old curvature may lead into another basin): L-BFGS then starts from the identity."""
         raw = raw.clone().requires_grad_(True)
         tolerance = max(FIT_TOLERANCE, FIT_TOLERANCE_PER_OBSERVATION * len(self.targets[0]))
         optimiser = torch.optim.LBFGS([raw], max_iter=FIT_ITERATIONS, line_search_fn="strong_wolfe",
                                       tolerance_change=tolerance)
+        if curvature is not None:
+            _seed_curvature(optimiser, raw, curvature)
         best = [math.inf, None]
         at_start = []
+        seeded = [curvature is not None]
 
         def closure():
             optimiser.zero_grad()
             loss = self._negative_log_likelihood(raw)
             value = float(loss.detach())
-            if not at_start:
-                at_start.append(value)
             if math.isfinite(value):
                 loss.backward()
                 if value < best[0]:
                     best[:] = [value, raw.detach().clone()]
+            if not at_start:
+                at_start.append(value)
+                if curvature is not None and not (raw.grad is not None
+                                                  and _predicted_gain(curvature, raw.grad) <= SETTLED_GAIN):
+                    optimiser.state[raw]["n_iter"] = 0       # from the identity: L-BFGS's first iteration
+                    seeded[0] = False
             return loss
 
         try:
             optimiser.step(closure)
         except RuntimeError:     # a line search into a non-positive-definite matrix
             pass
+        pairs = _curvature_pairs(optimiser.state[raw])
         with torch.no_grad():
             value = float(self._negative_log_likelihood(raw))
         start = at_start[0] if at_start else math.inf
         if not math.isfinite(value) and best[1] is not None:
-            return best[1], best[0], start
-        return raw.detach().clone(), value, start
+            return _Run(best[1], best[0], start, None, seeded[0])
+        return _Run(raw.detach().clone(), value, start, pairs, seeded[0])
+
+    def _warm_optimise(self, raw: torch.Tensor, curvature: torch.Tensor | None) -> "_Run":
+        """:meth:`_optimise` from the previous optimum ``raw`` with the previous warm fit's
+        ``curvature`` pairs, where the step they predict gains at most ``SETTLED_GAIN``; afresh from
+        ``raw`` where, with them, it gained nothing or its line search broke down (a step the old
+        curvature scaled too long for the grown data)."""
+        if curvature is None or curvature.shape[-1] != raw.shape[-1]:
+            return self._optimise(raw)
+        run = self._optimise(raw, curvature)
+        if run.seeded and (run.curvature is None or not run.value < run.start):
+            return self._optimise(raw)
+        return run
 
     def _fit(self, start: dict | None, long_starts: Sequence[float] = ()) -> float:
         """Fit the hyper-parameters (module docstring): from ``start`` (and from ``long_starts``, a
@@ -269,16 +318,20 @@ class PDEGP(Model):
         starts = warm + fresh
         best_raw, best, long_best = None, math.inf, math.inf
         for k, raw in enumerate(starts):
-            raw, value, at_start = self._optimise(raw)
-            if k == 0 and warm and math.isfinite(value):
-                self.warm_gain = at_start - value
+            if k == 0 and warm:
+                raw, value, at_start, pairs, _ = self._warm_optimise(raw, start.get("curvature"))
+                if math.isfinite(value):
+                    self.warm_gain = at_start - value
+            else:
+                raw, value, at_start, pairs, _ = self._optimise(raw)
             if value < best:
-                best, best_raw = value, raw
+                # only a warm fit's pairs go on: a long start's describe the way from far off
+                best, best_raw, self.curvature = value, raw, pairs if k == 0 and warm else None
             if k >= len(warm):
                 long_best = min(long_best, value)
         short = None if start else self._short_start()
         if short is not None:
-            raw, value, _ = self._optimise(short)
+            raw, value, *_ = self._optimise(short)
             if math.isfinite(value) and (best_raw is None or self._leave_one_out(raw) > self._leave_one_out(best_raw)):
                 best, best_raw = value, raw
         if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter
@@ -320,8 +373,11 @@ class PDEGP(Model):
 
     def hyperparameters(self) -> dict:
         """The fitted hyper-parameters, a start for the next fit (tensors: a state file holds them)."""
-        return {"lengthscale": self.lengthscale.detach().clone(), "outputscale": float(self.outputscale),
-                "noise": float(self.noise), "pde_noise": float(self.pde_noise)}
+        values = {"lengthscale": self.lengthscale.detach().clone(), "outputscale": float(self.outputscale),
+                  "noise": float(self.noise), "pde_noise": float(self.pde_noise)}
+        if self.curvature is not None:
+            values["curvature"] = self.curvature.clone()
+        return values
 
     # -- predictions ------------------------------------------------------------------------------------------
     @property
@@ -419,3 +475,45 @@ def _lengthscale_prior(unit_lengthscale: torch.Tensor) -> torch.Tensor:
     loc, scale = math.sqrt(2) + 0.5 * math.log(d), math.sqrt(3)
     log = torch.log(unit_lengthscale)
     return ((log - loc) ** 2 / (2 * scale ** 2) + log).sum()
+
+
+def _curvature_pairs(state: dict) -> torch.Tensor | None:
+    """The last ``CURVATURE_PAIRS`` (gradient change y, step s) pairs of a torch L-BFGS's ``state``,
+    (2, k, p), oldest first; None where it kept none or its last step length is not finite (a line
+    search that broke down)."""
+    step = state.get("t")
+    if not state.get("old_dirs") or step is None or not math.isfinite(float(step)):
+        return None
+    return torch.stack([torch.stack(state["old_dirs"][-CURVATURE_PAIRS:]),
+                        torch.stack(state["old_stps"][-CURVATURE_PAIRS:])]).detach().clone()
+
+
+def _seed_curvature(optimiser: torch.optim.LBFGS, raw: torch.Tensor, curvature: torch.Tensor) -> None:
+    """Start torch's L-BFGS on ``raw`` from the pairs ``curvature`` (:func:`_curvature_pairs`) instead
+    of the identity: its state as after one iteration whose own pair is void (a zero step adds no
+    pair), with the inverse Hessian's initial scale y·s/y·y of the newest pair (Nocedal & Wright
+    2006, Eq. 7.20), the scale torch sets after each pair it keeps. The state's keys are torch's
+    (``LBFGS.step`` reads them after its first evaluation)."""
+    gradients, steps = (list(part.to(raw).unbind(0)) for part in curvature)
+    newest = torch.dot(gradients[-1], steps[-1])
+    optimiser.state[raw].update(
+        func_evals=0, n_iter=1, d=torch.zeros_like(raw), t=0.0, prev_flat_grad=torch.zeros_like(raw),
+        prev_loss=None, old_dirs=gradients, old_stps=steps,
+        ro=[1.0 / torch.dot(y, s) for y, s in zip(gradients, steps)],
+        H_diag=newest / torch.dot(gradients[-1], gradients[-1]))
+
+
+def _predicted_gain(curvature: torch.Tensor, gradient: torch.Tensor) -> float:
+    """½ gᵀHg, the gain of a quasi-Newton step −Hg on a quadratic whose inverse Hessian H is the
+    L-BFGS estimate from the pairs ``curvature`` (:func:`_curvature_pairs`; the two-loop recursion,
+    Nocedal & Wright 2006, Algorithm 7.4)."""
+    gradients, steps = curvature.to(gradient)
+    q, coefficients = gradient.detach().clone(), []
+    for y, s in zip(reversed(gradients), reversed(steps)):
+        a = torch.dot(s, q) / torch.dot(y, s)
+        q = q - a * y
+        coefficients.append(a)
+    r = q * torch.dot(gradients[-1], steps[-1]) / torch.dot(gradients[-1], gradients[-1])
+    for (y, s), a in zip(zip(gradients, steps), reversed(coefficients)):
+        r = r + s * (a - torch.dot(y, r) / torch.dot(y, s))
+    return 0.5 * float(torch.dot(gradient, r))

@@ -76,7 +76,7 @@ from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
 from pinnbo.models.corners import corner_functions, corner_sides, jump_shape, solves_pde
 from pinnbo.models.gp import earlier_fit, record_fit
-from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP
+from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP, SETTLED_GAIN
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
 from pinnbo.pde import LinearisedForm
@@ -105,18 +105,13 @@ UCB_BETA = 1.0
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
-#: A Gauss–Newton step's auxiliary fits settle: where a fit from the previous values gains less
-#: than this (nats of log evidence: a Bayes factor under e, "not worth more than a bare mention" on
-#: Kass and Raftery's scale), the hyper-parameters have stopped moving with the data. The
-#: step's later linearisations are then conditioned under its first fit's values, and the GP of the
-#: data alone keeps its values until the next point of the refit grid (:func:`restart_due`), where
-#: it is fitted again. The fit at the first linearisation, the model proposals come from, runs at
-#: every step as every pde-gp fit does.
-SETTLED_GAIN = 1.0
-
-
 def settled(gain: float | None) -> bool:
-    """Whether a fit that gained ``gain`` nats over its start (None: no warm start) has settled."""
+    """Whether a fit that gained ``gain`` nats over its start (None: no warm start) has settled
+    (:data:`pinnbo.models.pde_gp.SETTLED_GAIN`). A Gauss–Newton step's auxiliary fits that have
+    settled stop: the step's later linearisations are conditioned under its first fit's values, and
+    the GP of the data alone keeps its values until the next point of the refit grid
+    (:func:`restart_due`), where it is fitted again. The fit at the first linearisation, the model
+    proposals come from, runs at every step as every pde-gp fit does."""
     return gain is not None and gain < SETTLED_GAIN
 
 

@@ -130,9 +130,9 @@ def test_a_refit_starts_from_the_warm_fit_and_its_long_starts():
     begun = []
     optimise = PDEGP._optimise
 
-    def recording(self, raw):
+    def recording(self, raw, curvature=None):
         begun.append((self._unpack(raw)[0] / WIDTHS).tolist())
-        return optimise(self, raw)
+        return optimise(self, raw, curvature)
 
     PDEGP._optimise = recording
     try:
@@ -171,7 +171,7 @@ def test_a_line_search_into_a_covariance_that_does_not_factorise_keeps_the_best_
         return value
 
     model._negative_log_likelihood = walled_bowl
-    raw, value, at_start = model._optimise(start)
+    raw, value, at_start, *_ = model._optimise(start)
     assert not all(math.isfinite(v) for v in evaluated)      # the line search did hit the wall
     assert math.isfinite(value) and bool(torch.isfinite(raw).all())
     assert value == min(v for v in evaluated if math.isfinite(v)) < ((start - centre) ** 2).sum()
@@ -203,3 +203,49 @@ def test_a_fit_of_many_observations_stops_sooner_and_where_a_tight_one_ends(monk
     assert counts["shipped"] <= counts["tight"]
     assert shipped[0] == pytest.approx(tight[0], abs=1e-3)
     assert torch.allclose(shipped[1], tight[1], rtol=1e-5, atol=1e-6 * float(tight[1].abs().max()))
+
+
+def test_a_warm_fit_from_the_last_fits_curvature_ends_where_one_from_scratch_does_in_fewer_steps(monkeypatch):
+    """The data grown by one, a warm fit started from the previous warm fit's L-BFGS curvature pairs
+    ends at the optimum a warm fit from the identity reaches (its evidence and posterior mean), with
+    fewer evaluations of the evidence; it passes its own pairs on, and a model kept at its start
+    (``fit=False``) passes those on unchanged."""
+    X, Z, test = sobol(24, 0), sobol(64, 1), sobol(40, 2)
+    first = PDEGP(X[:21], harmonic(X[:21]), Z, LAPLACE, LOWER, WIDTHS)
+    assert "curvature" not in first.hyperparameters()           # a long start's pairs do not go on
+    warm = PDEGP(X[:22], harmonic(X[:22]), Z, LAPLACE, LOWER, WIDTHS, start=first.hyperparameters())
+    pairs = warm.hyperparameters()["curvature"]
+    assert pairs.shape[:1] == (2,) and 1 <= pairs.shape[1] <= 10 and pairs.shape[2] == 5   # ℓ_x, ℓ_y, s², σ², ε
+    evidence = PDEGP._negative_log_likelihood
+    calls = []
+    monkeypatch.setattr(PDEGP, "_negative_log_likelihood", lambda self, raw: calls.append(1) or evidence(self, raw))
+    fits = {}
+    for name, start in (("scratch", {k: v for k, v in warm.hyperparameters().items() if k != "curvature"}),
+                        ("curvature", warm.hyperparameters())):
+        calls.clear()
+        model = PDEGP(X[:23], harmonic(X[:23]), Z, LAPLACE, LOWER, WIDTHS, start=start)
+        with torch.no_grad():
+            fits[name] = (len(calls), model.log_likelihood, model.mean_and_variance(test)[0], model)
+    (scratch_calls, scratch_evidence, scratch_mean, _), (calls_with, evidence_with, mean_with, model) = \
+        fits["scratch"], fits["curvature"]
+    assert calls_with < scratch_calls
+    assert evidence_with == pytest.approx(scratch_evidence, abs=1e-3)
+    assert torch.allclose(mean_with, scratch_mean, rtol=1e-4, atol=1e-4 * float(scratch_mean.abs().max()))
+    assert not torch.equal(model.hyperparameters()["curvature"], pairs)
+    kept = PDEGP(X[:23], harmonic(X[:23]), Z, LAPLACE, LOWER, WIDTHS, start=warm.hyperparameters(), fit=False)
+    assert torch.equal(kept.hyperparameters()["curvature"], pairs)
+
+
+def test_curvature_that_leads_the_warm_fit_nowhere_gives_way_to_a_fit_from_scratch():
+    """Pairs that scale the first step a million times too long (a line search that breaks down
+    past the covariance's factorisable region, or a step that gains nothing): the warm fit runs
+    again from the identity and ends where a fit without them does."""
+    X, Z = sobol(23, 0), sobol(64, 1)
+    first = PDEGP(X[:22], harmonic(X[:22]), Z, LAPLACE, LOWER, WIDTHS)
+    start = first.hyperparameters()
+    # one pair y = e_k / 10⁶, s = e_k per parameter: an inverse Hessian of 10⁶ I
+    eye = torch.eye(5, dtype=torch.float64)
+    wild = {**start, "curvature": torch.stack([eye * 1e-6, eye])}
+    plain = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=start)
+    rescued = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=wild)
+    assert rescued.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-3)
