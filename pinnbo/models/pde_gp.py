@@ -317,16 +317,17 @@ class PDEGP(Model):
         fresh = [self._raw({"lengthscale": f * self.widths}) for f in (long_starts if start else FIRST_LENGTHSCALES)]
         starts = warm + fresh
         best_raw, best, long_best = None, math.inf, math.inf
+        warm_value, warm_pairs = math.inf, None
         for k, raw in enumerate(starts):
             if k == 0 and warm:
-                raw, value, at_start, pairs, _ = self._warm_optimise(raw, start.get("curvature"))
+                raw, value, at_start, warm_pairs, _ = self._warm_optimise(raw, start.get("curvature"))
+                warm_value = value
                 if math.isfinite(value):
                     self.warm_gain = at_start - value
             else:
-                raw, value, at_start, pairs, _ = self._optimise(raw)
+                raw, value, *_ = self._optimise(raw)
             if value < best:
-                # only a warm fit's pairs go on: a long start's describe the way from far off
-                best, best_raw, self.curvature = value, raw, pairs if k == 0 and warm else None
+                best, best_raw = value, raw
             if k >= len(warm):
                 long_best = min(long_best, value)
         short = None if start else self._short_start()
@@ -337,6 +338,9 @@ class PDEGP(Model):
         if best_raw is None:          # no start gave a factorable matrix: the first, with its jitter
             best_raw = starts[0]
         self.raw = best_raw
+        # Only a warm fit's pairs go on (a long start's describe its way from far off), where the
+        # chosen fit ends where it did as far as the evidence tells (a long start that ties with it).
+        self.curvature = warm_pairs if warm_value - best < SETTLED_GAIN else None
         # how far the long starts ended behind the chosen fit (None where none ran or it is not
         # finite): the optimiser skips them while they trail by more than new data could close
         deficit = long_best - best

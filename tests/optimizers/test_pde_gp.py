@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
+import torch
 
 from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
@@ -278,6 +279,27 @@ def test_the_long_starts_deficit_is_checkpointed_with_the_fit():
     carried = opt.state_dict()["fits"][-1][1]
     assert (carried["long_starts_at"], carried["long_starts_deficit"], carried["first_fit_at"]) == \
         (12, recorded["long_starts_deficit"], 12)
+
+
+def test_a_warm_fits_curvature_goes_through_a_state_file_and_the_resumed_run_asks_the_same(tmp_path):
+    """A warm fit records its L-BFGS curvature pairs with its hyper-parameters; they pass through a
+    state file (tensors, loaded without pickle) and the restored optimiser asks what the
+    uninterrupted one asks."""
+    from pinnbo.runner.state import load_state, save_state
+
+    opt = run(started(), 10)
+    recorded = opt.state_dict()["fits"][-1][1]
+    pairs = recorded["curvature"]
+    assert pairs.dtype == torch.float64 and pairs.shape[0] == 2 and pairs.shape[2] == 5
+    identity = {"case": "harmonic", "seed": 0}
+    save_state(tmp_path / "state.pt", opt.state_dict(), len(opt.y), identity)
+    loaded = load_state(tmp_path / "state.pt", identity)
+    assert torch.equal(loaded["state"]["fits"][-1][1]["curvature"], pairs)
+    restored = started()
+    for p, value in zip(opt.X[6:], opt.y[6:]):
+        restored.tell(p, value)
+    restored.load_state_dict(loaded["state"])
+    np.testing.assert_array_equal(opt.ask(), restored.ask())
 
 
 def jump_plate(p: np.ndarray, a_y: float = 1.0) -> float:
