@@ -105,6 +105,8 @@ UCB_BETA = 1.0
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
 GAUSS_NEWTON_TOLERANCE = 1e-4
+
+
 def settled(gain: float | None) -> bool:
     """Whether a fit that gained ``gain`` nats over its start (None: no warm start) has settled
     (:data:`pinnbo.models.pde_gp.SETTLED_GAIN`). A Gauss–Newton step's auxiliary fits that have

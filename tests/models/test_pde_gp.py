@@ -236,16 +236,28 @@ def test_a_warm_fit_from_the_last_fits_curvature_ends_where_one_from_scratch_doe
     assert torch.equal(kept.hyperparameters()["curvature"], pairs)
 
 
-def test_curvature_that_leads_the_warm_fit_nowhere_gives_way_to_a_fit_from_scratch():
-    """Pairs that scale the first step a million times too long (a line search that breaks down
-    past the covariance's factorisable region, or a step that gains nothing): the warm fit runs
-    again from the identity and ends where a fit without them does."""
+def test_curvature_that_would_step_too_far_gives_way_to_a_fit_from_the_identity(monkeypatch):
+    """Pairs of an inverse Hessian 10⁶ I predict a first step that gains far more than a nat: the
+    warm fit starts from the identity instead, and ends where a fit without pairs does. Forced to
+    take them anyway, its line search breaks down past the covariance's factorisable region and
+    the fit runs again from the identity, to the same end."""
+    import pinnbo.models.pde_gp as pde_gp
+
     X, Z = sobol(23, 0), sobol(64, 1)
     first = PDEGP(X[:22], harmonic(X[:22]), Z, LAPLACE, LOWER, WIDTHS)
     start = first.hyperparameters()
-    # one pair y = e_k / 10⁶, s = e_k per parameter: an inverse Hessian of 10⁶ I
     eye = torch.eye(5, dtype=torch.float64)
-    wild = {**start, "curvature": torch.stack([eye * 1e-6, eye])}
+    wild = {**start, "curvature": torch.stack([eye * 1e-6, eye])}       # y = e_k / 10⁶, s = e_k
     plain = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=start)
+    runs = []
+    optimise = PDEGP._optimise
+    monkeypatch.setattr(PDEGP, "_optimise", lambda self, raw, curvature=None:
+                        runs.append(optimise(self, raw, curvature)) or runs[-1])
+    declined = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=wild)
+    assert [run.seeded for run in runs] == [False]
+    assert declined.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-3)
+    runs.clear()
+    monkeypatch.setattr(pde_gp, "_predicted_gain", lambda curvature, gradient: 0.0)
     rescued = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=wild)
+    assert [run.seeded for run in runs] == [True, False] and runs[0].curvature is None
     assert rescued.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-3)
