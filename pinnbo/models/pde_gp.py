@@ -280,7 +280,7 @@ class PDEGP(Model):
             if not at_start:
                 at_start.append(value)
                 if curvature is not None and not (raw.grad is not None
-                                                  and _predicted_gain(curvature, raw.grad) <= SETTLED_GAIN):
+                                                  and _predicted_gain(optimiser.state[raw], raw.grad) <= SETTLED_GAIN):
                     optimiser.state[raw]["n_iter"] = 0       # from the identity: L-BFGS's first iteration
                     seeded[0] = False
             return loss
@@ -507,17 +507,16 @@ def _seed_curvature(optimiser: torch.optim.LBFGS, raw: torch.Tensor, curvature: 
         H_diag=newest / torch.dot(gradients[-1], gradients[-1]))
 
 
-def _predicted_gain(curvature: torch.Tensor, gradient: torch.Tensor) -> float:
-    """½ gᵀHg, the gain of a quasi-Newton step −Hg on a quadratic whose inverse Hessian H is the
-    L-BFGS estimate from the pairs ``curvature`` (:func:`_curvature_pairs`; the two-loop recursion,
-    Nocedal & Wright 2006, Algorithm 7.4)."""
-    gradients, steps = curvature.to(gradient)
+def _predicted_gain(state: dict, gradient: torch.Tensor) -> float:
+    """½ gᵀHg, the gain of a quasi-Newton step −Hg on a quadratic whose inverse Hessian H is the one
+    torch's L-BFGS ``state`` holds (its pairs, their ρ and its initial scale, as
+    :func:`_seed_curvature` put them; the two-loop recursion, Nocedal & Wright 2006, Algorithm 7.4)."""
     q, coefficients = gradient.detach().clone(), []
-    for y, s in zip(reversed(gradients), reversed(steps)):
-        a = torch.dot(s, q) / torch.dot(y, s)
+    for y, s, rho in zip(reversed(state["old_dirs"]), reversed(state["old_stps"]), reversed(state["ro"])):
+        a = rho * torch.dot(s, q)
         q = q - a * y
         coefficients.append(a)
-    r = q * torch.dot(gradients[-1], steps[-1]) / torch.dot(gradients[-1], gradients[-1])
-    for (y, s), a in zip(zip(gradients, steps), reversed(coefficients)):
-        r = r + s * (a - torch.dot(y, r) / torch.dot(y, s))
+    r = q * state["H_diag"]
+    for y, s, rho, a in zip(state["old_dirs"], state["old_stps"], state["ro"], reversed(coefficients)):
+        r = r + s * (a - rho * torch.dot(y, r))
     return 0.5 * float(torch.dot(gradient, r))
