@@ -36,8 +36,8 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     none is allowed). ``on_boundary``: the cube's faces only (the pool spread over them, each
     restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
-    cube's corners then scored as candidates of their own (the model's value at a corner where it
-    jumps is not the limit beside it). ``sides``: where the model jumps at the cube's corners,
+    cube's corners and the limits beside them then scored as candidates of their own
+    (:func:`corner_limits`). ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
     design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
     ``domain`` with
@@ -52,8 +52,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     if on_boundary:
         pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
         if face_margin > 0:     # the corners the refinement keeps off, candidates in their own right
-            corners = (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
-            pool = np.concatenate([pool, corners.astype(np.float64)])
+            pool = np.concatenate([pool, corner_limits(d, face_margin)])
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():
@@ -91,6 +90,25 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     values = np.concatenate([values, pool_values])
     return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
                         duplicate_tol, sides)
+
+
+def corner_limits(d: int, margin: float) -> np.ndarray:
+    """The unit cube's 2^d corners and, in two variables, the points ``margin`` beside each corner
+    on its two edges, (2^d (1 + d), d) (2^d in more): candidates of their own where the model jumps
+    at the corners. The model's value at a corner is not the limit beside it, and the refinement
+    reaches a limit beside a corner only from a start on that edge; a bound that peaks there, with
+    no start close by, would otherwise leave the corner's higher side unproposed. In a box the
+    point beside a vertex on a face lies beside two edges whose functions see the other faces'
+    sides, so the limits there are left to the refinement."""
+    corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1).astype(np.float64)
+    if d != 2:
+        return corners
+    beside = []
+    for axis in range(d):
+        moved = corners.copy()
+        moved[:, axis] = np.where(corners[:, axis] > 0.5, 1.0 - margin, margin)
+        beside.append(moved)
+    return np.concatenate([corners] + beside)
 
 
 class OnFaces(AcquisitionFunction):
