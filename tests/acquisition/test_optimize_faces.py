@@ -130,3 +130,22 @@ def test_across_a_jump_a_measured_corner_repeats_only_itself():
     again = maximize_acquisition(PosteriorMean(GenericDeterministicModel(corner_best)), pool, measured,
                                  sides=unit_square_sides, **kwargs)
     assert not np.array_equal(again, [1.0, 1.0]) and again.min() == 1 - 1e-9
+
+
+def test_the_limit_beside_a_corner_is_a_candidate_where_no_start_reaches_it():
+    """On the face x₁ = 1 a bump of 2 at x₀ = 0.7 and a spike to the limit 3 beside the corner
+    (0, 1), 0.002 wide, which no start on that face lies close to; the corner itself takes −1 and
+    the face x₀ = 0 beside it tends to 0. Every start refines to the bump, yet the search proposes
+    the spike's limit, 10⁻⁹ from the corner on the face x₁ = 1."""
+    def f(X):
+        x, y = X[..., 0], X[..., 1]
+        top = 2 * torch.exp(-((x - 0.7) / 0.1) ** 2) + 3 * torch.exp(-(x / 0.002) ** 2)
+        value = torch.where(y == 1.0, top, x * y)
+        return torch.where((x == 0.0) & (y == 1.0), -torch.ones_like(value), value).unsqueeze(-1)
+
+    pool = np.random.default_rng(4).random((32, 2))
+    spread = spread_over_faces(pool, np.zeros(2), np.ones(2))
+    assert spread[spread[:, 1] == 1.0, 0].min() > 0.01
+    x = maximize_acquisition(PosteriorMean(GenericDeterministicModel(f)), pool, np.zeros((0, 2)), num_restarts=4,
+                             maxiter=200, duplicate_tol=1e-4, on_boundary=True, face_margin=1e-9)
+    np.testing.assert_array_equal(x, [1e-9, 1.0])
