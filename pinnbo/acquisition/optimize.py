@@ -94,12 +94,13 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
 
 def corner_limits(d: int, margin: float) -> np.ndarray:
     """The unit cube's 2^d corners and, in two variables, the points ``margin`` beside each corner
-    on its two edges, (2^d (1 + d), d) (2^d in more): candidates of their own where the model jumps
-    at the corners. The model's value at a corner is not the limit beside it, and the refinement
-    reaches a limit beside a corner only from a start on that edge; a bound that peaks there, with
-    no start close by, would otherwise leave the corner's higher side unproposed. In a box the
-    point beside a vertex on a face lies beside two edges whose functions see the other faces'
-    sides, so the limits there are left to the refinement."""
+    along its two edges: (12, 2) in two variables, (2^d, d) in more. Candidates of their own where
+    the model jumps at the corners: its value at a corner is not the limit beside it, and the
+    refinement reaches a limit beside a corner only from a start on that edge, so a bound that
+    peaks there with no start close by would leave that side of the jump unproposed. In a box a
+    point beside a vertex on a face lies beside two edges whose functions read it as on another
+    face's side (docs/algorithms.md, PDE-GP, the graded heat box): the limits there are left to
+    the refinement."""
     corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1).astype(np.float64)
     if d != 2:
         return corners
