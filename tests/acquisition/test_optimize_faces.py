@@ -9,7 +9,7 @@ import torch
 from botorch.acquisition import PosteriorMean
 from botorch.models.deterministic import GenericDeterministicModel
 
-from pinnbo.acquisition.optimize import OnFaces, _refine_on_faces, maximize_acquisition
+from pinnbo.acquisition.optimize import OnFaces, _refine_on_faces, corner_limits, maximize_acquisition
 from pinnbo.acquisition.search import spread_over_faces
 from tests.acquisition.sides import unit_square_sides
 
@@ -149,3 +149,16 @@ def test_the_limit_beside_a_corner_is_a_candidate_where_no_start_reaches_it():
     x = maximize_acquisition(PosteriorMean(GenericDeterministicModel(f)), pool, np.zeros((0, 2)), num_restarts=4,
                              maxiter=200, duplicate_tol=1e-4, on_boundary=True, face_margin=1e-9)
     np.testing.assert_array_equal(x, [1e-9, 1.0])
+
+
+def test_the_corner_limits_lie_on_an_edge_beside_each_corner_of_a_plate_and_a_box_keeps_its_vertices():
+    points = corner_limits(2, 1e-9)
+    corners, beside = points[:4], points[4:]
+    np.testing.assert_array_equal(np.sort(corners, 0), [[0, 0], [0, 0], [1, 1], [1, 1]])
+    # each beside point: one coordinate on a face, the other 1e-9 from that edge's end
+    assert ((beside == 0) | (beside == 1)).sum(1).tolist() == [1] * 8
+    distance = np.abs(beside[:, None, :] - corners[None, :, :]).sum(-1).min(1)
+    np.testing.assert_allclose(distance, 1e-9, rtol=1e-6)
+    assert len(np.unique(beside, axis=0)) == 8
+    box = corner_limits(3, 1e-9)
+    assert box.shape == (8, 3) and set(np.unique(box)) == {0.0, 1.0}
