@@ -257,7 +257,7 @@ def test_curvature_that_would_step_too_far_gives_way_to_a_fit_from_the_identity(
     assert [run.seeded for run in runs] == [False]
     assert declined.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-3)
     runs.clear()
-    monkeypatch.setattr(pde_gp, "_predicted_gain", lambda curvature, gradient: 0.0)
+    monkeypatch.setattr(pde_gp, "_predicted_gain", lambda state, gradient: 0.0)
     rescued = PDEGP(X, harmonic(X), Z, LAPLACE, LOWER, WIDTHS, start=wild)
     assert [run.seeded for run in runs] == [True, False] and runs[0].curvature is None
     assert rescued.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-3)
