@@ -28,11 +28,12 @@ The same holds under L = Σ A_ij ∂²/∂z_i∂z_j + b·∇ + c with constants 
 μ = c − ¼ bᵀA⁻¹b. In ζ the box is a parallelogram whose corner opens by ω, with cos ω =
 −s A_xy/√(A_xx A_yy) (s = ±1, the corner's orientation): π/2 without a mixed derivative. The angle θ
 seen from the corner in ζ, measured from the image of its horizontal edge, is harmonic there and its
-gradient is perpendicular to the radius ρ = |ζ − ζ_c|, so θ·I₀(κρ), κ = √(−μ), solves Δv + μv = 0
-for μ ≤ 0: the corner function is e^{α·(z − c)} θ/ω I₀(κρ), still 0 along the horizontal edge, ½ at
-the corner and a jump of 1 there, the fan between the edges stretched and sheared (a conductivity
-tensor), tilted downstream (a flow) and fading away from the corner (a loss). μ > 0 (a Helmholtz
-operator) needs J₀, which has no autograd in torch, and is not modelled.
+gradient is perpendicular to the radius ρ = |ζ − ζ_c|, so θ·R(ρ) solves Δv + μv = 0 where R solves
+R'' + R'/ρ + μR = 0 and is 1 at ρ = 0: R = I₀(κρ), κ = √(−μ), for μ ≤ 0 and R = J₀(kρ), k = √μ, for
+μ > 0 (a Helmholtz operator: a reaction that releases heat). The corner function is
+e^{α·(z − c)} θ/ω R(ρ), still 0 along the horizontal edge, ½ at the corner and a jump of 1 there, the
+fan between the edges stretched and sheared (a conductivity tensor), tilted downstream (a flow),
+fading away from the corner (a loss) or oscillating about it (a gain).
 
 Where the coefficients vary the solution's singular part at a corner is still the angle's, in the
 coordinates of the principal part frozen there (Grisvard 1985, ch. 5), and a model carries
@@ -81,8 +82,8 @@ class CornerShape:
     """What the operator makes of the corner functions (module docstring): ``stretch``
     √(det A)/A_yy and ``shear`` A_xy/A_yy, by which the angle's offsets enter (without a mixed
     derivative √(A_xx/A_yy), its own root: the ratio of two roots differs from it in the last bit,
-    and 0); ``metric`` (A⁻¹_xx, A⁻¹_xy, A⁻¹_yy), of the radius ρ² = dᵀA⁻¹d; ``drift`` α and ``decay``
-    κ; ``reach``, where the shape is an operator's frozen at its corner (:func:`jump_shape`), the
+    and 0); ``metric`` (A⁻¹_xx, A⁻¹_xy, A⁻¹_yy), of the radius ρ² = dᵀA⁻¹d; ``drift`` α, ``decay``
+    κ where μ ≤ 0 and ``wavenumber`` k where μ > 0 (module docstring); ``reach``, where the shape is an operator's frozen at its corner (:func:`jump_shape`), the
     radius ρ over which its function is kept, by the factor e^{−ρ²/(2 reach²)} (inf: everywhere).
     The default, Laplace's, is the plain angle."""
 
@@ -92,6 +93,7 @@ class CornerShape:
     drift: tuple[float, float] = (0.0, 0.0)
     decay: float = 0.0
     reach: float = math.inf
+    wavenumber: float = 0.0
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -138,12 +140,14 @@ class EdgeShape:
     an operator Σ A_ii ∂²/∂z_i² + b·∇ + c with constants and A diagonal: ``scales`` √A_ii, by which
     each axis's offsets are divided, so that the angle about each edge is measured where the
     principal part is the Laplacian; ``drift`` α_i = −b_i/(2 A_ii) and ``decay`` κ per axis that the
-    edge runs along, κ² = Σ b_i²/(4 A_ii) − c over the two axes across it. The default, Laplace's,
+    edge runs along, κ² = Σ b_i²/(4 A_ii) − c over the two axes across it, or ``wavenumber`` k where
+    that is negative, k² = −κ² (a Helmholtz part: J₀(kρ) for I₀(κρ)). The default, Laplace's,
     is the plain angle."""
 
     scales: tuple[float, float, float] = (1.0, 1.0, 1.0)
     drift: tuple[float, float, float] = (0.0, 0.0, 0.0)
     decay: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    wavenumber: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -292,15 +296,55 @@ def _decay(kappa, squared: torch.Tensor) -> torch.Tensor:
     return torch.where(at, torch.ones_like(squared), torch.special.i0(kappa * radius))
 
 
+def _wave(wavenumber, squared: torch.Tensor) -> torch.Tensor:
+    """J₀(kρ) at ρ² = ``squared``, 1 where ρ = 0 (as :func:`_decay`)."""
+    at = squared == 0
+    radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
+    return torch.where(at, torch.ones_like(squared), _BesselJ0.apply(wavenumber * radius))
+
+
+class _BesselJ0(torch.autograd.Function):
+    """J₀ with its derivatives, J₀' = −J₁ (torch's ``bessel_j0`` has none): the acquisition's
+    search needs the first, a varying operator's terms on the functions the second."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.special.bessel_j0(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return -grad * _BesselJ1.apply(x)
+
+
+class _BesselJ1(torch.autograd.Function):
+    """J₁ with its derivative J₁' = J₀ − J₁/x, ½ at 0 (J₁(x)/x = ½ − x²/16 + …: below 10⁻⁶ the
+    limit is exact to 10⁻¹³)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.special.bessel_j1(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        small = x.abs() < 1e-6
+        safe = torch.where(small, torch.ones_like(x), x)
+        slope = _BesselJ0.apply(x) - _BesselJ1.apply(safe) / safe
+        return grad * torch.where(small, torch.full_like(x, 0.5), slope)
+
+
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
                    principal: torch.Tensor | None = None) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
-    :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ), d the offset
-    from the edge across it and ρ its length in the scaled coordinates (the corner function of the
-    operator's part across the edge: module docstring), 1 on the edge; the angles alone without a
-    drift or a decay. ``principal`` (N, 12): the factor k of the principal part at each function's
+    :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ) (J₀(kρ) for a
+    Helmholtz part), d the offset from the edge across it and ρ its length in the scaled coordinates
+    (the corner function of the operator's part across the edge: module docstring), 1 on the edge;
+    the angles alone without a drift, a decay or a wavenumber. ``principal`` (N, 12): the factor k of the principal part at each function's
     edge (a graded conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
-    if not any(shape.drift) and not any(shape.decay):
+    if not any(shape.drift) and not any(shape.decay) and not any(shape.wavenumber):
         return edge_angles(points, lower, upper, shape.scales)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
     angles = _angles(*inward, shape.scales)
@@ -308,19 +352,22 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     drift_across, drift_along, _ = _per_edge(shape.drift, points.dtype, points.device)
     exponent = drift_across * across + drift_along * along
     factor = torch.exp(exponent if principal is None else exponent / principal)
-    if any(shape.decay):
+    if any(shape.decay) or any(shape.wavenumber):
         scale_across, scale_along, _ = _per_edge(shape.scales, points.dtype, points.device)
         squared = (across / scale_across) ** 2 + (along / scale_along) ** 2
+    if any(shape.decay):
         kappa = _per_edge(shape.decay, points.dtype, points.device)[2]
         kappa = kappa if principal is None else kappa / principal.abs()
         factor = factor * _decay(kappa, squared)
+    if any(shape.wavenumber):                   # a graded conductor's parts have none: no principal
+        factor = factor * _wave(_per_edge(shape.wavenumber, points.dtype, points.device)[2], squared)
     return angles * factor
 
 
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                      shape: Shapes = CornerShape(), only: int | None = None) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
-    :func:`corner_angles`' order: the angles times e^{α·(z − c)} I₀(κρ) (module docstring), which
+    :func:`corner_angles`' order: the angles times e^{α·(z − c)} R(ρ) (module docstring), which
     is 1 at each function's own corner; the angles alone where α = 0 and κ = 0. A tuple of four
     shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
     shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
@@ -328,7 +375,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     if isinstance(shape, EdgeShape):
         return edge_functions(points, lower, upper, shape)
     if isinstance(shape, CrossEdgeShape):
-        if any(part.drift != (0.0, 0.0) or part.decay for part in shape.shapes):
+        if any(part.drift != (0.0, 0.0) or part.decay or part.wavenumber for part in shape.shapes):
             return torch.cat([corner_functions(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
                               for a, b, c in EDGE_AXES], -1)
         return sheared_edge_angles(points, lower, upper, shape)
@@ -357,7 +404,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
             return corner_functions(points, lower, upper, shape[only], only)
         return torch.cat([corner_functions(points, lower, upper, one, k) for k, one in enumerate(shape)], -1)
     angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
-    if shape.drift == (0.0, 0.0) and shape.decay == 0.0 and shape.reach == math.inf:
+    if shape.drift == (0.0, 0.0) and shape.decay == 0.0 and shape.reach == math.inf and not shape.wavenumber:
         return angles
     (m_xx, m_xy, m_yy), (alpha, beta) = shape.metric, shape.drift
     factors = []
@@ -367,12 +414,14 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
                 continue
             dx, dy = points[:, 0] - x_c, points[:, 1] - y_c
             factor = torch.exp(alpha * dx + beta * dy)
-            if shape.reach != math.inf or shape.decay:
+            if shape.reach != math.inf or shape.decay or shape.wavenumber:
                 squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
             if shape.reach != math.inf:
                 factor = factor * torch.exp(-0.5 * squared / shape.reach**2)
             if shape.decay:
                 factor = factor * _decay(shape.decay, squared)
+            if shape.wavenumber:
+                factor = factor * _wave(shape.wavenumber, squared)
             factors.append(factor)
     return angles * torch.stack(factors, -1)
 
@@ -397,8 +446,8 @@ def corner_sides(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
 def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     """The shape of the corner functions where a model of this problem adds them, None where it
     does not: boundary data declared to jump (``boundary_continuous`` False), a PDE
-    Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with A definite and μ ≤ 0
-    (module docstring), and no boundary condition (which they would break). With constant
+    Σ A_ij ∂²f/∂z_i∂z_j + b·∇f + c f = g in the box's two variables with A definite (module
+    docstring), and no boundary condition (which they would break). With constant
     coefficients the corner functions solve its homogeneous part. Where they vary they do not
     (:func:`solves_pde` False) but still jump as the solution does: for a graded operator
     ∇·(k(z) A ∇·) + b·∇ with b constant, a :class:`GradedShape`, the functions of ∇·(A∇·) + b·∇
@@ -407,8 +456,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
-    functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal, κ² ≥ 0 across every
-    edge), a :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a
+    functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal), a :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a
     graded conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
@@ -431,7 +479,8 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
             shape = None if frozen is None else _shape(frozen, order)
             if shape is None:
                 return None
-            # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner, where
+            # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner (J₀ stays
+            # within ±1), where
             # the frozen operator is no longer the PDE's: kept within ρ ≲ FROZEN_REACH/(|α|_A + κ)
             (m_xx, m_xy, m_yy), (a_x, a_y) = shape.metric, shape.drift
             det = m_xx * m_yy - m_xy**2
@@ -477,29 +526,27 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
 
 def _edge_shape(operator, order) -> EdgeShape | CrossEdgeShape | None:
     """The :class:`EdgeShape` of a constant operator ``(A, b, c)`` in three variables (its inputs
-    put in the box's ``order``), a :class:`CrossEdgeShape` where A has a mixed derivative; None
-    unless the part across every edge has κ² ≥ 0 (no Helmholtz operator: module docstring)."""
+    put in the box's ``order``), a :class:`CrossEdgeShape` where A has a mixed derivative."""
     A, b, c = operator
     if any(A[i][j] for i in range(3) for j in range(3) if i != j):
         A = [[A[i][j] for j in order] for i in order]
         b = [b[i] for i in order]
         parts = [_shape(([[A[a][a], A[a][b_]], [A[b_][a], A[b_][b_]]], [b[a], b[b_]], c), [0, 1])
                  for a, b_, _ in EDGE_AXES]                     # EDGE_AXES: along x, y, z in turn
-        return None if any(part is None for part in parts) else CrossEdgeShape(tuple(parts))
+        return CrossEdgeShape(tuple(parts))
     sign = 1.0 if A[0][0] > 0 else -1.0        # −L has the same solutions
     diagonal = [sign * A[i][i] for i in order]
     b, c = [sign * b[i] for i in order], sign * c
     squared = [sum(b[i] ** 2 / (4 * diagonal[i]) for i in range(3) if i != along) - c for along in range(3)]
-    if any(k < 0 for k in squared):
-        return None
     return EdgeShape(tuple(math.sqrt(a) for a in diagonal),
                      tuple(-b[i] / (2 * diagonal[i]) + 0.0 for i in range(3)),     # + 0.0: no −0.0
-                     tuple(math.sqrt(k) for k in squared))
+                     tuple(math.sqrt(k) if k > 0 else 0.0 for k in squared),
+                     tuple(math.sqrt(-k) if k < 0 else 0.0 for k in squared))
 
 
 def _shape(operator, order) -> CornerShape | None:
     """The :class:`CornerShape` of a constant operator ``(A, b, c)`` (its inputs put in the box's
-    ``order``), None where μ > 0."""
+    ``order``)."""
     sign = 1.0 if operator[0][0][0] > 0 else -1.0        # −L has the same solutions
     A = [[sign * operator[0][i][j] for j in order] for i in order]
     b = [sign * operator[1][i] for i in order]
@@ -517,10 +564,8 @@ def _shape(operator, order) -> CornerShape | None:
         drift = (-(metric[0] * b[0] + metric[1] * b[1]) / 2, -(metric[1] * b[0] + metric[2] * b[1]) / 2)
         mu = c + (drift[0] * b[0] + drift[1] * b[1]) / 2               # c − ¼ bᵀA⁻¹b
         stretch, shear = math.sqrt(det) / a_y, a_xy / a_y
-    if mu > 0:
-        return None
     return CornerShape(stretch, shear, metric, (drift[0] + 0.0, drift[1] + 0.0),      # + 0.0: no −0.0
-                       math.sqrt(-mu) if mu < 0 else 0.0)
+                       math.sqrt(-mu) if mu < 0 else 0.0, wavenumber=math.sqrt(mu) if mu > 0 else 0.0)
 
 
 def carries_jumps(domain, pde, boundary_continuous) -> bool:

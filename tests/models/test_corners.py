@@ -59,6 +59,9 @@ def test_each_angle_function_is_harmonic_inside_the_box():
     ((3.25, 2.6, 1.75), (0.0, 0.0), 0.0),        # a tensor: fibres at 30° to x, 4 times as conductive
     ((1.0, -1.5, 2.0), (-3.0, 1.0), -2.0),       # a tensor, a flow and a loss
     ((-3.25, -2.6, -1.75), (1.0, 0.0), 0.0),     # a tensor with the other sign, a flow
+    ((1.0, 0.0, 1.0), (0.0, 0.0), 13.0),         # Helmholtz's: a gain, J₀(kρ), k = √13
+    ((2.0, 0.0, 0.5), (1.0, -2.0), 6.0),         # a flow and a gain, μ = 6 − 1/8 − 2 > 0
+    ((1.0, -1.5, 2.0), (-3.0, 1.0), 8.0),        # a tensor, a flow and a gain
 ])
 def test_each_corner_function_solves_its_operator_and_jumps_by_one(a, b, c):
     """a_xx f_xx + a_xy f_xy + a_yy f_yy + b_x f_x + b_y f_y + c f by autograd at 50 points inside the
@@ -198,7 +201,8 @@ def test_the_angle_functions_are_carried_where_the_data_jump_and_they_solve_the_
         CornerShape(1.0, 0.0, (1.0, 0.0, 1.0), (1.5, 0.0), 2.5)                # κ² = 9/4 + 4
     tensor = jump_shape(box, PDE(2 * T.diff(x, 2) + 2 * T.diff(x, y) + T.diff(y, 2) - 2 * T.diff(y), rhs=0), False)
     assert tensor == CornerShape(1.0, 1.0, (1.0, -1.0, 2.0), (-1.0, 2.0), math.sqrt(2))  # det A = 1, μ = −¼bᵀA⁻¹b
-    assert not carries_jumps(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False)         # Helmholtz: J₀
+    assert jump_shape(box, PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), False) == \
+        CornerShape(wavenumber=math.sqrt(13))                                  # Helmholtz's: J₀(kρ), k² = μ
     assert not carries_jumps(box, PDE(T.diff(x, 2) - T.diff(y, 2), rhs=0), False)                  # hyperbolic
     assert carries_jumps(box, PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0), False)       # a tensor
     assert not carries_jumps(box, PDE(T.diff(x, 2) + 2 * T.diff(x, y) + T.diff(y, 2), rhs=0), False)  # parabolic
@@ -399,7 +403,8 @@ def test_a_box_carries_the_edge_functions_of_a_diagonal_operator_and_no_other():
     reordered = Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), ("z", "x", "y"))
     assert jump_shape(reordered, PDE(-U.diff(x, 2) - 4 * U.diff(y, 2) - 9 * U.diff(z, 2), rhs=1), False) == \
         EdgeShape((3.0, 1.0, 2.0))                                        # the domain's order; −L alike
-    assert not carries_jumps(box, PDE(laplace.lhs[0] + 4 * U, rhs=0), False)                  # Helmholtz's
+    assert jump_shape(box, PDE(laplace.lhs[0] + 4 * U, rhs=0), False) == \
+        EdgeShape(wavenumber=(2.0, 2.0, 2.0))                             # Helmholtz's: J₀(2ρ)
     assert carries_jumps(box, PDE(laplace.lhs[0] + U.diff(x, y), rhs=0), False)               # a tensor
     assert not carries_jumps(box, PDE(((1 + x) * U.diff(x)).diff(x) + U.diff(y, 2) + U.diff(z, 2), rhs=0), False)
     four = Box((0.0,) * 4, (1.0,) * 4, ("x", "y", "z", "t"))
@@ -419,10 +424,13 @@ def test_a_flow_and_a_loss_in_a_box_get_the_corner_functions_of_the_part_across_
     squared = [sum(b[i] ** 2 / (4 * A[i]) for i in range(3) if i != along) + 1.0 for along in range(3)]
     assert shape == EdgeShape((2.0, 1.0, 1.0), (-1 / 16, 1.0, -3.0), tuple(math.sqrt(k) for k in squared))
     assert solves_pde(shape)
-    assert jump_shape(box, PDE(operator + 20 * U, rhs=0), False) is None    # κ² < 0 across an edge
+    gain = jump_shape(box, PDE(operator + 20 * U, rhs=0), False)           # κ² − 20 < 0: J₀ across each edge
+    assert gain.decay == (0.0, 0.0, 0.0)
+    assert gain.wavenumber == pytest.approx(tuple(math.sqrt(20 - k) for k in squared))
 
 
-@pytest.mark.parametrize("velocity, loss", [((2.0, -1.5, 1.0), 0.0), ((0.0, 3.0, 0.0), 1.5), ((0.0, 0.0, 0.0), 2.0)])
+@pytest.mark.parametrize("velocity, loss", [((2.0, -1.5, 1.0), 0.0), ((0.0, 3.0, 0.0), 1.5), ((0.0, 0.0, 0.0), 2.0),
+                                            ((0.0, 0.0, 0.0), -4.0), ((2.0, -1.5, 1.0), -9.0)])   # gains: J₀
 def test_each_edge_function_of_a_flow_or_a_loss_solves_it_and_jumps_by_one_at_its_edge(velocity, loss):
     """∇²f − v·∇f − λ f by autograd, of the 12 functions at 50 points: zero to rounding; on an
     edge ½, beside it on its two faces 1 and 0 (the jump is 1 all along the edge)."""
@@ -613,3 +621,21 @@ def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
     error = lambda model, unit: relative_error(model, field, unit, test)  # noqa: E731
     assert error(with_edges, near) < 0.01 and error(with_edges, test) < 0.01
     assert error(smooth, near) > 20 * error(with_edges, near)
+
+
+def test_the_bessel_function_of_a_gain_has_its_hand_derived_derivatives():
+    """J₀' = −J₁ and J₀'' = −(J₀ − J₁/x), −½ at 0, by autograd against torch's own J₀ and J₁ (whose
+    own autograd is missing), and gradcheck's finite differences of both orders."""
+    from pinnbo.models.corners import _BesselJ0
+
+    points = torch.tensor([0.0, 1e-8, 0.3, 1.0, 2.404825557695773, 7.0, -2.0], dtype=torch.float64,
+                          requires_grad=True)
+    (first,) = torch.autograd.grad(_BesselJ0.apply(points).sum(), points, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), points)
+    values = points.detach()
+    j0, j1 = torch.special.bessel_j0(values), torch.special.bessel_j1(values)
+    torch.testing.assert_close(first.detach(), -j1, rtol=1e-12, atol=1e-15)
+    expected = torch.where(values.abs() < 1e-6, torch.full_like(values, -0.5), -(j0 - j1 / values))
+    torch.testing.assert_close(second, expected, rtol=1e-10, atol=1e-12)
+    assert torch.autograd.gradcheck(_BesselJ0.apply, (points,))
+    assert torch.autograd.gradgradcheck(_BesselJ0.apply, (points,))
