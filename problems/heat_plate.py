@@ -37,9 +37,9 @@ from pinnbo.problem import Box, Constraint, Problem, ProblemError, register_prob
 @register_problem
 def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
                max_gradient: float | None = None, conductivity: list | str | None = None,
-               velocity: list | None = None) -> Problem:
+               velocity: list | None = None, reaction: float | None = None) -> Problem:
     """Maximise the steady temperature T(x, y) of a rectangular plate, ∇²T = 0 (k_x ∂²T/∂x² +
-    k_y ∂²T/∂y² − v·∇T = 0 with ``conductivity`` and ``velocity``).
+    k_y ∂²T/∂y² − v·∇T + qT = 0 with ``conductivity``, ``velocity`` and ``reaction``).
 
     Args:
         boundary: Dirichlet data per edge as formulas of x and y:
@@ -62,6 +62,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         velocity: ``[v_x, v_y]``, default [0, 0]: heat carried downstream by a flow (a strip
             moving through a furnace); solved by second-order finite differences on the same
             cells. The supremum is still the boundary data's.
+        reaction: q, default 0: + qT, heat released in proportion to the temperature (q > 0, a
+            reaction whose heat grows with T; the hottest point may then lie inside the plate) or
+            lost (q < 0, through the faces to surroundings at 0); with a conductivity of two
+            numbers, and q below the plate's first eigenvalue Σ k_i π²/L_i² + v_i²/(4k_i) (above
+            it the steady state is unstable). Solved by finite differences on the same cells.
     """
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
@@ -75,7 +80,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     # the plate checks its conductivity and velocity before it solves
     plate = HeatPlate(boundary, bounds=bounds, grid=int(grid),
                       conductivity=(1.0, 1.0) if conductivity is None else conductivity,
-                      velocity=(0.0, 0.0) if velocity is None else velocity)
+                      velocity=(0.0, 0.0) if velocity is None else velocity,
+                      reaction=0.0 if reaction is None else reaction)
     graded = plate.conductivity_expression
     varying = plate.tensor_expressions          # a tensor that varies
     tensor = None if graded is not None or varying is not None else conductivity_tensor(plate.conductivity)
@@ -98,11 +104,13 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     flow = [f"{v:g} T_{z}" for v, z in ((v_x, "x"), (v_y, "y")) if v != 0.0]
     if flow:
         operator += f" - ({' + '.join(flow)})"
+    if plate.reaction:
+        operator += f" {'+' if plate.reaction > 0 else '-'} {abs(plate.reaction):g} T"
     description = (
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"{'finite-difference' if flow or k_xy or graded is not None or varying is not None else 'py-pde'} reference on a "
+        f"{'finite-difference' if flow or k_xy or graded is not None or varying is not None or plate.reaction else 'py-pde'} reference on a "
         f"{plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}
@@ -112,6 +120,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         metadata["conductivity"] = [k_x, k_y] if k_xy == 0.0 else [[k_x, k_xy], [k_xy, k_y]]
     if velocity is not None:
         metadata["velocity"] = [v_x, v_y]
+    if plate.reaction:
+        metadata["reaction"] = plate.reaction
     objective, constraints = plate, ()
     if max_gradient is not None:
         metadata["max_gradient"] = max_gradient
@@ -127,7 +137,8 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         sense="maximize",
         pde=PDE(graded_operator(T, x, y, graded, plate.velocity) if graded is not None
                 else _minus_flow(tensor_divergence(T, (x, y), varying), T, x, y, plate.velocity) if varying is not None
-                else plate_operator(T, x, y, tensor, plate.velocity), rhs=0),
+                else plate_operator(T, x, y, tensor, plate.velocity) + (plate.reaction * T if plate.reaction else 0),
+                rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),
         field_plot=plate.field,

@@ -1,17 +1,18 @@
 """Steady heat plate: ∇²T = 0 on a rectangle with Dirichlet data on each edge (docs/algorithms.md,
 "The heat plate"), or k_x ∂²T/∂x² + k_y ∂²T/∂y² = 0 for a plate whose conductivity differs along
 its axes (a fibre composite, a laminate), ∇·(K∇T) = 0 for one whose conductivity is a tensor K (the
-fibres at an angle to the edges), and − v·∇T added for heat carried by a flow of velocity v (a strip
-moving through a furnace, a fluid layer).
+fibres at an angle to the edges), − v·∇T added for heat carried by a flow of velocity v (a strip
+moving through a furnace, a fluid layer), and + qT for heat released (q > 0: a reaction whose heat
+grows with the temperature) or lost (q < 0: through the faces to surroundings at 0) in proportion to T.
 
 The ground truth of PINN-BO's first real task. The field is solved once with py-pde's
 ``solve_laplace_equation`` (second-order finite volumes on a cell-centred grid) and kept in
 memory and on disk (:mod:`pinnbo.oracles.field_cache`). An anisotropic plate is solved as the
 isotropic plate in the coordinates x/√k_x, y/√k_y, where its operator is the Laplacian: the same
-cells, the same edge data, a stretched box. A plate with a flow or a conductivity tensor is solved
-on the same cells by second-order finite differences (:func:`solve_dirichlet_operator`), which
-py-pde's Laplace solver does not take (a drift, a mixed derivative); with neither it repeats
-py-pde's solve.
+cells, the same edge data, a stretched box. A plate with a flow, a conductivity tensor or a reaction
+is solved on the same cells by second-order finite differences (:func:`solve_dirichlet_operator`),
+which py-pde's Laplace solver does not take (a drift, a mixed derivative, a zero-order term); with
+none of them it repeats py-pde's solve.
 
 What the oracle returns where (this decides the benchmark: the optima sit at corners where two
 edges with different data meet):
@@ -25,7 +26,8 @@ edges with different data meet):
 
 With these semantics the supremum over the closed rectangle is the supremum of the boundary data
 (maximum principle; linear interpolation never exceeds its nodes), which the problem beside it
-finds (:func:`problems.heat_plate.plate_supremum`).
+finds (:func:`problems.heat_plate.plate_supremum`); with a reaction that releases heat it may lie
+inside, at a node of the solved field.
 
 The temperature gradient ∇T (:meth:`HeatPlate.gradient`, second order in the grid) comes from the
 same cached cells; :class:`GradientLimitedPlate` turns the plate into a constrained oracle
@@ -98,10 +100,12 @@ def solve_dirichlet_operator(
     edge_data: Mapping[str, np.ndarray],
     conductivity,
     velocity: tuple[float, float],
+    reaction: float = 0.0,
 ) -> np.ndarray:
-    """Solve ∇·(K∇T) − v·∇T = k_xx ∂²T/∂x² + 2 k_xy ∂²T/∂x∂y + k_yy ∂²T/∂y² − v_x ∂T/∂x − v_y ∂T/∂y = 0
-    on the cell-centred grid of :func:`solve_dirichlet_laplace`, with the same edge data and the
-    same result's layout; ``conductivity`` (k_x, k_y) or the tensor ((k_xx, k_xy), (k_xy, k_yy)).
+    """Solve ∇·(K∇T) − v·∇T + qT = k_xx ∂²T/∂x² + 2 k_xy ∂²T/∂x∂y + k_yy ∂²T/∂y² − v_x ∂T/∂x
+    − v_y ∂T/∂y + qT = 0 on the cell-centred grid of :func:`solve_dirichlet_laplace`, with the same
+    edge data and the same result's layout; ``conductivity`` (k_x, k_y) or the tensor ((k_xx, k_xy),
+    (k_xy, k_yy)); ``reaction`` q, on the diagonal.
 
     Central differences, second order, as py-pde's Laplacian; the mixed derivative by the four
     diagonal neighbours. The Dirichlet data enter through a ghost cell beyond each edge,
@@ -127,7 +131,7 @@ def solve_dirichlet_operator(
     h_x, h_y = (x1 - x0) / grid, (y1 - y0) / grid
     index = np.arange(grid * grid).reshape(grid, grid)                 # [i_x, i_y]
     I, J = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
-    diagonal = np.full((grid, grid), -2 * k_x / h_x**2 - 2 * k_y / h_y**2)
+    diagonal = np.full((grid, grid), -2 * k_x / h_x**2 - 2 * k_y / h_y**2 + reaction)
     rows, columns, values = [], [], []
     rhs = np.zeros(grid * grid)
     data = {edge: np.asarray(edge_data[edge], dtype=np.float64) for edge in EDGES}
@@ -259,6 +263,9 @@ class HeatPlate:
         closed plate); or a formula of x and y, positive on the plate: a graded plate, ∇·(k∇T) = 0.
     velocity: ``(v_x, v_y)``: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² − v·∇T = 0, heat carried
         downstream by a flow.
+    reaction: q, a number: + qT in the equation, heat released (q > 0) or lost (q < 0) in proportion
+        to the temperature; with a conductivity of two numbers only, and q below the plate's first
+        eigenvalue (:func:`first_eigenvalue`), above which the steady state is unstable.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 2) -> (N,)``) or call with one point ``(2,) -> float``;
@@ -273,6 +280,7 @@ class HeatPlate:
         cache_dir: str | os.PathLike | None = None,
         conductivity=(1.0, 1.0),
         velocity=(0.0, 0.0),
+        reaction=0.0,
     ) -> None:
         self.bounds = check_bounds(bounds, ("x", "y"))
         self.tensor_expressions = None
@@ -290,6 +298,7 @@ class HeatPlate:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
         self.velocity = check_velocity(velocity)
+        self.reaction = check_reaction(reaction, self.conductivity, self.bounds, self.velocity)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
@@ -381,6 +390,8 @@ class HeatPlate:
             else [list(v) if isinstance(v, tuple) else v for v in self.conductivity],
             "velocity": list(self.velocity),
         }
+        if self.reaction:                     # only then: the keys of the plates without one stay
+            key["reaction"] = self.reaction
         return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -394,8 +405,9 @@ class HeatPlate:
             if self.conductivity_expression is not None or self.tensor_expressions is not None:
                 return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self._conductivity_field,
                                                 self.velocity)
-            if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple):
-                return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self.conductivity, self.velocity)
+            if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple) or self.reaction:
+                return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self.conductivity, self.velocity,
+                                                self.reaction)
             return solve_dirichlet_laplace(self.bounds, self.grid, edge_data, self.conductivity)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_plate", (self.grid, self.grid), solve,
@@ -522,11 +534,12 @@ class HeatPlate:
         # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
         # field in the memory or disk cache (a worker process does not solve again).
         return (HeatPlate, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.conductivity,
-                            self.velocity))
+                            self.velocity, self.reaction))
 
     def __repr__(self) -> str:
         anisotropic = f", conductivity={shown(self.conductivity)}" if self.conductivity != (1.0, 1.0) else ""
         flow = f", velocity={shown(self.velocity)}" if self.velocity != (0.0, 0.0) else ""
+        flow += f", reaction={self.reaction:g}" if self.reaction else ""
         return (f"HeatPlate(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}"
                 f"{anisotropic}{flow})")
 
@@ -598,6 +611,30 @@ def conductivity_tensor(conductivity) -> tuple[tuple[float, float], tuple[float,
 def check_velocity(velocity) -> tuple[float, float]:
     """``(v_x, v_y)`` as floats; ProblemError unless two finite numbers."""
     return _number_pair(velocity, "velocity", "two numbers [v_x, v_y]", positive=False)
+
+
+def first_eigenvalue(conductivity: tuple[float, float], bounds, velocity: tuple[float, float]) -> float:
+    """The smallest λ with −(k_x ∂²/∂x² + k_y ∂²/∂y² − v·∇)T = λT, T = 0 on the edges: with
+    T = e^{v_x x/(2k_x) + v_y y/(2k_y)} w the operator is symmetric, w = sin(πx/L_x) sin(πy/L_y), and
+    λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i). A steady state with a reaction q ≥ λ₁ is unstable (q = λ₁:
+    none exists)."""
+    return sum(k * math.pi**2 / (hi - lo) ** 2 + v**2 / (4 * k)
+               for k, (lo, hi), v in zip(conductivity, bounds, velocity))
+
+
+def check_reaction(reaction, conductivity, bounds, velocity) -> float:
+    """q as a float; ProblemError unless a finite number below the plate's first eigenvalue, with a
+    conductivity of two numbers (a tensor's or a graded plate's eigenvalue has no closed form)."""
+    (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+    if q and not (isinstance(conductivity, tuple) and not isinstance(conductivity[0], tuple)):
+        raise ProblemError(f"params.reaction: a reaction needs a conductivity of two numbers [k_x, k_y], got "
+                           f"{shown(conductivity)}")
+    if q:
+        limit = first_eigenvalue(conductivity, bounds, velocity)
+        if q >= limit:
+            raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the plate's first eigenvalue "
+                               f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
+    return q
 
 
 def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None) -> tuple[float, float]:
