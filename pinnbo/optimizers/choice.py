@@ -44,7 +44,8 @@ The rule, in order, the first branch that applies:
    settles on the best face seen; the plain GP explores them. Declared conditions pin the faces
    they hold on, which paid in 3 variables and not in 4.
 10. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
-    the one method that conditions on them. Conditioned exactly on a linear PDE (on a nonlinear one
+    the one method that conditions on them, with the corner or edge functions where the boundary
+    data jump (a reaction's, Helmholtz's: :mod:`pinnbo.models.corners`). Conditioned exactly on a linear PDE (on a nonlinear one
     through its linearisation) it needs a few proposals where pinn-bo, which must first train its
     network on the residual, needed more than a plain GP on the smooth problems measured
     (docs/results.md, "Does the PDE pay?").
@@ -150,6 +151,8 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if conditions:
         where += f", with {len(conditions)} boundary condition{'s' if len(conditions) > 1 else ''}"
         how += " and on them"
+    if boundary_continuous is False and carries_jumps(domain, pde, boundary_continuous):
+        how += f", with the {'corners' if domain.dim == 2 else 'edges'}' functions for the boundary data's jumps"
     return Choice("pde-gp", f"a {'linear' if pde.is_linear() else 'nonlinear'} PDE {where}: a GP {how}")
 
 

@@ -42,7 +42,7 @@ def mixed_box(kind: str) -> Box:
     (SWIRL, False, "pde-gp"),           # the same, each corner's function the operator's frozen there
     (SWIRL, True, "pde-gp"),
     (GRADED, False, "pde-gp"),          # a graded conductor: the same
-    (HELMHOLTZ, False, "pde-gp"),       # no maximum principle: the data's jump does not place the optimum
+    (HELMHOLTZ, False, "pde-gp"),       # no maximum principle; the corners' functions θ J₀(kρ) carry the jump
     (LIOUVILLE, None, "pde-gp"),        # nonlinear, linearised
     (SIGN, None, "pinn-bo"),            # nothing to linearise by
     (None, None, "gp-ei"),              # no PDE
@@ -51,6 +51,15 @@ def test_the_pde_branches(pde, continuous, method):
     choice = choose_method(BOX, pde, boundary_continuous=continuous)
     assert choice.method == method
     assert choice.reason and "\n" not in choice.reason
+
+
+def test_a_helmholtz_operator_whose_data_jump_says_it_carries_the_corners_functions():
+    """Rule 10, the model with the corners' functions of a gain (θ J₀(kρ)): its reason says so, and
+    with continuous data or none declared it does not."""
+    jumps = choose_method(BOX, HELMHOLTZ, boundary_continuous=False)
+    assert jumps.method == "pde-gp" and "corners' functions for the boundary data's jumps" in jumps.reason
+    for continuous in (True, None):
+        assert "corners" not in choose_method(BOX, HELMHOLTZ, boundary_continuous=continuous).reason
 
 
 def test_the_pde_gp_up_to_three_variables_the_plain_gp_in_four_to_six_the_network_beyond():

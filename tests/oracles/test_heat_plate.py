@@ -246,6 +246,85 @@ def test_a_plate_with_a_flow_matches_its_analytic_field(tmp_path):
     assert "velocity=(3.0, -2.0)" in repr(plate)
 
 
+@pytest.mark.parametrize("k, v, q, formula, exact", [
+    # a gain: cos(√(q/k_x) x) + cos(√(q/k_y) y) solves k_x T_xx + k_y T_yy + qT = 0
+    ((1.0, 8.0), (0.0, 0.0), 6.0, "cos(sqrt(6)*x) + cos(sqrt(3/4)*y)",
+     lambda p: np.cos(math.sqrt(6) * p[:, 0]) + np.cos(math.sqrt(0.75) * p[:, 1])),
+    # a loss with a flow: e^{λx} + e^{μy}, k_x λ² − v_x λ + q = 0 (λ = −1), k_y μ² − v_y μ + q = 0
+    ((1.0, 8.0), (3.0, -2.0), -4.0, "exp(-x) + exp(((-2 + sqrt(132))/16)*y)",
+     lambda p: np.exp(-p[:, 0]) + np.exp((-2 + math.sqrt(132)) / 16 * p[:, 1])),
+])
+def test_a_plate_with_a_reaction_matches_its_analytic_field(k, v, q, formula, exact, tmp_path):
+    points = np.random.default_rng(6).uniform([0.1, 0.1], [1.9, 0.9], size=(300, 2))
+    errors = []
+    for grid in (32, 64):
+        plate = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=grid,
+                          cache_dir=tmp_path, conductivity=k, velocity=v, reaction=q)
+        errors.append(np.abs(plate.temperature(points) - exact(points)).max() / np.abs(exact(points)).max())
+    assert errors[1] < 1e-3 and errors[0] / errors[1] > 3          # second order
+    assert pickle.loads(pickle.dumps(plate)).reaction == q
+    assert f"reaction={q:g}" in repr(plate)
+    unreacting = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=64,
+                           cache_dir=tmp_path, conductivity=k, velocity=v)
+    assert unreacting.cache_key != plate.cache_key and "reaction" not in unreacting.cache_key
+
+
+def test_with_a_gain_the_supremum_is_the_fields_inside():
+    """sin(1.2x) sin(1.6y) solves ∇²T + 4T = 0; its maximum, 1 at (π/2.4, π/3.2), is inside the
+    plate [0, 2] × [0, 1], above the top edge's data (at most sin 1.6 = 0.9996): no maximum principle."""
+    formula = "sin(1.2*x)*sin(1.6*y)"
+    plate = HeatPlate({e: formula for e in laplace.EDGES}, bounds=((0, 2), (0, 1)), grid=128, reaction=4.0)
+    value, location = plate_supremum(plate)
+    assert value == pytest.approx(1.0, abs=2e-4) and value > math.sin(1.6)
+    np.testing.assert_allclose(location, (math.pi / 2.4, math.pi / 3.2), atol=0.02)
+    assert plate(location) == value
+
+
+@pytest.mark.parametrize("reaction, conductivity, message", [
+    (12.34, (1.0, 1.0), r"params\.reaction: expected a number below 12\.337, the plate's first eigenvalue"),
+    (5.0, (1.0, 1.0), None),
+    (81.5, (1.0, 8.0), r"below 81\.4242"),       # π²/4 + 8π²
+    (81.0, (1.0, 8.0), None),
+    ("1", (1.0, 1.0), r"params\.reaction: expected a number, got '1'"),
+    (math.nan, (1.0, 1.0), r"params\.reaction: expected a number"),
+    (True, (1.0, 1.0), r"params\.reaction: expected a number"),
+    (1.0, [[2.0, 0.5], [0.5, 1.0]], r"params\.reaction: a reaction needs a conductivity of two numbers"),
+    (1.0, "1 + x", r"params\.reaction: a reaction needs a conductivity of two numbers"),
+])
+def test_bad_reaction(reaction, conductivity, message, tmp_path):
+    """q at or above λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i) is refused: [0, 2] × [0, 1] at rest, λ₁ = 5π²/4."""
+    def make():
+        return HeatPlate(STEP, bounds=((0, 2), (0, 1)), grid=8, cache_dir=tmp_path, conductivity=conductivity,
+                         reaction=reaction)
+    if message is None:
+        assert make().reaction == reaction
+    else:
+        with pytest.raises(ProblemError, match=message):
+            make()
+
+
+def test_the_first_eigenvalue_is_where_the_solved_field_resonates(tmp_path):
+    """Near λ₁ the field's extreme grows as A/(λ_h − q) + B, λ_h the grid's own eigenvalue: fitted
+    from three q below λ₁ = π²/4 + 8π² + 3²/4 + 2²/32 (a flow raises it), λ₁ − λ_h falls to zero at
+    second order in the grid."""
+    from scipy.optimize import brentq
+
+    k, v = (1.0, 8.0), (3.0, -2.0)
+    limit = laplace.first_eigenvalue(k, ((0, 2), (0, 1)), v)
+    assert limit == pytest.approx(math.pi**2 / 4 + 8 * math.pi**2 + 9 / 4 + 4 / 32, rel=1e-12)
+    gaps, offsets = (0.4, 0.2, 0.1), []
+    for grid in (64, 128):
+        peaks = [np.abs(HeatPlate({"left": "1", "right": "0", "bottom": "0", "top": "0"}, bounds=((0, 2), (0, 1)),
+                                  grid=grid, cache_dir=tmp_path, conductivity=k, velocity=v,
+                                  reaction=limit - gap).cells).max() for gap in gaps]
+        ratio = (peaks[2] - peaks[1]) / (peaks[1] - peaks[0])           # free of A and B
+
+        def mismatch(e):
+            return (1 / (gaps[2] - e) - 1 / (gaps[1] - e)) / (1 / (gaps[1] - e) - 1 / (gaps[0] - e)) - ratio
+        offsets.append(brentq(mismatch, -0.09, 0.09))                  # λ₁ − λ_h: 0.018, 0.0048
+    assert 0 < offsets[1] < 0.01 and offsets[0] / offsets[1] > 3
+
+
 def laminate_solution(K, v):
     """A solution of ∇·(K∇T) − v·∇T = 0 and its formula: e^{ζ₁} sin ζ₂ + ζ₁ζ₂ in ζ = M⁻¹z, K = MMᵀ,
     harmonic in ζ, without a flow; e^{λ·z} + e^{λ'·z} with λᵀKλ = v·λ (λ = t n, t = v·n / nᵀKn along

@@ -206,3 +206,42 @@ def test_a_graded_composite_enters_the_pde_in_divergence_form_and_carries_the_gr
     shape = jump_shape(problem.domain, problem.minimised_pde, problem.boundary_continuous)
     assert isinstance(shape, GradedShape) and isinstance(shape.shape, CornerShape) and shape.shape.shear != 0.0
     assert problem.metadata["conductivity"] == K and "∇·(K∇T), K = [['2.0*(1 + 3*x)'" in problem.description
+
+
+@pytest.mark.parametrize("name, f_star, location", [
+    ("heat_reaction", 3 + math.cos(5), (0.0, 1.0)),      # the left edge's limit at (0, 1), as without the gain
+    ("heat_reaction_inside", None, (0.863, 0.486)),      # the field's own maximum, above every edge's data
+])
+def test_a_reaction_enters_the_pde_and_the_corners_carry_its_bessel_functions(name, f_star, location):
+    """T_xx + T_yy + qT = 0: the PDE has the zero-order term (so no maximum principle), the model's
+    corner functions are θ J₀(√q ρ), auto runs pde-gp with them, and the supremum is where the
+    case's comment puts it."""
+    from pinnbo.models.corners import CornerShape, jump_shape
+    from pinnbo.optimizers import choice_for
+
+    case = yaml.safe_load((Path(__file__).resolve().parents[2] / "benchmarks" / "kinds" / f"{name}.yaml").read_text())
+    params = {**case["params"], "grid": 128}
+    problem = heat_plate(**params)
+    q = float(params["reaction"])
+    assert problem.metadata["reaction"] == q and f"+ {q:g} T = 0" in problem.description
+    assert not problem.pde.minimum_on_boundary(problem.domain.named_bounds)
+    shape = jump_shape(problem.domain, problem.minimised_pde, problem.boundary_continuous)
+    assert shape == CornerShape(wavenumber=math.sqrt(q))
+    choice = choice_for(problem)
+    assert choice.method == "pde-gp" and "corners' functions" in choice.reason
+    np.testing.assert_allclose(problem.optimum_location, location, atol=0.01)
+    if f_star is not None:
+        assert problem.optimum == pytest.approx(f_star, rel=1e-8)
+    else:
+        edges = max(problem.objective.edge_data(e, np.linspace(0, 2 if e in ("bottom", "top") else 1, 2001)).max()
+                    for e in ("left", "right", "bottom", "top"))
+        assert problem.optimum > 1.8 * edges
+
+
+def test_a_bad_reaction_is_refused_before_the_solve(monkeypatch):
+    from pinnbo.oracles import heat_plate as oracle
+
+    monkeypatch.setattr(oracle, "_solve_sparse", lambda *a, **k: pytest.fail("solved"))
+    with pytest.raises(ProblemError, match=r"params\.reaction: expected a number below 19\.7392"):
+        heat_plate({"left": "1", "right": "2", "bottom": "3", "top": "4"}, bounds=[[0, 1], [0, 1]], grid=16,
+                   reaction=20)
