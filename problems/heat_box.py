@@ -22,9 +22,9 @@ from problems.heat_plate import tensor_divergence
 
 @register_problem
 def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None,
-             conductivity: str | list | None = None) -> Problem:
+             conductivity: str | list | None = None, reaction: float | None = None) -> Problem:
     """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇·(k∇T) − v·∇T = 0 with a
-    conductivity that varies or a flow.
+    conductivity that varies or a flow, or ∇²T − v·∇T + qT = 0 with a reaction.
 
     Args:
         boundary: Dirichlet data per face as formulas of x, y and z: ``{x-: T(x0, y, z), x+: T(x1,
@@ -38,6 +38,9 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
             ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz, k_zz]]``, ∇·(K∇T) = 0, whose
             entries are numbers or formulas of x, y and z (a graded composite; positive-definite on
             the whole closed box); either solved iteratively: a few seconds at 96³, once.
+        reaction: q, default 0: + qT, heat released (q > 0; the hottest point may then lie inside)
+            or lost (q < 0) in proportion to the temperature; with the conductivity left at 1, and
+            q below the box's first eigenvalue Σ π²/L_i² + |v|²/4.
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3
@@ -46,7 +49,7 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 16:
         raise ProblemError(f"params.grid: expected an integer >= 16, got {shown(grid)}")
     box = HeatBox(boundary, bounds=bounds, grid=int(grid), velocity=(0.0, 0.0, 0.0) if velocity is None else velocity,
-                  conductivity=conductivity)
+                  conductivity=conductivity, reaction=0.0 if reaction is None else reaction)
     f_star, location = box_supremum(box)
 
     from pinnbo.pde import PDE  # imported here: the oracle does not need torch
@@ -70,6 +73,8 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     for v, s in zip(box.velocity, inputs):
         if v:
             operator = operator - v * sp.diff(T, s)
+    if box.reaction:
+        operator = operator + box.reaction * T
     if box.conductivity is None:
         law, given = "∇²T", []
     elif box.tensor is not None or box.tensor_expressions is not None:
@@ -79,10 +84,15 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
     if any(box.velocity):
         law += " − v·∇T"
         given.append(f"v = ({', '.join(f'{v:g}' for v in box.velocity)})")
+    if box.reaction:
+        law += " + qT"
+        given.append(f"q = {box.reaction:g}")
     law += " = 0" + (f" ({'; '.join(given)})" if given else "")
     metadata = {"boundary": dict(box.boundary), "grid": box.grid, "cache": str(box.cache_path)}
     if any(box.velocity):
         metadata["velocity"] = list(box.velocity)
+    if box.reaction:
+        metadata["reaction"] = box.reaction
     if box.conductivity is not None:
         metadata["conductivity"] = box.conductivity
     return Problem(

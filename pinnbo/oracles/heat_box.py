@@ -13,7 +13,8 @@ sum of the three axes' eigenvalues and the inverse transform, where py-pde's spa
 7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). A flow is taken out
 by T = e^{v·(x − c)/2} w (c the box's centre): then ∇²T − v·∇T = e^{v·(x − c)/2} (∇²w − |v|²/4 w),
 so w solves a screened Laplace equation with data g e^{−v·(x − c)/2}, by the same transform with
-|v|²/4 taken off every eigenvalue. A conductivity that varies over the box, ∇·(k∇T) − v·∇T = 0,
+|v|²/4 taken off every eigenvalue; a reaction, + qT (heat released or lost in proportion to T), adds
+q to every eigenvalue. A conductivity that varies over the box, ∇·(k∇T) − v·∇T = 0,
 is differenced conservatively, as the graded plate's (:mod:`pinnbo.oracles.heat_plate`), and solved
 by BiCGSTAB preconditioned with the transform's solve of k̄∇²T − v·∇T, k̄ the cells' mean
 conductivity: the preconditioned operator's spectrum spans about max k / min k, so a few dozen
@@ -30,7 +31,8 @@ What the oracle returns where, as the heat plate's (:mod:`pinnbo.oracles.heat_pl
 * outside the closed box: :class:`ValueError`.
 
 Trilinear interpolation never exceeds its nodes, so the supremum over the closed box is the
-supremum of the faces' data (maximum principle), which :func:`box_supremum` finds.
+supremum of the faces' data (maximum principle), which :func:`box_supremum` finds; with a reaction
+that releases heat it may lie inside, at a node of the solved field.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ def face_axis(face: str) -> tuple[int, int]:
 
 
 def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
-                        velocity=(0.0, 0.0, 0.0)) -> np.ndarray:
-    """Solve ∇²T − v·∇T = 0 (v: ``velocity``) on a ``grid``³ cell-centred grid of the box ``bounds``
+                        velocity=(0.0, 0.0, 0.0), reaction: float = 0.0) -> np.ndarray:
+    """Solve ∇²T − v·∇T + qT = 0 (v: ``velocity``, q: ``reaction``) on a ``grid``³ cell-centred grid of the box ``bounds``
     (three (lower, upper) pairs) exactly in the discrete sense, by type-II sine transforms (module
     docstring; with a flow, of the screened equation of w = T e^{−v·(x − c)/2}).
 
@@ -100,7 +102,7 @@ def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
             exponent = v[axis] * (bounds[axis][side] - centre[axis]) + others[0] * first[:, None] + others[1] * second[None, :]
             data = data * np.exp(-exponent / 2)
         rhs[tuple(index)] -= 2.0 * data / h[axis] ** 2
-    field = idstn(dstn(rhs, type=2, norm="ortho") / _eigenvalues(h, grid, v), type=2, norm="ortho")
+    field = idstn(dstn(rhs, type=2, norm="ortho") / (_eigenvalues(h, grid, v) + reaction), type=2, norm="ortho")
     if v.any():
         field *= _flow_factor(cells, centre, v)
     return field
@@ -276,6 +278,26 @@ def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
 
 
+def first_eigenvalue(bounds, velocity) -> float:
+    """The smallest λ with −(∇² − v·∇)T = λT, T = 0 on the faces: Σ π²/L_i² + |v|²/4 (with
+    T = e^{v·x/2} w the operator is the screened Laplacian's). A reaction q ≥ λ₁ has no stable
+    steady state (q = λ₁: none)."""
+    return sum(math.pi**2 / (hi - lo) ** 2 + c**2 / 4 for (lo, hi), c in zip(bounds, velocity))
+
+
+def check_reaction(reaction, conductivity, bounds, velocity) -> float:
+    """q as a float; ProblemError unless a finite number below the box's first eigenvalue, in a box
+    of conductivity 1 (a varying one's eigenvalue has no closed form)."""
+    (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+    if q and conductivity is not None:
+        raise ProblemError(f"params.reaction: a reaction needs the box's conductivity left at 1, got "
+                           f"{shown(conductivity)}")
+    if q and q >= (limit := first_eigenvalue(bounds, velocity)):
+        raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the box's first eigenvalue "
+                           f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
+    return q
+
+
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
     """``velocity`` as three floats; ProblemError unless three finite numbers whose flow across the
     box, Σ |v_i| (x1_i − x0_i), is at most :data:`MOST_FLOW`."""
@@ -299,6 +321,8 @@ class HeatBox:
     grid: cells per axis of the solve.
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
+    reaction: q, + qT: heat released (q > 0) or lost (q < 0) in proportion to the temperature, with
+        the conductivity left at 1 and q below the box's first eigenvalue (:func:`check_reaction`).
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
         ∇·(k∇T) − v·∇T = 0; or a tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz,
         k_zz]]``, symmetric positive-definite, of numbers (:func:`check_tensor`) or numbers and
@@ -311,12 +335,13 @@ class HeatBox:
 
     def __init__(self, boundary: Mapping[str, str], bounds=((0.0, 1.0),) * 3, grid: int = 96,
                  cache_dir: str | os.PathLike | None = None, velocity=(0.0, 0.0, 0.0),
-                 conductivity: str | list | None = None) -> None:
+                 conductivity: str | list | None = None, reaction=0.0) -> None:
         self.bounds = check_bounds(bounds, AXES)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
+        self.reaction = check_reaction(reaction, conductivity, self.bounds, self.velocity)
         self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
         self.tensor_expressions = None
         if isinstance(conductivity, str):      # parsed, never evaluated
@@ -405,6 +430,8 @@ class HeatBox:
                "bounds": [list(pair) for pair in self.bounds], "grid": self.grid}
         if any(self.velocity):
             key["velocity"] = list(self.velocity)
+        if self.reaction:
+            key["reaction"] = self.reaction
         if self.conductivity_expression is not None:
             key["conductivity"] = sp.srepr(self.conductivity_expression)
         if self.tensor is not None:
@@ -429,7 +456,7 @@ class HeatBox:
                 return solve_tensor_box(self.bounds, self.grid, data, self.tensor, self.velocity)
             if self.tensor_expressions is not None:
                 return solve_tensor_box(self.bounds, self.grid, data, self._tensor_field, self.velocity)
-            return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity)
+            return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity, self.reaction)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,
                           {f"{a}_cells": c for a, c in zip(AXES, self.cells_at)})
@@ -492,10 +519,11 @@ class HeatBox:
         # Pickled by its data, not its lambdified formulas: unpickling re-parses them and finds the
         # field in the memory or disk cache (a worker process does not solve again).
         return (HeatBox, (dict(self.boundary), self.bounds, self.grid, self.cache_dir, self.velocity,
-                          self.conductivity))
+                          self.conductivity, self.reaction))
 
     def __repr__(self) -> str:
         flow = f", velocity={shown(list(self.velocity))}" if any(self.velocity) else ""
+        flow += f", reaction={self.reaction:g}" if self.reaction else ""
         graded = f", conductivity={shown(self.conductivity)}" if self.conductivity is not None else ""
         return f"HeatBox(boundary={shown(self.boundary)}, bounds={shown(self.bounds)}, grid={self.grid}{flow}{graded})"
 
