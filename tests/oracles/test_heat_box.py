@@ -153,6 +153,54 @@ def test_a_bad_flow_is_refused_before_a_solve(cache_dir, velocity, message):
     assert FIELDS.stats["solves"] == solves
 
 
+@pytest.mark.parametrize("velocity, reaction, formula, exact", [
+    # a gain: cos 2x cos y cos z has ∇²T = −6T
+    ((0.0, 0.0, 0.0), 6.0, "cos(2*x)*cos(y)*cos(z)",
+     lambda p: np.cos(2 * p[:, 0]) * np.cos(p[:, 1]) * np.cos(p[:, 2])),
+    # a gain with a flow along x: e^{λx}, λ² − 3λ + 2 = 0 (λ = 1, 2), plus a gain's cos(√2 y)
+    ((3.0, 0.0, 0.0), 2.0, "exp(x) + exp(2*x) + cos(sqrt(2)*y)",
+     lambda p: np.exp(p[:, 0]) + np.exp(2 * p[:, 0]) + np.cos(np.sqrt(2) * p[:, 1])),
+    # a loss: cosh(√5 x) and e^{√5 z} have T'' = 5T
+    ((0.0, 0.0, 0.0), -5.0, "cosh(sqrt(5)*x) + exp(sqrt(5)*z)",
+     lambda p: np.cosh(np.sqrt(5) * p[:, 0]) + np.exp(np.sqrt(5) * p[:, 2])),
+])
+def test_a_reaction_is_solved_at_second_order_towards_a_field_it_solves(cache_dir, velocity, reaction, formula, exact):
+    inside = np.random.default_rng(4).uniform([0.05, 0.05, 0.05], [1.45, 0.95, 0.95], (500, 3))
+    errors = []
+    for grid in (16, 32):
+        box = HeatBox({face: formula for face in FACES}, bounds=FLOW_BOUNDS, grid=grid, velocity=velocity,
+                      reaction=reaction)
+        errors.append(np.abs(box.temperature(inside) - exact(inside)).max() / np.abs(exact(inside)).max())
+    assert errors[1] < errors[0] / 3.5 and errors[1] < 1e-3
+    again = pickle.loads(pickle.dumps(box))
+    assert again.reaction == reaction and f"reaction={reaction:g}" in repr(box)
+    assert "reaction" in box.cache_key and "reaction" not in HeatBox(STEP, grid=8).cache_key
+
+
+@pytest.mark.parametrize("reaction, conductivity, message", [
+    (3 * np.pi**2, None, r"expected a number below 29\.6088, the box's first eigenvalue"),
+    ("hot", None, r"expected a number, got 'hot'"),
+    (float("inf"), None, r"expected a number"),
+    (1.0, "1 + x", r"a reaction needs the box's conductivity left at 1"),
+])
+def test_a_bad_reaction_is_refused_before_a_solve(cache_dir, reaction, conductivity, message):
+    solves = FIELDS.stats["solves"]
+    with pytest.raises(ProblemError, match=f"params\\.reaction: {message}"):
+        HeatBox(STEP, grid=8, reaction=reaction, conductivity=conductivity)
+    assert FIELDS.stats["solves"] == solves
+
+
+def test_with_a_gain_the_boxs_supremum_is_inside():
+    """sin 2x sin 2y sin 2z on [0, 1.2]³ (λ₁ = 3π²/1.44 = 20.6) solves ∇²T + 12T = 0; its maximum, 1
+    at (π/4, π/4, π/4), is inside, where the faces' data reach sin 2.4 = 0.68 at most: no maximum
+    principle."""
+    formula = "sin(2*x)*sin(2*y)*sin(2*z)"
+    box = HeatBox({face: formula for face in FACES}, bounds=((0.0, 1.2),) * 3, grid=48, reaction=12.0)
+    value, location = box_supremum(box)
+    assert value == pytest.approx(1.0, abs=2e-3)
+    np.testing.assert_allclose(location, (np.pi / 4,) * 3, atol=0.03)
+
+
 # k = (1 + x)²: ∂x(k ∂x T) = 0 for T = 1/(1 + x), and yz has T_yy = T_zz = 0, so their sum solves
 # ∇·(k∇T) = 0 with k varying along x.
 GRADED = "1/(1 + x) + y*z"

@@ -124,3 +124,28 @@ def test_a_graded_tensor_enters_the_pde_in_divergence_form_and_carries_the_grade
     shape = jump_shape(graded.domain, graded.minimised_pde, graded.boundary_continuous)
     assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape)
     assert graded.metadata["conductivity"] == K and "∇·(K∇T) = 0 (K = [['2.0*(1 + x)'" in graded.description
+
+
+@pytest.mark.parametrize("reaction, location", [(12.0, (1.0, 0.3, 1.0)), (20.0, (0.6, 0.48, 0.6))])
+def test_a_reacting_box_carries_the_bessel_edge_functions_and_its_supremum(reaction, location, tmp_path,
+                                                                            monkeypatch):
+    """∇²T + qT = 0 (benchmarks/kinds/heat_box_reaction*.yaml): the PDE has the zero-order term and
+    no maximum principle, the model's edge functions are θ J₀(√q ρ), auto runs pde-gp with them;
+    with q = 12 the supremum is still the top face's limit at its edge, with q = 20 it is inside,
+    above every face's data."""
+    from pinnbo.models.corners import EdgeShape, jump_shape
+    from pinnbo.optimizers import choice_for
+
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    box = heat_box(BOUNDARY, grid=48, reaction=reaction)
+    assert box.metadata["reaction"] == reaction and f"q = {reaction:g}" in box.description
+    assert not box.pde.minimum_on_boundary(box.domain.named_bounds)
+    assert jump_shape(box.domain, box.minimised_pde, box.boundary_continuous) == \
+        EdgeShape(wavenumber=(math.sqrt(reaction),) * 3)
+    choice = choice_for(box)
+    assert choice.method == "pde-gp" and "edges' functions" in choice.reason
+    np.testing.assert_allclose(box.optimum_location, location, atol=0.03)
+    if reaction == 12.0:
+        assert box.optimum == pytest.approx(3 + math.cos(5) / 5, abs=1e-8)
+    else:
+        assert box.optimum > 1.5 * (3 + math.cos(5) / 5)
