@@ -96,6 +96,14 @@ class CornerShape:
     wavenumber: float = 0.0
 
 
+def _at_apex(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Where atan2(y, x) is taken as at its apex (the corner or the edge itself): y = x = 0, where
+    it and its gradient are undefined, and wherever y² + x² is below the smallest normal float, whose
+    reciprocal, in atan2's gradient, overflows to a NaN (offsets below 10⁻¹⁵⁴ in float64: the
+    acquisition's search can step there; the oracle's tolerance takes such a point onto the edge)."""
+    return y * y + x * x < torch.finfo(x.dtype).tiny
+
+
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                   stretch: float = 1.0, shear: float = 0.0, only: int | None = None) -> torch.Tensor:
     """θ_c/ω_c at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
@@ -110,11 +118,11 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
         for j, (s_y, along) in enumerate(((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1]))):
             if only is not None and 2 * i + j != only:
                 continue
-            at = (across == 0) & (along == 0)
             sheared = across - s_x * s_y * shear * along if shear else across
             stretched = along * stretch if stretch != 1.0 else along
             opening = math.pi / 2 if not shear else math.atan2(stretch, -s_x * s_y * shear)
             # atan2(0, 0) and its gradient there are not defined: the corner's own value instead
+            at = _at_apex(stretched, sheared)
             one = torch.ones_like(sheared)
             angle = torch.atan2(torch.where(at, one, stretched), torch.where(at, one, sheared)) / opening
             columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
@@ -253,7 +261,7 @@ def _angles(across: torch.Tensor, along: torch.Tensor, scales: tuple[float, floa
     if scales != (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
         scale_across, scale_along, _ = _per_edge(scales, across.dtype, across.device)
         across, along = across / scale_across, along / scale_along
-    at = (across == 0) & (along == 0)
+    at = _at_apex(along, across)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
     return torch.where(at, torch.full_like(angle, 0.5), angle)
@@ -269,7 +277,7 @@ def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.
     edges and −1 at the other two, ω the angle between the faces."""
     across, along = _across_along(torch.stack([points - lower, upper - points], -1))
     stretch, skew, opening = _shears(shape, points.dtype, points.device)
-    at = (across == 0) & (along == 0)
+    at = _at_apex(along * stretch, across - skew * along)
     one = torch.ones_like(across)
     angle = torch.atan2(torch.where(at, one, along * stretch), torch.where(at, one, across - skew * along)) / opening
     return torch.where(at, torch.full_like(angle, 0.5), angle)

@@ -639,3 +639,25 @@ def test_the_bessel_function_of_a_gain_has_its_hand_derived_derivatives():
     torch.testing.assert_close(second, expected, rtol=1e-10, atol=1e-12)
     assert torch.autograd.gradcheck(_BesselJ0.apply, (points,))
     assert torch.autograd.gradgradcheck(_BesselJ0.apply, (points,))
+
+
+def test_the_angles_keep_a_gradient_a_hair_from_their_apex():
+    """Offsets below 10⁻¹⁵⁴ square to a subnormal whose reciprocal, in atan2's gradient, overflows:
+    the acquisition's search stepped to x = 6.2 × 10⁻¹⁵⁵ on the box's edge x = 0, z = 1 and its
+    gradient turned NaN. Such a point is the apex (½, a zero gradient), every function's gradient
+    stays finite, and a point 10⁻¹⁵⁰ off keeps its own angle."""
+    hair = torch.tensor([[6.19e-155, 0.999, 1.0], [1e-160, 0.5, 1.0 - 1e-160]], dtype=torch.float64)
+    box = (BOX_LOWER.new_zeros(3), BOX_LOWER.new_ones(3))
+    for shape in (EdgeShape(), EdgeShape(wavenumber=(3.5, 3.5, 3.5)), EdgeShape(decay=(2.0, 2.0, 2.0)),
+                  CrossEdgeShape((CornerShape(1.0, 0.5), CornerShape(1.0, 0.5), CornerShape(1.0, 0.5)))):
+        points = hair.clone().requires_grad_(True)
+        values = corner_functions(points, *box, shape)
+        (gradient,) = torch.autograd.grad(values.sum(), points)
+        assert torch.isfinite(gradient).all() and torch.isfinite(values).all()
+        assert values[:, 5].tolist() == [0.5, 0.5]      # about the edge x = 0, z = 1 (EDGE_AXES' 6th)
+    plate = torch.tensor([[1e-156, 3.0 - 1e-157], [1e-150, 3.0]], dtype=torch.float64, requires_grad=True)
+    for shape in (CornerShape(), CornerShape(wavenumber=2.0), CornerShape(1.0, 0.5)):
+        values = corner_functions(plate, LOWER, UPPER, shape)
+        (gradient,) = torch.autograd.grad(values.sum(), plate)
+        assert torch.isfinite(gradient).all() and float(values[0, 1]) == 0.5
+    assert float(corner_angles(plate, LOWER, UPPER)[1, 1]) == 0.0   # on the top edge, 10⁻¹⁵⁰ from (0, 3)
