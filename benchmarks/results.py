@@ -76,12 +76,14 @@ FAMILIES = [
      "beside it. Two plates whose heat grows with the temperature, T_xx + T_yy + qT = 0 (its `reaction`, a gain: "
      "no maximum principle), written with the corner functions of a Helmholtz operator, θ J₀(√q ρ): q = 8, whose "
      "supremum is still the left edge's limit at a corner with a hot spot inside 3.5 % below it, and q = 10, whose "
-     "hottest point is inside.",
+     "hottest point is inside; and two such cubes, ∇²T + qT = 0 with the first box's faces, written with the edge "
+     "functions θ J₀(√q ρ): q = 12, whose supremum is still the top face's limit at an edge, and q = 20, whose hottest "
+     "point is inside.",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
       "heat_orthotropic", "heat_advection", "heat_laminate", "heat_graded", "heat_graded_bc3", "heat_graded_bc2",
       "heat_graded_flow", "heat_graded_laminate", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
       "heat_box_graded", "heat_box_tensor", "heat_box_graded_flow", "heat_box_graded_tensor", "heat_reaction",
-      "heat_reaction_inside"],
+      "heat_reaction_inside", "heat_box_reaction", "heat_box_reaction_inside"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
       "--methods auto,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
@@ -99,7 +101,7 @@ FAMILIES = [
       "benchmarks/kinds/heat_box_graded_tensor.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT",
       "pinnbo bench benchmarks/kinds/heat_reaction.yaml benchmarks/kinds/heat_reaction_inside.yaml "
-      "--methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "benchmarks/kinds/heat_box_reaction.yaml benchmarks/kinds/heat_box_reaction_inside.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT"]),
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "
