@@ -312,6 +312,18 @@ def jump_plate(p: np.ndarray, a_y: float = 1.0) -> float:
     return float(-(np.exp(p[0]) * np.sin(p[1] / math.sqrt(a_y)) / 10 + 8 * angle))
 
 
+def helmholtz_plate(p: np.ndarray) -> float:
+    """−(cos 2x cos 3y/10 + 8 θ/(π/2) J₀(√13 ρ)), θ and ρ the angle and distance seen from the corner
+    (2, 0): it solves f_xx + f_yy + 13 f = 0 (4 + 9 = 13; θ J₀(kρ) solves Δv + k²v = 0), is −cos(2x)/10
+    along y = 0 and −cos(4) cos(3y)/10 − 8 J₀(√13 y) along x = 2, whose limit at the corner, −8 −
+    cos(4)/10, is the infimum (both cosines and J₀ fall away from it quadratically, J₀ faster)."""
+    from scipy.special import j0
+
+    across, along = 2.0 - p[0], p[1]
+    angle = 0.5 if across == 0 and along == 0 else math.atan2(along, across) / (math.pi / 2)
+    return float(-(np.cos(2 * p[0]) * np.cos(3 * p[1]) / 10 + 8 * angle * j0(math.sqrt(13) * math.hypot(across, along))))
+
+
 def tensor_plate(p: np.ndarray) -> float:
     """−((x² − y²)/10 + 8 θ/ω) with θ the angle seen from the corner (2, 0) in the coordinates where
     f_xx + f_xy + f_yy is the Laplacian, from the edge y = 0, and ω the corner's opening there
@@ -330,9 +342,9 @@ def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solv
     """Declared jumps and a constant-coefficient operator in the plane: the model carries the four
     corner functions (the angles stretched where f_xx + a f_yy, a ≠ 1, sheared under a mixed
     derivative) and reaches the infimum beside the jump within 10⁻³ in three proposals; a
-    coefficient that varies, the frozen operator's functions with the operator's values on them;
-    data declared continuous, or not declared, or a Helmholtz operator, whose corner function
-    would need J₀, leave the kernel alone."""
+    coefficient that varies, the frozen operator's functions with the operator's values on them; a
+    Helmholtz operator, θ J₀(kρ); data declared continuous, or not declared, leave the kernel
+    alone."""
     anisotropic = PDE(T.diff(x, 2) + 2 * T.diff(y, 2), rhs=0)
     tensor = PDE(T.diff(x, 2) + T.diff(x, y) + T.diff(y, 2), rhs=0)
     varying = PDE(T.diff(x, 2) + T.diff(y, 2) + x * T.diff(x), rhs=0)
@@ -342,7 +354,7 @@ def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solv
             (LAPLACE, laplace, -8 - math.exp(2) / 10, False, True), (LAPLACE, laplace, None, True, False),
             (LAPLACE, laplace, None, None, False), (anisotropic, stretched, -8 - math.exp(2) / 10, False, True),
             (tensor, tensor_plate, -8.4, False, True), (varying, laplace, None, False, True),
-            (helmholtz, laplace, None, False, False)):
+            (helmholtz, helmholtz_plate, -8 - math.cos(4) / 10, False, True)):
         opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=pde, boundary_continuous=continuous)
         for p in initial_design(BOX, 8, 0):
             opt.tell(p, plate(p))
