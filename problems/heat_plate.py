@@ -106,11 +106,12 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         operator += f" - ({' + '.join(flow)})"
     if plate.reaction:
         operator += f" {'+' if plate.reaction > 0 else '-'} {abs(plate.reaction):g} T"
+    differenced = flow or k_xy or graded is not None or varying is not None or plate.reaction
     description = (
         f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
-        f"{'finite-difference' if flow or k_xy or graded is not None or varying is not None or plate.reaction else 'py-pde'} reference on a "
+        f"{'finite-difference' if differenced else 'py-pde'} reference on a "
         f"{plate.grid}² grid; maximise T"
     )
     metadata = {"boundary": dict(plate.boundary), "grid": plate.grid, "cache": str(plate.cache_path)}

@@ -83,9 +83,10 @@ class CornerShape:
     √(det A)/A_yy and ``shear`` A_xy/A_yy, by which the angle's offsets enter (without a mixed
     derivative √(A_xx/A_yy), its own root: the ratio of two roots differs from it in the last bit,
     and 0); ``metric`` (A⁻¹_xx, A⁻¹_xy, A⁻¹_yy), of the radius ρ² = dᵀA⁻¹d; ``drift`` α, ``decay``
-    κ where μ ≤ 0 and ``wavenumber`` k where μ > 0 (module docstring); ``reach``, where the shape is an operator's frozen at its corner (:func:`jump_shape`), the
-    radius ρ over which its function is kept, by the factor e^{−ρ²/(2 reach²)} (inf: everywhere).
-    The default, Laplace's, is the plain angle."""
+    κ where μ ≤ 0 and ``wavenumber`` k where μ > 0 (module docstring); ``reach``, where the shape
+    is an operator's frozen at its corner (:func:`jump_shape`), the radius ρ over which its function
+    is kept, by the factor e^{−ρ²/(2 reach²)} (inf: everywhere). The default, Laplace's, is the
+    plain angle."""
 
     stretch: float = 1.0
     shear: float = 0.0
@@ -350,8 +351,9 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ) (J₀(kρ) for a
     Helmholtz part), d the offset from the edge across it and ρ its length in the scaled coordinates
     (the corner function of the operator's part across the edge: module docstring), 1 on the edge;
-    the angles alone without a drift, a decay or a wavenumber. ``principal`` (N, 12): the factor k of the principal part at each function's
-    edge (a graded conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
+    the angles alone without a drift, a decay or a wavenumber. ``principal`` (N, 12): the factor k
+    of the principal part at each function's edge (a graded conductor's, :class:`GradedEdgeShape`),
+    by which α and κ are divided."""
     if not any(shape.drift) and not any(shape.decay) and not any(shape.wavenumber):
         return edge_angles(points, lower, upper, shape.scales)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
@@ -464,8 +466,9 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
-    functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal), a :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a
-    graded conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative)."""
+    functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal), a
+    :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a graded
+    conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative)."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -487,9 +490,9 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
             shape = None if frozen is None else _shape(frozen, order)
             if shape is None:
                 return None
-            # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner (J₀ stays
-            # within ±1), where
-            # the frozen operator is no longer the PDE's: kept within ρ ≲ FROZEN_REACH/(|α|_A + κ)
+            # e^{α·d} I₀(κρ) grows as e^{(|α|_A + κ)ρ}, |α|_A = √(αᵀAα), away from the corner (J₀
+            # stays within ±1), where the frozen operator is no longer the PDE's: kept within
+            # ρ ≲ FROZEN_REACH/(|α|_A + κ)
             (m_xx, m_xy, m_yy), (a_x, a_y) = shape.metric, shape.drift
             det = m_xx * m_yy - m_xy**2
             rate = math.sqrt(max((m_yy * a_x**2 - 2 * m_xy * a_x * a_y + m_xx * a_y**2) / det, 0.0)) + shape.decay

@@ -13,9 +13,9 @@ sum of the three axes' eigenvalues and the inverse transform, where py-pde's spa
 7-point matrix fills in (O(n⁶) operations even in a nested-dissection order). A flow is taken out
 by T = e^{v·(x − c)/2} w (c the box's centre): then ∇²T − v·∇T = e^{v·(x − c)/2} (∇²w − |v|²/4 w),
 so w solves a screened Laplace equation with data g e^{−v·(x − c)/2}, by the same transform with
-|v|²/4 taken off every eigenvalue; a reaction, + qT (heat released or lost in proportion to T), adds
-q to every eigenvalue. A conductivity that varies over the box, ∇·(k∇T) − v·∇T = 0,
-is differenced conservatively, as the graded plate's (:mod:`pinnbo.oracles.heat_plate`), and solved
+|v|²/4 taken off every eigenvalue; a reaction, + qT (heat released or lost in proportion to T),
+adds q to every eigenvalue. A conductivity that varies over the box, ∇·(k∇T) − v·∇T = 0, is
+differenced conservatively, as the graded plate's (:mod:`pinnbo.oracles.heat_plate`), and solved
 by BiCGSTAB preconditioned with the transform's solve of k̄∇²T − v·∇T, k̄ the cells' mean
 conductivity: the preconditioned operator's spectrum spans about max k / min k, so a few dozen
 iterations reach the solve's tolerance. The field is kept in memory and on disk
@@ -77,9 +77,9 @@ def face_axis(face: str) -> tuple[int, int]:
 
 def solve_dirichlet_box(bounds, grid: int, face_data: Mapping[str, np.ndarray],
                         velocity=(0.0, 0.0, 0.0), reaction: float = 0.0) -> np.ndarray:
-    """Solve ∇²T − v·∇T + qT = 0 (v: ``velocity``, q: ``reaction``) on a ``grid``³ cell-centred grid of the box ``bounds``
-    (three (lower, upper) pairs) exactly in the discrete sense, by type-II sine transforms (module
-    docstring; with a flow, of the screened equation of w = T e^{−v·(x − c)/2}).
+    """Solve ∇²T − v·∇T + qT = 0 (v: ``velocity``, q: ``reaction``) on a ``grid``³ cell-centred
+    grid of the box ``bounds`` (three (lower, upper) pairs) exactly in the discrete sense, by type-II
+    sine transforms (module docstring; with a flow, of the screened equation of w = T e^{−v·(x − c)/2}).
 
     ``face_data[face]`` holds the Dirichlet values at the face's cell midpoints, shape (grid, grid),
     indexed by the other two axes in order (``x-``: [i_y, i_z]). Returns the field at the cell
