@@ -297,52 +297,39 @@ def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
     return stretch, skew, opening
 
 
-def _decay(kappa, squared: torch.Tensor) -> torch.Tensor:
-    """I₀(κρ) at ρ² = ``squared``: √ has no gradient at 0 and I₀(κ√s) has (it is even), so 1, its
-    value there, where ρ = 0."""
+def _radial(bessel, rate, squared: torch.Tensor) -> torch.Tensor:
+    """R(ρ) = ``bessel``(rate·ρ) at ρ² = ``squared`` (I₀(κρ) or J₀(kρ), module docstring): √ has no
+    gradient at 0 and R(√s) has (R is even), so 1, R's value there, where ρ = 0."""
     at = squared == 0
     radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
-    return torch.where(at, torch.ones_like(squared), torch.special.i0(kappa * radius))
+    return torch.where(at, torch.ones_like(squared), bessel(rate * radius))
 
 
-def _wave(wavenumber, squared: torch.Tensor) -> torch.Tensor:
-    """J₀(kρ) at ρ² = ``squared``, 1 where ρ = 0 (as :func:`_decay`)."""
-    at = squared == 0
-    radius = torch.sqrt(torch.where(at, torch.ones_like(squared), squared))
-    return torch.where(at, torch.ones_like(squared), _BesselJ0.apply(wavenumber * radius))
-
-
-class _BesselJ0(torch.autograd.Function):
-    """J₀ with its derivatives, J₀' = −J₁ (torch's ``bessel_j0`` has none): the acquisition's
-    search needs the first, a varying operator's terms on the functions the second."""
+class _BesselJ(torch.autograd.Function):
+    """J₀ and J₁ (``order``) with their derivatives, which torch's ``bessel_j0`` and ``bessel_j1``
+    lack: J₀' = −J₁ and J₁' = J₀ − J₁/x, ½ at 0 (J₁(x)/x = ½ − x²/16 + …: below 10⁻⁶ the limit is
+    exact to 10⁻¹³). The acquisition's search needs the first derivative of J₀, a varying operator's
+    terms on the functions the second."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, order: int) -> torch.Tensor:
         ctx.save_for_backward(x)
-        return torch.special.bessel_j0(x)
+        ctx.order = order
+        return torch.special.bessel_j1(x) if order else torch.special.bessel_j0(x)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+    def backward(ctx, grad: torch.Tensor):
         (x,) = ctx.saved_tensors
-        return -grad * _BesselJ1.apply(x)
-
-
-class _BesselJ1(torch.autograd.Function):
-    """J₁ with its derivative J₁' = J₀ − J₁/x, ½ at 0 (J₁(x)/x = ½ − x²/16 + …: below 10⁻⁶ the
-    limit is exact to 10⁻¹³)."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return torch.special.bessel_j1(x)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
+        if not ctx.order:
+            return -grad * _BesselJ.apply(x, 1), None
         small = x.abs() < 1e-6
         safe = torch.where(small, torch.ones_like(x), x)
-        slope = _BesselJ0.apply(x) - _BesselJ1.apply(safe) / safe
-        return grad * torch.where(small, torch.full_like(x, 0.5), slope)
+        slope = _BesselJ.apply(x, 0) - _BesselJ.apply(safe, 1) / safe
+        return grad * torch.where(small, torch.full_like(x, 0.5), slope), None
+
+
+def _bessel_j0(x: torch.Tensor) -> torch.Tensor:
+    return _BesselJ.apply(x, 0)
 
 
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
@@ -368,9 +355,9 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     if any(shape.decay):
         kappa = _per_edge(shape.decay, points.dtype, points.device)[2]
         kappa = kappa if principal is None else kappa / principal.abs()
-        factor = factor * _decay(kappa, squared)
+        factor = factor * _radial(torch.special.i0, kappa, squared)
     if any(shape.wavenumber):                   # a graded conductor's parts have none: no principal
-        factor = factor * _wave(_per_edge(shape.wavenumber, points.dtype, points.device)[2], squared)
+        factor = factor * _radial(_bessel_j0, _per_edge(shape.wavenumber, points.dtype, points.device)[2], squared)
     return angles * factor
 
 
@@ -429,9 +416,9 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
             if shape.reach != math.inf:
                 factor = factor * torch.exp(-0.5 * squared / shape.reach**2)
             if shape.decay:
-                factor = factor * _decay(shape.decay, squared)
+                factor = factor * _radial(torch.special.i0, shape.decay, squared)
             if shape.wavenumber:
-                factor = factor * _wave(shape.wavenumber, squared)
+                factor = factor * _radial(_bessel_j0, shape.wavenumber, squared)
             factors.append(factor)
     return angles * torch.stack(factors, -1)
 

@@ -151,7 +151,7 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if conditions:
         where += f", with {len(conditions)} boundary condition{'s' if len(conditions) > 1 else ''}"
         how += " and on them"
-    if boundary_continuous is False and carries_jumps(domain, pde, boundary_continuous):
+    if carries_jumps(domain, pde, boundary_continuous):
         how += f", with the {'corners' if domain.dim == 2 else 'edges'}' functions for the boundary data's jumps"
     return Choice("pde-gp", f"a {'linear' if pde.is_linear() else 'nonlinear'} PDE {where}: a GP {how}")
 

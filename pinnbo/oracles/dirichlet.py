@@ -33,6 +33,26 @@ def check_numbers(value, count: int, field: str, expected: str, positive: bool =
     return numbers
 
 
+def first_eigenvalue(conductivity: Sequence[float], bounds: Sequence[tuple[float, float]],
+                     velocity: Sequence[float]) -> float:
+    """The smallest λ with −(Σ k_i ∂²/∂z_i² − v·∇)T = λT, T = 0 on the box's sides: with
+    T = e^{Σ v_i z_i/(2k_i)} w the operator is symmetric, w = Π sin(π z_i/L_i), and
+    λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i). A steady state with a reaction q ≥ λ₁ is unstable (q = λ₁:
+    none exists)."""
+    return sum(k * math.pi**2 / (hi - lo) ** 2 + v**2 / (4 * k) for k, (lo, hi), v in zip(conductivity, bounds, velocity))
+
+
+def check_reaction(reaction, conductivity: Sequence[float], bounds: Sequence[tuple[float, float]],
+                   velocity: Sequence[float], body: str) -> float:
+    """q as a float; ProblemError naming ``params.reaction`` unless a finite number below the
+    ``body``'s (plate's, box's) first eigenvalue under the diagonal ``conductivity``."""
+    (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+    if q and q >= (limit := first_eigenvalue(conductivity, bounds, velocity)):
+        raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the {body}'s first eigenvalue "
+                           f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
+    return q
+
+
 def check_positive_field(field, bounds: Sequence[tuple[float, float]], axes: Sequence[str], samples: int,
                          formula: str, body: str) -> None:
     """ProblemError naming ``params.conductivity`` unless ``field`` (a function of the axes' arrays)

@@ -50,8 +50,8 @@ from scipy.interpolate import RegularGridInterpolator
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (cell_centres, check_bounds, check_numbers, check_positive_field,
-                                      check_tensor_field, checked_points, has_formula, parse_boundary,
-                                      tensor_at_cells, tensor_function)
+                                      check_reaction, check_tensor_field, checked_points, has_formula,
+                                      parse_boundary, tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -278,24 +278,15 @@ def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
 
 
-def first_eigenvalue(bounds, velocity) -> float:
-    """The smallest λ with −(∇² − v·∇)T = λT, T = 0 on the faces: Σ π²/L_i² + |v|²/4 (with
-    T = e^{v·x/2} w the operator is the screened Laplacian's). A reaction q ≥ λ₁ has no stable
-    steady state (q = λ₁: none)."""
-    return sum(math.pi**2 / (hi - lo) ** 2 + c**2 / 4 for (lo, hi), c in zip(bounds, velocity))
-
-
-def check_reaction(reaction, conductivity, bounds, velocity) -> float:
-    """q as a float; ProblemError unless a finite number below the box's first eigenvalue, in a box
-    of conductivity 1 (a varying one's eigenvalue has no closed form)."""
-    (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
-    if q and conductivity is not None:
-        raise ProblemError(f"params.reaction: a reaction needs the box's conductivity left at 1, got "
-                           f"{shown(conductivity)}")
-    if q and q >= (limit := first_eigenvalue(bounds, velocity)):
-        raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the box's first eigenvalue "
-                           f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
-    return q
+def check_box_reaction(reaction, conductivity, bounds, velocity) -> float:
+    """q as a float (:func:`pinnbo.oracles.dirichlet.check_reaction`), in a box of conductivity 1:
+    a varying one's eigenvalue has no closed form."""
+    if conductivity is not None:
+        check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+        if reaction:
+            raise ProblemError(f"params.reaction: a reaction needs the box's conductivity left at 1, got "
+                               f"{shown(conductivity)}")
+    return check_reaction(reaction, (1.0, 1.0, 1.0), bounds, velocity, "box")
 
 
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
@@ -322,7 +313,7 @@ class HeatBox:
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
     reaction: q, + qT: heat released (q > 0) or lost (q < 0) in proportion to the temperature, with
-        the conductivity left at 1 and q below the box's first eigenvalue (:func:`check_reaction`).
+        the conductivity left at 1 and q below the box's first eigenvalue (:func:`check_box_reaction`).
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
         ∇·(k∇T) − v·∇T = 0; or a tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz,
         k_zz]]``, symmetric positive-definite, of numbers (:func:`check_tensor`) or numbers and
@@ -341,7 +332,7 @@ class HeatBox:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
-        self.reaction = check_reaction(reaction, conductivity, self.bounds, self.velocity)
+        self.reaction = check_box_reaction(reaction, conductivity, self.bounds, self.velocity)
         self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
         self.tensor_expressions = None
         if isinstance(conductivity, str):      # parsed, never evaluated

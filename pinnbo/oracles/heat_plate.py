@@ -50,8 +50,9 @@ from scipy.interpolate import RegularGridInterpolator
 
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
-from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_tensor_field,
-                                     checked_points, has_formula, parse_boundary, tensor_at_cells, tensor_function)
+from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_reaction,
+                                     check_tensor_field, checked_points, has_formula, parse_boundary,
+                                     tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -265,7 +266,8 @@ class HeatPlate:
         downstream by a flow.
     reaction: q, a number: + qT in the equation, heat released (q > 0) or lost (q < 0) in proportion
         to the temperature; with a conductivity of two numbers only, and q below the plate's first
-        eigenvalue (:func:`first_eigenvalue`), above which the steady state is unstable.
+        eigenvalue (:func:`pinnbo.oracles.dirichlet.first_eigenvalue`), above which the steady
+        state is unstable.
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 2) -> (N,)``) or call with one point ``(2,) -> float``;
@@ -298,7 +300,7 @@ class HeatPlate:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
         self.velocity = check_velocity(velocity)
-        self.reaction = check_reaction(reaction, self.conductivity, self.bounds, self.velocity)
+        self.reaction = check_plate_reaction(reaction, self.conductivity, self.bounds, self.velocity)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
@@ -613,28 +615,15 @@ def check_velocity(velocity) -> tuple[float, float]:
     return _number_pair(velocity, "velocity", "two numbers [v_x, v_y]", positive=False)
 
 
-def first_eigenvalue(conductivity: tuple[float, float], bounds, velocity: tuple[float, float]) -> float:
-    """The smallest λ with −(k_x ∂²/∂x² + k_y ∂²/∂y² − v·∇)T = λT, T = 0 on the edges: with
-    T = e^{v_x x/(2k_x) + v_y y/(2k_y)} w the operator is symmetric, w = sin(πx/L_x) sin(πy/L_y), and
-    λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i). A steady state with a reaction q ≥ λ₁ is unstable (q = λ₁:
-    none exists)."""
-    return sum(k * math.pi**2 / (hi - lo) ** 2 + v**2 / (4 * k)
-               for k, (lo, hi), v in zip(conductivity, bounds, velocity))
-
-
-def check_reaction(reaction, conductivity, bounds, velocity) -> float:
-    """q as a float; ProblemError unless a finite number below the plate's first eigenvalue, with a
-    conductivity of two numbers (a tensor's or a graded plate's eigenvalue has no closed form)."""
-    (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
-    if q and not (isinstance(conductivity, tuple) and not isinstance(conductivity[0], tuple)):
-        raise ProblemError(f"params.reaction: a reaction needs a conductivity of two numbers [k_x, k_y], got "
-                           f"{shown(conductivity)}")
-    if q:
-        limit = first_eigenvalue(conductivity, bounds, velocity)
-        if q >= limit:
-            raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the plate's first eigenvalue "
-                               f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
-    return q
+def check_plate_reaction(reaction, conductivity, bounds, velocity) -> float:
+    """q as a float (:func:`pinnbo.oracles.dirichlet.check_reaction`), with a conductivity of two
+    numbers: a tensor's or a graded plate's eigenvalue has no closed form."""
+    if not (isinstance(conductivity, tuple) and not isinstance(conductivity[0], tuple)):
+        check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+        if reaction:
+            raise ProblemError(f"params.reaction: a reaction needs a conductivity of two numbers [k_x, k_y], got "
+                               f"{shown(conductivity)}")
+    return check_reaction(reaction, conductivity, bounds, velocity, "plate")
 
 
 def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None) -> tuple[float, float]:

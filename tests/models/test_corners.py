@@ -626,19 +626,19 @@ def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
 def test_the_bessel_function_of_a_gain_has_its_hand_derived_derivatives():
     """J₀' = −J₁ and J₀'' = −(J₀ − J₁/x), −½ at 0, by autograd against torch's own J₀ and J₁ (whose
     own autograd is missing), and gradcheck's finite differences of both orders."""
-    from pinnbo.models.corners import _BesselJ0
+    from pinnbo.models.corners import _bessel_j0
 
     points = torch.tensor([0.0, 1e-8, 0.3, 1.0, 2.404825557695773, 7.0, -2.0], dtype=torch.float64,
                           requires_grad=True)
-    (first,) = torch.autograd.grad(_BesselJ0.apply(points).sum(), points, create_graph=True)
+    (first,) = torch.autograd.grad(_bessel_j0(points).sum(), points, create_graph=True)
     (second,) = torch.autograd.grad(first.sum(), points)
     values = points.detach()
     j0, j1 = torch.special.bessel_j0(values), torch.special.bessel_j1(values)
     torch.testing.assert_close(first.detach(), -j1, rtol=1e-12, atol=1e-15)
     expected = torch.where(values.abs() < 1e-6, torch.full_like(values, -0.5), -(j0 - j1 / values))
     torch.testing.assert_close(second, expected, rtol=1e-10, atol=1e-12)
-    assert torch.autograd.gradcheck(_BesselJ0.apply, (points,))
-    assert torch.autograd.gradgradcheck(_BesselJ0.apply, (points,))
+    assert torch.autograd.gradcheck(_bessel_j0, (points,))
+    assert torch.autograd.gradgradcheck(_bessel_j0, (points,))
 
 
 def test_the_angles_keep_a_gradient_a_hair_from_their_apex():
