@@ -297,6 +297,46 @@ def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
     return stretch, skew, opening
 
 
+def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: CrossEdgeShape,
+                           principal: torch.Tensor | None = None) -> torch.Tensor:
+    """The box's twelve edge functions under a constant operator with a mixed derivative and a
+    flow, a loss or a gain (``shape``), at physical ``points`` (N, 3), :func:`edge_angles`' order:
+    each the corner function of the operator's part across its edge (:func:`corner_functions` of
+    that part's :class:`CornerShape`), constant along the edge, the sheared angle times
+    e^{α·d} R(ρ) with d the offset from the edge across it and ρ² = dᵀA⁻¹d; the twelve columns
+    through each tensor operation together (the acquisition's search evaluates them at every step).
+    ``principal`` (N, 12): the factor k of the principal part at each function's edge (a graded
+    conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
+    angles = sheared_edge_angles(points, lower, upper, shape)
+    inward = _across_along(torch.stack([points - lower, upper - points], -1))
+    across, along = (offset * side for offset, side in zip(inward, _sides(points.dtype, points.device)))
+    drift_across, drift_along, m_aa, m_ab, m_bb, decay, wavenumber = _part_factors(shape, points.dtype, points.device)
+    exponent = drift_across * across + drift_along * along
+    factor = torch.exp(exponent if principal is None else exponent / principal)
+    squared = m_aa * across**2 + 2 * m_ab * across * along + m_bb * along**2
+    if bool(decay.any()):
+        factor = factor * _radial(torch.special.i0, decay if principal is None else decay / principal.abs(), squared)
+    if bool(wavenumber.any()):                   # a graded conductor's parts have none: no principal
+        factor = factor * _radial(_bessel_j0, wavenumber, squared)
+    return angles * factor
+
+
+@functools.lru_cache(maxsize=64)
+def _part_factors(shape: CrossEdgeShape, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Each edge's drift across and along its angle, metric (A⁻¹_aa, A⁻¹_ab, A⁻¹_bb), decay and
+    wavenumber (12,) for :func:`sheared_edge_functions`: its part's, made once."""
+    parts = [shape.shapes[c] for _, _, c in EDGE_AXES for _ in range(4)]
+    columns = zip(*[(*part.drift, *part.metric, part.decay, part.wavenumber) for part in parts])
+    return tuple(torch.as_tensor(column, dtype=dtype, device=device) for column in columns)
+
+
+def _flows(shape: EdgeShape | CrossEdgeShape) -> bool:
+    """Whether a box's edge functions carry more than the angles: a drift, a decay or a wavenumber."""
+    if isinstance(shape, CrossEdgeShape):
+        return any(part.drift != (0.0, 0.0) or part.decay or part.wavenumber for part in shape.shapes)
+    return any(shape.drift) or any(shape.decay) or any(shape.wavenumber)
+
+
 def _radial(bessel, rate, squared: torch.Tensor) -> torch.Tensor:
     """R(ρ) = ``bessel``(rate·ρ) at ρ² = ``squared`` (I₀(κρ) or J₀(kρ), module docstring): √ has no
     gradient at 0 and R(√s) has (R is even), so 1, R's value there, where ρ = 0."""
@@ -372,25 +412,32 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
     if isinstance(shape, EdgeShape):
         return edge_functions(points, lower, upper, shape)
     if isinstance(shape, CrossEdgeShape):
-        if any(part.drift != (0.0, 0.0) or part.decay or part.wavenumber for part in shape.shapes):
-            return torch.cat([corner_functions(points[:, [a, b]], lower[[a, b]], upper[[a, b]], shape.shapes[c])
-                              for a, b, c in EDGE_AXES], -1)
+        if _flows(shape):
+            return sheared_edge_functions(points, lower, upper, shape)
         return sheared_edge_angles(points, lower, upper, shape)
     if isinstance(shape, GradedEdgeShape):
-        # a mixed derivative with the edge's own coordinate turns an amplitude that varies along the
-        # edge into a term of order 1/ρ: a tensor's takes k at the edge's midpoint instead
-        sheared = isinstance(shape.shape, CrossEdgeShape)
-        fixed, values = _edge_points(tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device,
-                                     sheared)
-        nearest = torch.where(fixed, values, points.unsqueeze(0))        # each edge's point nearest each of points
-        conductivity = shape.conductivity(torch.cat([nearest.reshape(-1, 3), points]))      # one evaluation
-        on_edges, here = conductivity[:-len(points)].reshape(12, -1).T, conductivity[-len(points):]
+        # The flow's drift and decay take k at each edge's point nearest z (z_e), and so does the
+        # factor √(k(z_e)/k(z)); a mixed derivative with the edge's own coordinate would turn an
+        # amplitude that varies along the edge into a term of order 1/ρ, so a tensor's factor takes k
+        # at the edge's midpoint instead. (The drift's variation along the edge multiplies the
+        # offset across it, and stays bounded under that derivative.)
+        sheared, flow = isinstance(shape.shape, CrossEdgeShape), _flows(shape.shape)
+        bounds = tuple(lower.tolist()), tuple(upper.tolist())
+        wanted = [midpoints for midpoints, needed in ((False, flow or not sheared), (True, sheared)) if needed]
+        edge_points = []
+        for midpoints in wanted:
+            fixed, values = _edge_points(*bounds, points.dtype, points.device, midpoints)
+            edge_points.append(torch.where(fixed, values, points.unsqueeze(0)).reshape(-1, 3))
+        conductivity = shape.conductivity(torch.cat([*edge_points, points]))      # one evaluation
+        on_edges = dict(zip(wanted, conductivity[:-len(points)].reshape(len(wanted), 12, -1).transpose(1, 2)))
+        here = conductivity[-len(points):]
+        principal = on_edges[False] if flow else None
         if sheared:
-            functions = sheared_edge_angles(points, lower, upper, shape.shape)
+            functions = sheared_edge_functions(points, lower, upper, shape.shape, principal) if flow else \
+                sheared_edge_angles(points, lower, upper, shape.shape)
         else:
-            flow = any(shape.shape.drift) or any(shape.shape.decay)
-            functions = edge_functions(points, lower, upper, shape.shape, on_edges if flow else None)
-        return functions * torch.sqrt(on_edges / here[:, None])
+            functions = edge_functions(points, lower, upper, shape.shape, principal)
+        return functions * torch.sqrt(on_edges[sheared] / here[:, None])
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
@@ -511,9 +558,7 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
         return None
     if domain.dim == 3:
         edges = _edge_shape((A, b, 0.0), order)
-        if edges is None or (isinstance(edges, CrossEdgeShape) and any(b)):
-            return None
-        return GradedEdgeShape(edges, conductivity)
+        return None if edges is None else GradedEdgeShape(edges, conductivity)
     shape = _shape((A, b, 0.0), order)
     if shape is not None and any(b):
         # the principal part frozen at a corner is k_c A: the flow's drift and decay over k_c there

@@ -494,6 +494,12 @@ def test_a_tensor_in_a_box_gets_the_corner_functions_of_its_part_across_each_edg
                        for a, b, c in EDGE_AXES], -1)
     torch.testing.assert_close(together, apart, atol=1e-14, rtol=0)
     torch.testing.assert_close(corner_sides(inside, BOX_LOWER, BOX_UPPER, still), apart, atol=1e-14, rtol=0)
+    # with the flow, and with a loss or a gain besides, too
+    for extra in (0, -0.7 * U, 0.9 * U):
+        carried = jump_shape(box, PDE(operator + extra, rhs=0), False)
+        apart = torch.cat([corner_functions(inside[:, [a, b]], BOX_LOWER[[a, b]], BOX_UPPER[[a, b]], carried.shapes[c])
+                           for a, b, c in EDGE_AXES], -1)
+        torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, carried), apart, atol=1e-14, rtol=0)
 
 
 def bounded_by_the_edge(residual, shape, unbounded, j: int) -> None:
@@ -566,7 +572,7 @@ def test_a_graded_tensor_in_a_box_gets_the_sheared_functions_divided_by_the_root
     """∇·(k K ∇f), k = 3 + 2x + yz, K with mixed derivatives: each edge function is the sheared
     angle of K's part across its edge times √(k(m_e)/k(z)), m_e the edge's midpoint; the operator
     on it stays bounded as the edge nears, on every edge, where on the sheared angle alone it grows
-    as 1/r. With a flow besides, no functions."""
+    as 1/r."""
     box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
     k, K = 3 + 2 * x + y * z, ((2.0, 0.6, 0.3), (0.6, 1.0, 0.2), (0.3, 0.2, 1.5))
     symbols = (x, y, z)
@@ -594,7 +600,51 @@ def test_a_graded_tensor_in_a_box_gets_the_sheared_functions_divided_by_the_root
     inside = torch.tensor([[0.4, 0.2, 1.5]], dtype=torch.float64)          # the edge's midpoint (1, −1, 1.25)
     torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, shape)[:, j],
                                corner_functions(inside, BOX_LOWER, BOX_UPPER, constant)[:, j] * math.sqrt(3.75 / 4.1))
-    assert jump_shape(box, PDE(graded.lhs[0] - 2 * U.diff(x), rhs=0), False) is None
+
+
+def test_a_graded_tensor_under_a_flow_gets_the_flows_sheared_functions_frozen_along_each_edge():
+    """∇·(k K ∇f) − v·∇f, k = 3 + 2x + yz, K with mixed derivatives: each edge function is the
+    corner function of the flow's part across its edge with its drift and decay divided by k(z_e),
+    z_e the edge's point nearest z, times √(k(m_e)/k(z)), m_e its midpoint. The operator on it
+    stays bounded as each edge nears, at three points along it, where on the graded tensor's
+    functions at rest it grows as 1/r; by hand at one point; it jumps by 1 across its edge."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    k, K, v = 3 + 2 * x + y * z, ((2.0, 0.6, 0.3), (0.6, 1.0, 0.2), (0.3, 0.2, 1.5)), (2.0, -1.5, 1.0)
+    symbols = (x, y, z)
+    graded = sum((k * sum(K[i][j] * U.diff(symbols[j]) for j in range(3))).diff(symbols[i]) for i in range(3))
+    carried = PDE(graded - sum(w * U.diff(s) for w, s in zip(v, symbols)), rhs=0)
+    shape, at_rest = jump_shape(box, carried, False), jump_shape(box, PDE(graded, rhs=0), False)
+    assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape) and not solves_pde(shape)
+    residual = carried.compile()
+    angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+    edges = [(a, b, c, i, side) for a, b, c in EDGE_AXES for i in (0, 1) for side in (0, 1)]
+    for r in (1e-1, 1e-2, 1e-3):
+        for e, (a, b, c, i, side) in enumerate(edges):
+            for t in (0.1, 0.5, 0.9):                                        # 5 points by each edge, three places
+                points = torch.full((5, 3), 0.0, dtype=torch.float64)
+                points[:, c] = (1 - t) * BOX_LOWER[c] + t * BOX_UPPER[c]
+                points[:, a] = BOX_LOWER[a] + r * torch.cos(angle) if i == 0 else BOX_UPPER[a] - r * torch.cos(angle)
+                points[:, b] = BOX_LOWER[b] + r * torch.sin(angle) if side == 0 else BOX_UPPER[b] - r * torch.sin(angle)
+                near = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, e], points).abs().max()
+                rest = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, at_rest)[:, e], points).abs().max()
+                assert float(near) < 6 and float(rest) > 0.5 / r, (e, t, r)
+    # by hand along z at (x₁, y₀), the 11th, at (0.4, 0.2, 1.5): the edge's point (1, −1, 1.5), k_e = 3.5,
+    # its midpoint (1, −1, 1.25), k_m = 3.75, k = 4.1; offsets (−0.6, 1.2) across it in (x, y). The
+    # divergence form takes A with A_xx = 1 (pinnbo.pde.PDE.divergence_form), so its k is K_xx = 2 times these.
+    part = shape.shape.shapes[2]
+    inside = torch.tensor([[0.4, 0.2, 1.5]], dtype=torch.float64)
+    assert float(shape.conductivity(inside)) == pytest.approx(2 * 4.1)
+    (m_xx, m_xy, m_yy), (a_x, a_y), (dx, dy) = part.metric, part.drift, (-0.6, 1.2)
+    rho = math.sqrt(m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2)
+    factor = math.exp((a_x * dx + a_y * dy) / 7.0) * float(torch.special.i0(torch.tensor(part.decay * rho / 7.0)))
+    angles = corner_functions(inside, BOX_LOWER, BOX_UPPER, at_rest.shape)[:, 10]
+    torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, shape)[:, 10],
+                               angles * factor * math.sqrt(3.75 / 4.1))
+    edge = torch.tensor([[1.0, -1.0, 0.7], [1.0, -1.0, 1.9]], dtype=torch.float64)
+    beside_x, beside_y = edge + torch.tensor([0.0, 1e-7, 0.0]).double(), edge - torch.tensor([1e-7, 0.0, 0.0]).double()
+    on = lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, 10]  # noqa: E731
+    jump = torch.sqrt(3.75 / (3 + 2 * edge[:, 0] + edge[:, 1] * edge[:, 2]))
+    torch.testing.assert_close(on(beside_x) - on(beside_y), jump, atol=1e-5, rtol=0)
 
 
 def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
