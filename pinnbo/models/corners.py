@@ -45,7 +45,10 @@ bounded. The graded conductor may carry a uniform flow b, ∇·(k A ∇f) + b·�
 c its principal part is k_c A, so each corner function is the flow's of ∇·(A∇·) + b·∇ with its
 drift and decay divided by k_c, times √(k_c/k(z)); on it the first-order terms that grow as 1/ρ
 near the corner cancel to within O(|z − c|/ρ), and the operator stays bounded. In a box's three
-variables the same holds along each edge with k(z_e), z_e the point of the edge nearest z. Any
+variables the same holds along each edge with k(z_e), z_e the point of the edge nearest z; where A
+has a mixed derivative the factor takes k at the edge's midpoint instead, since that derivative
+with the edge's own coordinate would turn √k(z_e) into a term of order 1/ρ, while the drift's
+k(z_e), which multiplies the offset across the edge, stays bounded under it. Any
 other operator gets, at each corner, the functions of the operator frozen there, whose
 factor e^{α·(z − c)} I₀(κρ) grows away from the corner as the frozen operator departs from the
 PDE's: they are kept within a reach of it (``FROZEN_REACH``).
@@ -164,9 +167,10 @@ class GradedEdgeShape:
     """The edge functions of a graded operator ∇·(k(z) A ∇·) + b·∇ in three variables, b constant
     (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·) + b·∇, their drift and
     decay divided by k(z_e) and each function by √(k(z)/k(z_e)), z_e the point of its edge nearest z
-    (module docstring); a :class:`CrossEdgeShape` where A has a mixed derivative (then b = 0), each
-    sheared function divided by √(k(z)/k(m_e)) instead, m_e its edge's midpoint, so that its jump
-    varies along the edge as 1/√k; ``conductivity`` k at physical points (N, 3) -> (N,)."""
+    (module docstring); a :class:`CrossEdgeShape` where A has a mixed derivative, each sheared
+    function (with a flow, its drift and decay still divided by k(z_e)) divided by √(k(z)/k(m_e))
+    instead, m_e its edge's midpoint, so that its jump varies along the edge as 1/√k;
+    ``conductivity`` k at physical points (N, 3) -> (N,)."""
 
     shape: EdgeShape | CrossEdgeShape
     conductivity: Callable[[torch.Tensor], torch.Tensor]
@@ -502,7 +506,7 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
     functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal), a
     :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a graded
-    conductor ∇·(k A ∇f) + b·∇f with b constant (b = 0 where A has a mixed derivative)."""
+    conductor ∇·(k A ∇f) + b·∇f with b constant."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -542,7 +546,7 @@ def solves_pde(shape: Shapes) -> bool:
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
     """The :class:`GradedShape` of ∇·(k A ∇·) + b·∇ (``form`` (k, A, b)), k compiled to torch, in a
-    box's three variables the :class:`GradedEdgeShape` (b = 0 where A has a mixed derivative); None
+    box's three variables the :class:`GradedEdgeShape`; None
     where k is not of one sign at the corners."""
     k, A, b = form
     node = build(k, pde.atoms)

@@ -143,8 +143,8 @@ def test_a_problem_declares_its_boundary_data():
 
 def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network():
     """In a box, Laplace's operator (one with a conductivity along the axes or a tensor, a flow, a
-    loss, a graded conductor's with a uniform flow or without) gets pde-gp with the edges'
-    functions; coefficients that vary otherwise, which they do not take, pinn-bo."""
+    loss, a graded conductor's or a graded tensor's with a uniform flow or without) gets pde-gp with
+    the edges' functions; coefficients that vary otherwise, which they do not take, pinn-bo."""
     names = sp.symbols("x1:4")
     u = sp.Function("u")(*names)
     box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
@@ -162,6 +162,12 @@ def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network
     assert choose_method(box, graded, boundary_continuous=False).method == "pde-gp"
     carried = PDE(graded.lhs[0] - 2 * u.diff(names[1]), rhs=0)               # graded, and a flow
     assert choose_method(box, carried, boundary_continuous=False).method == "pde-gp"
+    tensor = ((2.0, 0.6, 0.3), (0.6, 1.0, 0.2), (0.3, 0.2, 1.5))
+    composite = sum(((1 + names[0]) * sum(tensor[i][j] * u.diff(names[j]) for j in range(3))).diff(names[i])
+                    for i in range(3))
+    for law in (composite, composite - 2 * u.diff(names[1]) + u.diff(names[2])):     # a graded tensor, with a flow
+        chosen = choose_method(box, PDE(law, rhs=0), boundary_continuous=False)
+        assert chosen.method == "pde-gp" and "edges' angle" in chosen.reason
     varying = PDE(graded.lhs[0] - names[2] * u.diff(names[1]), rhs=0)        # a flow that varies
     assert choose_method(box, varying, boundary_continuous=False).method == "pinn-bo"
 

@@ -124,6 +124,12 @@ def test_a_graded_tensor_enters_the_pde_in_divergence_form_and_carries_the_grade
     shape = jump_shape(graded.domain, graded.minimised_pde, graded.boundary_continuous)
     assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape)
     assert graded.metadata["conductivity"] == K and "∇·(K∇T) = 0 (K = [['2.0*(1 + x)'" in graded.description
+    # carried by a flow besides: the flow's sheared edge functions over k
+    carried = heat_box(BOUNDARY, grid=16, conductivity=K, velocity=[1.5, -1, 2])
+    assert carried.pde.divergence_form()[2] == (-1.5, 1.0, -2.0)
+    shape = jump_shape(carried.domain, carried.minimised_pde, carried.boundary_continuous)
+    assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape)
+    assert any(part.drift != (0.0, 0.0) for part in shape.shape.shapes)
 
 
 @pytest.mark.parametrize("reaction, location", [(12.0, (1.0, 0.3, 1.0)), (20.0, (0.6, 0.48, 0.6))])
