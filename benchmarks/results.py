@@ -71,7 +71,9 @@ FAMILIES = [
      "conductivity tensor ∇·(K∇T) = 0, written with the sheared angles across the edges, and a seventh, the graded "
      "conductor carried by a flow, ∇·(k∇T) − v·∇T = 0, written with the flow's edge functions whose drift and decay "
      "k at the edge divides, and an eighth, a graded composite ∇·(K∇T) = 0 with K = (1 + 2x + yz) A (the sixth's "
-     "tensor A), written with the sheared angles divided by √(k/k(m_e)), m_e each edge's midpoint. "
+     "tensor A), written with the sheared angles divided by √(k/k(m_e)), m_e each edge's midpoint, and a ninth, "
+     "the graded composite carried by a flow, ∇·(K∇T) − v·∇T = 0, written with the flow's sheared edge functions "
+     "whose drift and decay k at the edge divides, divided by √(k/k(m_e)). "
      "`auto` runs `pde-gp` with the edge functions, and `pinn-bo`, which `auto` had run there, is measured "
      "beside it. Two plates whose heat grows with the temperature, T_xx + T_yy + qT = 0 (its `reaction`, a gain: "
      "no maximum principle), written with the corner functions of a Helmholtz operator, θ J₀(√q ρ): q = 8, whose "
@@ -82,7 +84,7 @@ FAMILIES = [
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
       "heat_orthotropic", "heat_advection", "heat_laminate", "heat_graded", "heat_graded_bc3", "heat_graded_bc2",
       "heat_graded_flow", "heat_graded_laminate", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
-      "heat_box_graded", "heat_box_tensor", "heat_box_graded_flow", "heat_box_graded_tensor", "heat_reaction",
+      "heat_box_graded", "heat_box_tensor", "heat_box_graded_flow", "heat_box_graded_tensor", "heat_box_graded_tensor_flow", "heat_reaction",
       "heat_reaction_inside", "heat_box_reaction", "heat_box_reaction_inside"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
@@ -100,6 +102,8 @@ FAMILIES = [
       "benchmarks/kinds/heat_box_tensor.yaml benchmarks/kinds/heat_box_graded_flow.yaml "
       "benchmarks/kinds/heat_box_graded_tensor.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT",
+      "pinnbo bench benchmarks/kinds/heat_box_graded_tensor_flow.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto "
+      "--seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT",
       "pinnbo bench benchmarks/kinds/heat_reaction.yaml benchmarks/kinds/heat_reaction_inside.yaml "
       "benchmarks/kinds/heat_box_reaction.yaml benchmarks/kinds/heat_box_reaction_inside.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT"]),

@@ -28,13 +28,14 @@ The rule, in order, the first branch that applies:
    is then a limit beside the jump. pde-gp where the PDE is in two variables (c ∇²f = g, a
    conductivity that differs along the axes, is a tensor, varies over the plate or both, heat
    carried by a flow), or in three with a constant conductivity (along the axes or a tensor, with
-   a flow or a loss) or a graded one (with a uniform flow or a tensor, not both), whose GP then
+   a flow or a loss) or a graded one (with a uniform flow, a tensor or both), whose GP then
    carries the jumps in the corner or edge functions (:mod:`pinnbo.models.corners`; a fifth of the
    better GP's proposals or fewer on the heat plates, every seed; where the coefficients vary, a
    graded conductor's divided by √k, or the operator's frozen at each corner; on the heat boxes
    whose optimum is a face's limit at an edge, at rest, carried by a flow, with a tensor, graded
-   and carried by a flow or a graded tensor, every seed where the GPs and pinn-bo reached 1% on
-   two seeds of 10 or fewer, on a graded one at rest 9 seeds of 10 where they reached it on none,
+   and carried by a flow, or a graded tensor with a flow or without, every seed where the GPs and
+   pinn-bo reached 1% on two seeds of 10 or fewer, on a graded one at rest 9 seeds of 10 where they
+   reached it on none,
    and about as many as gp-ei's where it is inside a face, one seed of 10 short); pinn-bo
    otherwise, whose residual fit follows a jump that the PDE-GP's smooth kernel approaches only
    slowly, proposal by proposal along the edge.
