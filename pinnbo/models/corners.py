@@ -546,8 +546,8 @@ def solves_pde(shape: Shapes) -> bool:
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
     """The :class:`GradedShape` of ∇·(k A ∇·) + b·∇ (``form`` (k, A, b)), k compiled to torch, in a
-    box's three variables the :class:`GradedEdgeShape`; None
-    where k is not of one sign at the corners."""
+    box's three variables the :class:`GradedEdgeShape`; None where k is not of one sign at the
+    corners."""
     k, A, b = form
     node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]

@@ -35,8 +35,8 @@ The rule, in order, the first branch that applies:
    whose optimum is a face's limit at an edge, at rest, carried by a flow, with a tensor, graded
    and carried by a flow, or a graded tensor with a flow or without, every seed where the GPs and
    pinn-bo reached 1% on two seeds of 10 or fewer, on a graded one at rest 9 seeds of 10 where they
-   reached it on none,
-   and about as many as gp-ei's where it is inside a face, one seed of 10 short); pinn-bo
+   reached it on none, and about as many as gp-ei's where it is inside a face, one seed of 10
+   short); pinn-bo
    otherwise, whose residual fit follows a jump that the PDE-GP's smooth kernel approaches only
    slowly, proposal by proposal along the edge.
 9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
