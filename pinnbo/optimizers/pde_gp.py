@@ -64,7 +64,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound
-from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
 from botorch.acquisition.multi_objective.objective import WeightedMCMultiOutputObjective
 from botorch.exceptions.warnings import NumericsWarning
@@ -323,12 +322,9 @@ class PDEGPOptimizer(Optimizer):
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
             unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides)
-            # The stall rule; noise-free only: under declared noise a replicate is information. The
-            # bound has resolved its optimum, and near it the model is sure and no better; the escape
-            # goes where an improvement is likeliest to be large (log EI), however unsure.
+            # The stall rule; noise-free only: under declared noise a replicate is information.
             if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
-                escape = LogExpectedImprovement(self.model, best_f=float(y_t.min()), maximize=False)
-                unit = self._maximise(escape, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides)
+                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides)
         return self.domain.from_unit(unit)
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):

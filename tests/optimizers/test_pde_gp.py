@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from botorch.acquisition.analytic import LogExpectedImprovement
 
 from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer
@@ -74,31 +73,6 @@ def test_a_stalled_search_does_not_repeat_itself_once_more():
         opt.tell(p, harmonic(p))
     assert stalls >= 2
     assert min(opt.y) < -np.exp(2) + 1e-4
-
-
-def test_a_stalled_search_escapes_to_the_largest_expected_improvement():
-    # once stalled, the proposal that would repeat a design is replaced by the design 0.1 or more
-    # from every other with the largest expected improvement on the faces (the maximum principle's
-    # search): no point of a grid over the faces that far from the designs promises more, with the
-    # default search's starts
-    opt = started({**FAST, "num_restarts": 10, "raw_samples": 512})
-    grid = np.linspace(0.0, 1.0, 41)
-    faces = np.concatenate([np.stack([np.full_like(grid, side), grid], 1) for side in (0.0, 1.0)]
-                           + [np.stack([grid, np.full_like(grid, side)], 1) for side in (0.0, 1.0)])
-    escapes = 0
-    for _ in range(12):
-        evaluated = BOX.to_unit(np.stack(opt.X))
-        p = opt.ask()
-        unit = BOX.to_unit(p)
-        if stalled(evaluated, np.array(opt.y)) and np.min(np.max(np.abs(unit - evaluated), axis=1)) >= 0.1 - 1e-9:
-            far = faces[np.min(np.max(np.abs(faces[:, None] - evaluated[None]), axis=2), axis=1) >= 0.1]
-            improvement = LogExpectedImprovement(opt.model, best_f=min(opt.y), maximize=False)
-            with torch.no_grad():
-                log_ei = improvement(torch.as_tensor(np.vstack([unit, far])).unsqueeze(1))
-            assert float(log_ei[0]) >= float(log_ei[1:].max()) - 1e-6
-            escapes += 1
-        opt.tell(p, harmonic(p))
-    assert escapes >= 2
 
 
 def test_ask_is_deterministic_and_checkpoints_round_trip():
