@@ -43,10 +43,14 @@ def first_eigenvalue(conductivity: Sequence[float], bounds: Sequence[tuple[float
 
 
 def check_reaction(reaction, conductivity: Sequence[float], bounds: Sequence[tuple[float, float]],
-                   velocity: Sequence[float], body: str) -> float:
+                   velocity: Sequence[float], body: str, needs: str | None = None, given=None) -> float:
     """q as a float; ProblemError naming ``params.reaction`` unless a finite number below the
-    ``body``'s (plate's, box's) first eigenvalue under the diagonal ``conductivity``."""
+    ``body``'s (plate's, box's) first eigenvalue under the diagonal ``conductivity``. ``needs``: the
+    conductivity a reaction needs where the case ``given`` is not it (a tensor's or a graded body's
+    eigenvalue has no closed form), and a nonzero q is refused."""
     (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
+    if q and needs is not None:
+        raise ProblemError(f"params.reaction: a reaction needs {needs}, got {shown(given)}")
     if q and q >= (limit := first_eigenvalue(conductivity, bounds, velocity)):
         raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the {body}'s first eigenvalue "
                            f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")

@@ -278,17 +278,6 @@ def check_tensor(tensor) -> tuple[tuple[float, float, float], ...]:
     return tuple(tuple(float(v) + 0.0 for v in row) for row in K)
 
 
-def check_box_reaction(reaction, conductivity, bounds, velocity) -> float:
-    """q as a float (:func:`pinnbo.oracles.dirichlet.check_reaction`), in a box of conductivity 1:
-    a varying one's eigenvalue has no closed form."""
-    if conductivity is not None:
-        check_numbers([reaction], 1, "reaction", "a number", False, reaction)
-        if reaction:
-            raise ProblemError(f"params.reaction: a reaction needs the box's conductivity left at 1, got "
-                               f"{shown(conductivity)}")
-    return check_reaction(reaction, (1.0, 1.0, 1.0), bounds, velocity, "box")
-
-
 def check_flow(velocity, bounds) -> tuple[float, float, float]:
     """``velocity`` as three floats; ProblemError unless three finite numbers whose flow across the
     box, Σ |v_i| (x1_i − x0_i), is at most :data:`MOST_FLOW`."""
@@ -313,7 +302,7 @@ class HeatBox:
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
     reaction: q, + qT: heat released (q > 0) or lost (q < 0) in proportion to the temperature, with
-        the conductivity left at 1 and q below the box's first eigenvalue (:func:`check_box_reaction`).
+        the conductivity left at 1 and q below the box's first eigenvalue (:func:`pinnbo.oracles.dirichlet.check_reaction`).
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
         ∇·(k∇T) − v·∇T = 0; or a tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz,
         k_zz]]``, symmetric positive-definite, of numbers (:func:`check_tensor`) or numbers and
@@ -332,7 +321,9 @@ class HeatBox:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
-        self.reaction = check_box_reaction(reaction, conductivity, self.bounds, self.velocity)
+        self.reaction = check_reaction(reaction, (1.0, 1.0, 1.0), self.bounds, self.velocity, "box",
+                                       None if conductivity is None else "the box's conductivity left at 1",
+                                       conductivity)
         self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
         self.tensor_expressions = None
         if isinstance(conductivity, str):      # parsed, never evaluated

@@ -300,7 +300,10 @@ class HeatPlate:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
         self.velocity = check_velocity(velocity)
-        self.reaction = check_plate_reaction(reaction, self.conductivity, self.bounds, self.velocity)
+        diagonal = isinstance(self.conductivity, tuple) and not isinstance(self.conductivity[0], tuple)
+        self.reaction = check_reaction(reaction, self.conductivity, self.bounds, self.velocity, "plate",
+                                       None if diagonal else "a conductivity of two numbers [k_x, k_y]",
+                                       self.conductivity)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
@@ -613,17 +616,6 @@ def conductivity_tensor(conductivity) -> tuple[tuple[float, float], tuple[float,
 def check_velocity(velocity) -> tuple[float, float]:
     """``(v_x, v_y)`` as floats; ProblemError unless two finite numbers."""
     return _number_pair(velocity, "velocity", "two numbers [v_x, v_y]", positive=False)
-
-
-def check_plate_reaction(reaction, conductivity, bounds, velocity) -> float:
-    """q as a float (:func:`pinnbo.oracles.dirichlet.check_reaction`), with a conductivity of two
-    numbers: a tensor's or a graded plate's eigenvalue has no closed form."""
-    if not (isinstance(conductivity, tuple) and not isinstance(conductivity[0], tuple)):
-        check_numbers([reaction], 1, "reaction", "a number", False, reaction)
-        if reaction:
-            raise ProblemError(f"params.reaction: a reaction needs a conductivity of two numbers [k_x, k_y], got "
-                               f"{shown(conductivity)}")
-    return check_reaction(reaction, conductivity, bounds, velocity, "plate")
 
 
 def _number_pair(value, field: str, expected: str, positive: bool, shown_as=None) -> tuple[float, float]:
