@@ -23,8 +23,8 @@ from problems.heat_plate import tensor_divergence
 @register_problem
 def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocity: list | None = None,
              conductivity: str | list | None = None, reaction: float | None = None) -> Problem:
-    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇·(k∇T) − v·∇T = 0 with a
-    conductivity that varies or a flow, or ∇²T − v·∇T + qT = 0 with a reaction.
+    """Maximise the steady temperature T(x, y, z) of a box, ∇²T = 0, or ∇·(k∇T) − v·∇T + qT = 0 with
+    a conductivity that varies, a flow or a reaction.
 
     Args:
         boundary: Dirichlet data per face as formulas of x, y and z: ``{x-: T(x0, y, z), x+: T(x1,
@@ -39,8 +39,9 @@ def heat_box(boundary: dict, bounds: list | None = None, grid: int = 96, velocit
             entries are numbers or formulas of x, y and z (a graded composite; positive-definite on
             the whole closed box); either solved iteratively: a few seconds at 96³, once.
         reaction: q, default 0: + qT, heat released (q > 0; the hottest point may then lie inside)
-            or lost (q < 0) in proportion to the temperature; with the conductivity left at 1, and
-            q below the box's first eigenvalue Σ π²/L_i² + |v|²/4.
+            or lost (q < 0) in proportion to the temperature; q below the box's first eigenvalue
+            Σ π²/L_i² + |v|²/4, or with a conductivity below its lower bound λ_min Σ π²/L_i²,
+            λ_min the smallest conductivity on the box (a tensor's smallest eigenvalue).
     """
     if bounds is None:
         bounds = [[0.0, 1.0]] * 3

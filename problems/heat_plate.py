@@ -64,9 +64,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
             cells. The supremum is still the boundary data's.
         reaction: q, default 0: + qT, heat released in proportion to the temperature (q > 0, a
             reaction whose heat grows with T; the hottest point may then lie inside the plate) or
-            lost (q < 0, through the faces to surroundings at 0); with a conductivity of two
-            numbers, and q below the plate's first eigenvalue Σ k_i π²/L_i² + v_i²/(4k_i) (above
-            it the steady state is unstable). Solved by finite differences on the same cells.
+            lost (q < 0, through the faces to surroundings at 0); q below the plate's first
+            eigenvalue Σ k_i π²/L_i² + v_i²/(4k_i) (above it the steady state is unstable), or
+            with a tensor or a graded conductivity below its lower bound λ_min Σ π²/L_i², λ_min
+            the smallest conductivity on the plate (a tensor's smallest eigenvalue). Solved by
+            finite differences on the same cells.
     """
     if bounds is None:
         bounds = [list(pair) for pair in DEFAULT_BOUNDS]
@@ -94,10 +96,11 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
     x, y = sp.symbols("x y")
     T = sp.Function("T")(x, y)
     (x0, x1), (y0, y1) = plate.bounds
+    given = ""                                  # a varying conductivity's formula, after the equation
     if graded is not None:
-        operator = f"∇·(k∇T), k = {plate.conductivity}"
+        operator, given = "∇·(k∇T)", f" (k = {plate.conductivity})"
     elif varying is not None:
-        operator = f"∇·(K∇T), K = {shown(plate.conductivity)}"
+        operator, given = "∇·(K∇T)", f" (K = {shown(plate.conductivity)})"
     else:
         operator = "∇²T" if k_x == k_y == 1.0 and k_xy == 0.0 else \
             f"{k_x:g} T_xx + {2 * k_xy:g} T_xy + {k_y:g} T_yy" if k_xy else f"{k_x:g} T_xx + {k_y:g} T_yy"
@@ -108,7 +111,7 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         operator += f" {'+' if plate.reaction > 0 else '-'} {abs(plate.reaction):g} T"
     differenced = flow or k_xy or graded is not None or varying is not None or plate.reaction
     description = (
-        f"Steady heat plate {operator} = 0 on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
+        f"Steady heat plate {operator} = 0{given} on [{x0:g}, {x1:g}] × [{y0:g}, {y1:g}], Dirichlet data "
         f"left={shown(plate.boundary['left'])}, right={shown(plate.boundary['right'])}, "
         f"bottom={shown(plate.boundary['bottom'])}, top={shown(plate.boundary['top'])}; "
         f"{'finite-difference' if differenced else 'py-pde'} reference on a "
@@ -136,9 +139,9 @@ def heat_plate(boundary: dict, bounds: list | None = None, grid: int = 256,
         domain=Box((x0, y0), (x1, y1), ("x", "y")),
         objective=objective,
         sense="maximize",
-        pde=PDE(graded_operator(T, x, y, graded, plate.velocity) if graded is not None
-                else _minus_flow(tensor_divergence(T, (x, y), varying), T, x, y, plate.velocity) if varying is not None
-                else plate_operator(T, x, y, tensor, plate.velocity) + (plate.reaction * T if plate.reaction else 0),
+        pde=PDE((graded_operator(T, x, y, graded, plate.velocity) if graded is not None
+                 else _minus_flow(tensor_divergence(T, (x, y), varying), T, x, y, plate.velocity) if varying is not None
+                 else plate_operator(T, x, y, tensor, plate.velocity)) + (plate.reaction * T if plate.reaction else 0),
                 rhs=0),
         optimum=f_star,
         optimum_location=tuple(float(v) for v in location),

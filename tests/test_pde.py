@@ -455,27 +455,31 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
 
 
 @pytest.mark.parametrize("pde, expected", [
-    (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y)), (1 + 3 * x, ((1, 0), (0, 1)), (0, 0))),
+    (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y)), (1 + 3 * x, ((1, 0), (0, 1)), (0, 0), 0.0)),
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y)).negated(),
-     (-1 - 3 * x, ((1, 0), (0, 1)), (0, 0))),
+     (-1 - 3 * x, ((1, 0), (0, 1)), (0, 0), 0.0)),
     # a tensor graded by one factor, k (1 + xy)·[[2, 1], [1, 3]]: A = K/K_11
     (PDE(((1 + x * y) * (2 * T2.diff(x) + T2.diff(y))).diff(x) + ((1 + x * y) * (T2.diff(x) + 3 * T2.diff(y))).diff(y)),
-     (2 + 2 * x * y, ((1, 0.5), (0.5, 1.5)), (0, 0))),
+     (2 + 2 * x * y, ((1, 0.5), (0.5, 1.5)), (0, 0), 0.0)),
     # a flow, b = (−2, 0), the same when the unknown is expanded first; a negated one's is −b
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y) - 2 * T2.diff(x)),
-     (1 + 3 * x, ((1, 0), (0, 1)), (-2, 0))),
-    (PDE((1 + 3 * x) * (T2.diff(x, 2) + T2.diff(y, 2)) + T2.diff(x)), (1 + 3 * x, ((1, 0), (0, 1)), (-2, 0))),
+     (1 + 3 * x, ((1, 0), (0, 1)), (-2, 0), 0.0)),
+    (PDE((1 + 3 * x) * (T2.diff(x, 2) + T2.diff(y, 2)) + T2.diff(x)), (1 + 3 * x, ((1, 0), (0, 1)), (-2, 0), 0.0)),
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y) - 2 * T2.diff(x)).negated(),
-     (-1 - 3 * x, ((1, 0), (0, 1)), (2, 0))),
+     (-1 - 3 * x, ((1, 0), (0, 1)), (2, 0), 0.0)),
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y) - y * T2.diff(x)), None),   # a varying flow
     (PDE(T2.diff(x, 2) + T2.diff(y, 2) + x * T2.diff(x)), None),        # a drift that is no divergence
     (PDE(((1 + x) * T2.diff(x)).diff(x) + T2.diff(y, 2)), None),         # k along x only: no common factor
-    (PDE(((1 + x) * T2.diff(x)).diff(x) + ((1 + x) * T2.diff(y)).diff(y) - T2), None),   # a zero-order term
+    # a reaction, constant: c = −1 (negated, +1)
+    (PDE(((1 + x) * T2.diff(x)).diff(x) + ((1 + x) * T2.diff(y)).diff(y) - T2), (1 + x, ((1, 0), (0, 1)), (0, 0), -1.0)),
+    (PDE(((1 + x) * T2.diff(x)).diff(x) + ((1 + x) * T2.diff(y)).diff(y) - T2).negated(),
+     (-1 - x, ((1, 0), (0, 1)), (0, 0), 1.0)),
+    (PDE(((1 + x) * T2.diff(x)).diff(x) + ((1 + x) * T2.diff(y)).diff(y) - x * T2), None),   # a reaction that varies
     (PDE(T2.diff(x, 2) + T2.diff(y, 2)), None),                         # constant: the constant operator's
 ])
 def test_a_graded_conductor_is_read_in_divergence_form(pde, expected):
-    """∇·(k A ∇h) + b·∇h with k varying, A constant (A_11 = 1), the drift the divergence's plus a
-    constant b and no zero-order term, is read as (k, A, b); anything else is not."""
+    """∇·(k A ∇h) + b·∇h + c h with k varying, A constant (A_11 = 1), the drift the divergence's plus
+    a constant b and a constant c, is read as (k, A, b, c); anything else is not."""
     found = pde.divergence_form()
     if expected is None:
         assert found is None

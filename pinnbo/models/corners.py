@@ -48,7 +48,9 @@ near the corner cancel to within O(|z − c|/ρ), and the operator stays bounded
 variables the same holds along each edge with k(z_e), z_e the point of the edge nearest z; where A
 has a mixed derivative the factor takes k at the edge's midpoint instead, since that derivative
 with the edge's own coordinate would turn √k(z_e) into a term of order 1/ρ, while the drift's
-k(z_e), which multiplies the offset across the edge, stays bounded under it. Any
+k(z_e), which multiplies the offset across the edge, stays bounded under it. A reaction c f
+(heat released or lost in proportion to the temperature) is frozen alike, as c/k_c at a corner and
+c/k(z_e) along an edge, beside the flow's decay. Any
 other operator gets, at each corner, the functions of the operator frozen there, whose
 factor e^{α·(z − c)} I₀(κρ) grows away from the corner as the frozen operator departs from the
 PDE's: they are kept within a reach of it (``FROZEN_REACH``).
@@ -135,10 +137,10 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
 
 @dataclass(frozen=True)
 class GradedShape:
-    """The corner functions of a graded operator ∇·(k(z) A ∇·) + b·∇, b constant
-    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·), or with a flow, four
-    (one per corner) of ∇·(A∇·) + b·∇ with the drift and decay divided by k_c, each divided by
-    √(k/k_c) (module docstring); ``conductivity`` k at physical points (N, 2) -> (N,) and
+    """The corner functions of a graded operator ∇·(k(z) A ∇·) + b·∇ + c, b and c constant
+    (:meth:`pinnbo.pde.PDE.divergence_form`): ``shape`` those of ∇·(A∇·), or with a flow or a
+    reaction, four (one per corner) of ∇·(A∇·) + (b/k_c)·∇ + c/k_c, the operator frozen at the
+    corner over k_c, each divided by √(k/k_c) (module docstring); ``conductivity`` k at physical points (N, 2) -> (N,) and
     ``at_corners`` k at the four corners (:func:`corner_angles`' order)."""
 
     shape: CornerShape | tuple
@@ -170,10 +172,14 @@ class GradedEdgeShape:
     (module docstring); a :class:`CrossEdgeShape` where A has a mixed derivative, each sheared
     function (with a flow, its drift and decay still divided by k(z_e)) divided by √(k(z)/k(m_e))
     instead, m_e its edge's midpoint, so that its jump varies along the edge as 1/√k;
-    ``conductivity`` k at physical points (N, 3) -> (N,)."""
+    ``conductivity`` k at physical points (N, 3) -> (N,). ``reaction``: a constant c, + c f (heat
+    released or lost in proportion to the temperature), frozen at the edge as c/k(z_e) beside the
+    flow's decay: κ² = κ_b²/k(z_e)² − c/k(z_e), κ_b ``shape``'s decay, I₀(κρ) where κ² ≥ 0 and
+    J₀(√(−κ²) ρ) where not (:func:`_frozen_radial`)."""
 
     shape: EdgeShape | CrossEdgeShape
     conductivity: Callable[[torch.Tensor], torch.Tensor]
+    reaction: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -302,7 +308,7 @@ def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
 
 
 def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: CrossEdgeShape,
-                           principal: torch.Tensor | None = None) -> torch.Tensor:
+                           principal: torch.Tensor | None = None, reaction: float = 0.0) -> torch.Tensor:
     """The box's twelve edge functions under a constant operator with a mixed derivative and a
     flow, a loss or a gain (``shape``), at physical ``points`` (N, 3), :func:`edge_angles`' order:
     each the corner function of the operator's part across its edge (:func:`corner_functions` of
@@ -310,7 +316,8 @@ def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: tor
     e^{α·d} R(ρ) with d the offset from the edge across it and ρ² = dᵀA⁻¹d; the twelve columns
     through each tensor operation together (the acquisition's search evaluates them at every step).
     ``principal`` (N, 12): the factor k of the principal part at each function's edge (a graded
-    conductor's, :class:`GradedEdgeShape`), by which α and κ are divided."""
+    conductor's, :class:`GradedEdgeShape`), by which α and κ are divided, and ``reaction`` its
+    zero-order term, frozen there (:func:`_frozen_radial`)."""
     angles = sheared_edge_angles(points, lower, upper, shape)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
     across, along = (offset * side for offset, side in zip(inward, _sides(points.dtype, points.device)))
@@ -318,6 +325,8 @@ def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: tor
     exponent = drift_across * across + drift_along * along
     factor = torch.exp(exponent if principal is None else exponent / principal)
     squared = m_aa * across**2 + 2 * m_ab * across * along + m_bb * along**2
+    if reaction:
+        return angles * factor * _frozen_radial(decay, principal, reaction, squared)
     if bool(decay.any()):
         factor = factor * _radial(torch.special.i0, decay if principal is None else decay / principal.abs(), squared)
     if bool(wavenumber.any()):                   # a graded conductor's parts have none: no principal
@@ -349,6 +358,27 @@ def _radial(bessel, rate, squared: torch.Tensor) -> torch.Tensor:
     return torch.where(at, torch.ones_like(squared), bessel(rate * radius))
 
 
+def _frozen_radial(decay: torch.Tensor, principal: torch.Tensor, reaction: float, squared: torch.Tensor
+                   ) -> torch.Tensor:
+    """R(ρ) of a graded operator with a reaction c frozen at each function's edge (``principal``
+    k(z_e), (N, 12)), at ρ² = ``squared``: the part across the edge over k(z_e) has
+    κ² = κ_b²/k(z_e)² − c/k(z_e), ``decay`` κ_b (12,) the flow's alone, so I₀(κρ) where κ² ≥ 0 and
+    J₀(kρ), k² = −κ², where heat released outweighs the flow (:class:`GradedEdgeShape`). Each root
+    is taken of its own side's values only: the other side's would put √0's infinite slope into the
+    gradient."""
+    rate = (decay / principal) ** 2 - reaction / principal
+    grows = rate >= 0
+    one = torch.ones_like(rate)
+    factor = torch.ones_like(squared)
+    if bool(grows.any()):
+        kappa = torch.where(grows, torch.sqrt(torch.where(grows, rate, one)), torch.zeros_like(rate))
+        factor = factor * _radial(torch.special.i0, kappa, squared)
+    if not bool(grows.all()):
+        k = torch.where(grows, torch.zeros_like(rate), torch.sqrt(torch.where(grows, one, -rate)))
+        factor = factor * _radial(_bessel_j0, k, squared)
+    return factor
+
+
 class _BesselJ(torch.autograd.Function):
     """J₀ and J₁ (``order``) with their derivatives, which torch's ``bessel_j0`` and ``bessel_j1``
     lack: J₀' = −J₁ and J₁' = J₀ − J₁/x, ½ at 0 (J₁(x)/x = ½ − x²/16 + …: below 10⁻⁶ the limit is
@@ -377,15 +407,16 @@ def _bessel_j0(x: torch.Tensor) -> torch.Tensor:
 
 
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
-                   principal: torch.Tensor | None = None) -> torch.Tensor:
+                   principal: torch.Tensor | None = None, reaction: float = 0.0) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
     :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ) (J₀(kρ) for a
     Helmholtz part), d the offset from the edge across it and ρ its length in the scaled coordinates
     (the corner function of the operator's part across the edge: module docstring), 1 on the edge;
     the angles alone without a drift, a decay or a wavenumber. ``principal`` (N, 12): the factor k
     of the principal part at each function's edge (a graded conductor's, :class:`GradedEdgeShape`),
-    by which α and κ are divided."""
-    if not any(shape.drift) and not any(shape.decay) and not any(shape.wavenumber):
+    by which α and κ are divided, and ``reaction`` its zero-order term, frozen there
+    (:func:`_frozen_radial`)."""
+    if not any(shape.drift) and not any(shape.decay) and not any(shape.wavenumber) and not reaction:
         return edge_angles(points, lower, upper, shape.scales)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
     angles = _angles(*inward, shape.scales)
@@ -393,9 +424,12 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     drift_across, drift_along, _ = _per_edge(shape.drift, points.dtype, points.device)
     exponent = drift_across * across + drift_along * along
     factor = torch.exp(exponent if principal is None else exponent / principal)
-    if any(shape.decay) or any(shape.wavenumber):
+    if any(shape.decay) or any(shape.wavenumber) or reaction:
         scale_across, scale_along, _ = _per_edge(shape.scales, points.dtype, points.device)
         squared = (across / scale_across) ** 2 + (along / scale_along) ** 2
+    if reaction:
+        decay = _per_edge(shape.decay, points.dtype, points.device)[2]
+        return angles * factor * _frozen_radial(decay, principal, reaction, squared)
     if any(shape.decay):
         kappa = _per_edge(shape.decay, points.dtype, points.device)[2]
         kappa = kappa if principal is None else kappa / principal.abs()
@@ -425,7 +459,7 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         # amplitude that varies along the edge into a term of order 1/ρ, so a tensor's factor takes k
         # at the edge's midpoint instead. (The drift's variation along the edge multiplies the
         # offset across it, and stays bounded under that derivative.)
-        sheared, flow = isinstance(shape.shape, CrossEdgeShape), _flows(shape.shape)
+        sheared, flow = isinstance(shape.shape, CrossEdgeShape), _flows(shape.shape) or bool(shape.reaction)
         bounds = tuple(lower.tolist()), tuple(upper.tolist())
         wanted = [midpoints for midpoints, needed in ((False, flow or not sheared), (True, sheared)) if needed]
         edge_points = []
@@ -437,10 +471,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         here = conductivity[-len(points):]
         principal = on_edges[False] if flow else None
         if sheared:
-            functions = sheared_edge_functions(points, lower, upper, shape.shape, principal) if flow else \
-                sheared_edge_angles(points, lower, upper, shape.shape)
+            functions = sheared_edge_functions(points, lower, upper, shape.shape, principal, shape.reaction) \
+                if flow else sheared_edge_angles(points, lower, upper, shape.shape)
         else:
-            functions = edge_functions(points, lower, upper, shape.shape, principal)
+            functions = edge_functions(points, lower, upper, shape.shape, principal, shape.reaction)
         return functions * torch.sqrt(on_edges[sheared] / here[:, None])
     if isinstance(shape, GradedShape):
         plain = corner_functions(points, lower, upper, shape.shape, only)
@@ -498,15 +532,14 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
     docstring), and no boundary condition (which they would break). With constant
     coefficients the corner functions solve its homogeneous part. Where they vary they do not
     (:func:`solves_pde` False) but still jump as the solution does: for a graded operator
-    ∇·(k(z) A ∇·) + b·∇ with b constant, a :class:`GradedShape`, the functions of ∇·(A∇·) + b·∇
-    with the flow's drift and decay divided by k_c, divided by √(k/k_c), on which the operator is
-    bounded (Liouville's transformation, :meth:`pinnbo.pde.PDE.divergence_form`); for any other, a
+    ∇·(k(z) A ∇·) + b·∇ + c with b and c constant, a :class:`GradedShape`, the functions of
+    ∇·(A∇·) + (b/k_c)·∇ + c/k_c, divided by √(k/k_c), on which the operator is bounded (Liouville's transformation, :meth:`pinnbo.pde.PDE.divergence_form`); for any other, a
     tuple of four shapes, each corner's function that of the operator frozen at its corner, kept
     within its reach (``FROZEN_REACH``), where the solution's own singular part is the frozen
     one's (Grisvard 1985, ch. 5). In a box's three variables, an :class:`EdgeShape`, the edge
     functions of a constant operator Σ A_ii ∂²f/∂z_i² + b·∇f + c f (diagonal), a
     :class:`CrossEdgeShape` with a mixed derivative, and a :class:`GradedEdgeShape` for a graded
-    conductor ∇·(k A ∇f) + b·∇f with b constant."""
+    conductor ∇·(k A ∇f) + b·∇f + c f with b and c constant."""
     if boundary_continuous is not False or pde is None or isinstance(pde, dict) or domain.dim not in (2, 3):
         return None
     own = tuple(getattr(pde, "own_inputs", ()))
@@ -545,10 +578,10 @@ def solves_pde(shape: Shapes) -> bool:
 
 
 def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
-    """The :class:`GradedShape` of ∇·(k A ∇·) + b·∇ (``form`` (k, A, b)), k compiled to torch, in a
+    """The :class:`GradedShape` of ∇·(k A ∇·) + b·∇ + c (``form`` (k, A, b, c)), k compiled to torch, in a
     box's three variables the :class:`GradedEdgeShape`; None where k is not of one sign at the
     corners."""
-    k, A, b = form
+    k, A, b, c = form
     node = build(k, pde.atoms)
     columns = [domain.names.index(symbol.name) for symbol in pde.atoms.symbols]
 
@@ -562,9 +595,12 @@ def _graded(domain, pde, form, order) -> GradedShape | GradedEdgeShape | None:
         return None
     if domain.dim == 3:
         edges = _edge_shape((A, b, 0.0), order)
-        return None if edges is None else GradedEdgeShape(edges, conductivity)
+        return None if edges is None else GradedEdgeShape(edges, conductivity, c)
     shape = _shape((A, b, 0.0), order)
-    if shape is not None and any(b):
+    if shape is not None and c:
+        # the operator frozen at each corner over k_c: A, b/k_c, c/k_c
+        shape = tuple(_shape((A, tuple(v / k_c for v in b), c / k_c), order) for k_c in at_corners)
+    elif shape is not None and any(b):
         # the principal part frozen at a corner is k_c A: the flow's drift and decay over k_c there
         shape = tuple(dataclasses.replace(shape, drift=(shape.drift[0] / k_c + 0.0, shape.drift[1] / k_c + 0.0),
                                           decay=shape.decay / abs(k_c)) for k_c in at_corners)

@@ -42,27 +42,36 @@ def first_eigenvalue(conductivity: Sequence[float], bounds: Sequence[tuple[float
     return sum(k * math.pi**2 / (hi - lo) ** 2 + v**2 / (4 * k) for k, (lo, hi), v in zip(conductivity, bounds, velocity))
 
 
-def check_reaction(reaction, conductivity: Sequence[float], bounds: Sequence[tuple[float, float]],
-                   velocity: Sequence[float], body: str, needs: str | None = None, given=None) -> float:
+def check_reaction(reaction, bounds: Sequence[tuple[float, float]], velocity: Sequence[float], body: str,
+                   conductivity: Sequence[float] | None = None, lowest: float | None = None) -> float:
     """q as a float; ProblemError naming ``params.reaction`` unless a finite number below the
-    ``body``'s (plate's, box's) first eigenvalue under the diagonal ``conductivity``. ``needs``: the
-    conductivity a reaction needs where the case ``given`` is not it (a tensor's or a graded body's
-    eigenvalue has no closed form), and a nonzero q is refused."""
+    ``body``'s (plate's, box's) first eigenvalue: exactly, under a diagonal ``conductivity`` (per-axis
+    numbers, :func:`first_eigenvalue`); otherwise below its lower bound λ_min Σ π²/L_i², ``lowest``
+    = λ_min the smallest conductivity on the body (a tensor's smallest eigenvalue): by Rayleigh's
+    quotient ∫∇Tᵀ K ∇T ≥ λ_min ∫|∇T|² ≥ λ_min Σ π²/L_i² ∫T², and a uniform flow, whose term
+    ∫T v·∇T vanishes, only raises the first eigenvalue. A graded or composite body's eigenvalue has
+    no closed form; q between the bound and it is refused too."""
     (q,) = check_numbers([reaction], 1, "reaction", "a number", False, reaction)
-    if q and needs is not None:
-        raise ProblemError(f"params.reaction: a reaction needs {needs}, got {shown(given)}")
-    if q and q >= (limit := first_eigenvalue(conductivity, bounds, velocity)):
-        raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the {body}'s first eigenvalue "
-                           f"(above it the steady state is unstable: thermal runaway), got {shown(reaction)}")
+    if not q:
+        return q
+    if conductivity is not None:
+        if q >= (limit := first_eigenvalue(conductivity, bounds, velocity)):
+            raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, the {body}'s first "
+                               f"eigenvalue (above it the steady state is unstable: thermal runaway), got "
+                               f"{shown(reaction)}")
+    elif q >= (limit := lowest * sum(math.pi**2 / (hi - lo) ** 2 for lo, hi in bounds)):
+        raise ProblemError(f"params.reaction: expected a number below {limit:.6g}, a lower bound on the {body}'s "
+                           f"first eigenvalue under its smallest conductivity, {lowest:.6g} (above the eigenvalue "
+                           f"the steady state is unstable: thermal runaway), got {shown(reaction)}")
     return q
 
 
 def check_positive_field(field, bounds: Sequence[tuple[float, float]], axes: Sequence[str], samples: int,
-                         formula: str, body: str) -> None:
-    """ProblemError naming ``params.conductivity`` unless ``field`` (a function of the axes' arrays)
-    is finite and positive on the closed box ``bounds`` (``samples`` per axis, the sides included),
-    the first bad point named; ``formula`` is the formula as the case wrote it, ``body`` the box's
-    name in the message (plate, box)."""
+                         formula: str, body: str) -> float:
+    """The smallest value of ``field`` (a function of the axes' arrays) sampled on the closed box
+    ``bounds`` (``samples`` per axis, the sides included); ProblemError naming
+    ``params.conductivity`` unless finite and positive there, the first bad point named; ``formula``
+    is the formula as the case wrote it, ``body`` the box's name in the message (plate, box)."""
     grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
     with np.errstate(all="ignore"):
         k = np.asarray(field(*grids), dtype=np.float64) * np.ones_like(grids[0])
@@ -73,6 +82,7 @@ def check_positive_field(field, bounds: Sequence[tuple[float, float]], axes: Seq
         raise ProblemError(f"params.conductivity: {shown(formula)} is {k[at]:.6g} at ({', '.join(axes)}) = "
                            f"({', '.join(f'{g[at]:.6g}' for g in grids)}); expected a formula of {names}, finite "
                            f"and positive on the whole closed {body}")
+    return float(k.min())
 
 
 def has_formula(tensor) -> bool:
@@ -101,11 +111,7 @@ def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequ
                 raise ProblemError(f"params.conductivity: expected a symmetric tensor, got [{i}][{j}] = "
                                    f"{shown(tensor[i][j])} and [{j}][{i}] = {shown(tensor[j][i])}")
     samples = samples or (17 if d == 3 else 129)
-    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
-    with np.errstate(all="ignore"):
-        values = np.moveaxis(tensor_values(tensor_function(K, axes), grids), (0, 1), (-2, -1))
-        finite = np.isfinite(values).all(axis=(-2, -1))
-        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
+    grids, finite, smallest = _smallest_eigenvalues(tensor_function(K, axes), bounds, samples)
     bad = ~(finite & (smallest > 0))
     if bad.any():
         at = tuple(np.argwhere(bad)[0])
@@ -113,6 +119,25 @@ def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequ
                            f"({', '.join(axes)}) = ({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {expected}, "
                            "positive-definite on the whole closed " + ("box" if d == 3 else "plate"))
     return K
+
+
+def lowest_eigenvalue(K, bounds: Sequence[tuple[float, float]], axes: Sequence[str], samples: int | None = None
+                      ) -> float:
+    """The smallest eigenvalue of a tensor field ``K`` (:func:`check_tensor_field`'s rows, checked)
+    sampled on the closed box as that check samples it."""
+    return float(_smallest_eigenvalues(tensor_function(K, axes), bounds, samples or (17 if len(axes) == 3 else 129)
+                                       )[2].min())
+
+
+def _smallest_eigenvalues(function, bounds, samples: int):
+    """The sample grids, where the tensor's entries are finite, and its smallest eigenvalue there
+    (NaN elsewhere)."""
+    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
+    with np.errstate(all="ignore"):
+        values = np.moveaxis(tensor_values(function, grids), (0, 1), (-2, -1))
+        finite = np.isfinite(values).all(axis=(-2, -1))
+        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
+    return grids, finite, smallest
 
 
 def cell_centres(bounds, grid: int) -> tuple[list[float], list[np.ndarray]]:

@@ -51,7 +51,7 @@ from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (cell_centres, check_bounds, check_numbers, check_positive_field,
                                       check_reaction, check_tensor_field, checked_points, has_formula,
-                                      parse_boundary, tensor_at_cells, tensor_function)
+                                      lowest_eigenvalue, parse_boundary, tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -122,8 +122,8 @@ def _flow_factor(cells, centre: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], conductivity,
-                     velocity=(0.0, 0.0, 0.0), rtol: float = 1e-11) -> np.ndarray:
-    """Solve ∇·(k∇T) − v·∇T = 0 for a conductivity field ``conductivity`` (a function of x, y and z,
+                     velocity=(0.0, 0.0, 0.0), reaction: float = 0.0, rtol: float = 1e-11) -> np.ndarray:
+    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``) for a conductivity field ``conductivity`` (a function of x, y and z,
     arrays in, arrays out, positive) on the cell-centred grid and with the face data of
     :func:`solve_dirichlet_box`, the same result's layout.
 
@@ -158,26 +158,26 @@ def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], con
 
     def apply(flat):
         T = flat.reshape(shape)
-        out = np.zeros(shape)
+        out = reaction * T
         for axis, side, diffusion, weight in weights:
             out += weight * neighbour(T, axis, side) - diffusion * T
         return out.ravel()
 
     mean = float(np.mean([np.mean(w[2]) * h[w[0]] ** 2 for w in weights]))
-    return _preconditioned_solve(apply, -constant, bounds, grid, mean, v, rtol)
+    return _preconditioned_solve(apply, -constant, bounds, grid, mean, v, rtol, reaction)
 
 
 def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float, v: np.ndarray,
-                          rtol: float) -> np.ndarray:
+                          rtol: float, reaction: float = 0.0) -> np.ndarray:
     """The cells' field (grid,)*3 solving ``apply(T) = rhs`` (flattened), by BiCGSTAB preconditioned
-    with the transform's solve of ``mean`` ∇²T − v·∇T (module docstring)."""
+    with the transform's solve of ``mean`` ∇²T − v·∇T + qT (module docstring)."""
     from scipy.fft import dstn, idstn
     from scipy.sparse.linalg import LinearOperator, bicgstab
 
     h, cells = cell_centres(bounds, grid)
     centre = np.array([(lo + hi) / 2 for lo, hi in bounds])
     drift = v / mean
-    eigen, factor = _eigenvalues(h, grid, drift), _flow_factor(cells, centre, drift)
+    eigen, factor = _eigenvalues(h, grid, drift) + reaction / mean, _flow_factor(cells, centre, drift)
     shape = (grid,) * 3
 
     def precondition(flat):
@@ -193,8 +193,8 @@ def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float
 
 
 def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], tensor,
-                     velocity=(0.0, 0.0, 0.0), rtol: float = 1e-11) -> np.ndarray:
-    """Solve ∇·(K∇T) − v·∇T = 0 for a symmetric positive-definite ``tensor`` K on the cell-centred
+                     velocity=(0.0, 0.0, 0.0), reaction: float = 0.0, rtol: float = 1e-11) -> np.ndarray:
+    """Solve ∇·(K∇T) − v·∇T + qT = 0 (q: ``reaction``) for a symmetric positive-definite ``tensor`` K on the cell-centred
     grid and with the face data of :func:`solve_dirichlet_box`, the same result's layout. K is
     constant (3 × 3), or a field: a function of x, y and z (arrays in) returning the 3 × 3 entries,
     each an array or a number; then ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T with w_i = Σ_j ∂K_ij/∂z_j,
@@ -239,7 +239,7 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
         def shifted(offsets):
             return P[tuple(slice(1 + o, grid + 1 + o) for o in offsets)]
         centre = shifted((0, 0, 0))
-        out = np.zeros((grid,) * 3)
+        out = reaction * centre
         for i in range(3):
             step = [0, 0, 0]
             step[i] = 1
@@ -260,7 +260,8 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
     zero = np.zeros((grid,) * 3)
     constant = stencil(padded(zero, True))
     apply = lambda flat: stencil(padded(flat.reshape((grid,) * 3), False)).ravel()  # noqa: E731
-    return _preconditioned_solve(apply, -constant, bounds, grid, mean, np.asarray(velocity, dtype=np.float64), rtol)
+    return _preconditioned_solve(apply, -constant, bounds, grid, mean, np.asarray(velocity, dtype=np.float64), rtol,
+                                 reaction)
 
 
 TENSOR = ("a formula of x, y and z or a symmetric positive-definite tensor [[k_xx, k_xy, k_xz], "
@@ -290,7 +291,7 @@ def check_flow(velocity, bounds) -> tuple[float, float, float]:
 
 
 class HeatBox:
-    """Steady temperature of a box with Dirichlet data on its six faces, ∇·(k∇T) − v·∇T = 0.
+    """Steady temperature of a box with Dirichlet data on its six faces, ∇·(k∇T) − v·∇T + qT = 0.
 
     Parameters
     ----------
@@ -301,8 +302,9 @@ class HeatBox:
     grid: cells per axis of the solve.
     velocity: ``(v_x, v_y, v_z)``, a uniform flow carrying the heat downstream (:func:`check_flow`);
         default none.
-    reaction: q, + qT: heat released (q > 0) or lost (q < 0) in proportion to the temperature, with
-        the conductivity left at 1 and q below the box's first eigenvalue (:func:`pinnbo.oracles.dirichlet.check_reaction`).
+    reaction: q, + qT: heat released (q > 0) or lost (q < 0) in proportion to the temperature, q
+        below the box's first eigenvalue, or for a graded or composite box below its lower bound
+        under the smallest conductivity (:func:`pinnbo.oracles.dirichlet.check_reaction`).
     conductivity: a formula of x, y and z, finite and positive on the closed box: a graded box,
         ∇·(k∇T) − v·∇T = 0; or a tensor ``[[k_xx, k_xy, k_xz], [k_xy, k_yy, k_yz], [k_xz, k_yz,
         k_zz]]``, symmetric positive-definite, of numbers (:func:`check_tensor`) or numbers and
@@ -321,22 +323,24 @@ class HeatBox:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
         self.velocity = check_flow(velocity, self.bounds)
-        self.reaction = check_reaction(reaction, (1.0, 1.0, 1.0), self.bounds, self.velocity, "box",
-                                       None if conductivity is None else "the box's conductivity left at 1",
-                                       conductivity)
         self.conductivity, self.conductivity_expression, self.tensor = conductivity, None, None
         self.tensor_expressions = None
+        lowest = None                          # the smallest conductivity, where it varies or is a tensor
         if isinstance(conductivity, str):      # parsed, never evaluated
             self.conductivity_expression = parse_expression(conductivity, list(AXES), "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
-            check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
+            lowest = check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
         elif has_formula(conductivity):
             self.tensor_expressions = check_tensor_field(conductivity, self.bounds, AXES, TENSOR)
             self._tensor_field = tensor_function(self.tensor_expressions, AXES)
             self.conductivity = [list(row) for row in conductivity]
+            lowest = lowest_eigenvalue(self.tensor_expressions, self.bounds, AXES)
         elif conductivity is not None:
             self.tensor = check_tensor(conductivity)
             self.conductivity = [list(row) for row in self.tensor]
+            lowest = float(np.linalg.eigvalsh(np.array(self.tensor)).min())
+        self.reaction = check_reaction(reaction, self.bounds, self.velocity, "box",
+                                       (1.0, 1.0, 1.0) if lowest is None else None, lowest)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.boundary, self.expressions = parse_boundary(boundary, FACES, "face", AXES)
         self._functions = {face: numpy_function(expr, list(AXES)) for face, expr in self.expressions.items()}
@@ -433,11 +437,13 @@ class HeatBox:
                 axis, _ = face_axis(face)
                 data[face] = self.face_grid(face, *(self.cells_at[a] for a in range(3) if a != axis))
             if self.conductivity_expression is not None:
-                return solve_graded_box(self.bounds, self.grid, data, self._conductivity_field, self.velocity)
+                return solve_graded_box(self.bounds, self.grid, data, self._conductivity_field, self.velocity,
+                                        self.reaction)
             if self.tensor is not None:
-                return solve_tensor_box(self.bounds, self.grid, data, self.tensor, self.velocity)
+                return solve_tensor_box(self.bounds, self.grid, data, self.tensor, self.velocity, self.reaction)
             if self.tensor_expressions is not None:
-                return solve_tensor_box(self.bounds, self.grid, data, self._tensor_field, self.velocity)
+                return solve_tensor_box(self.bounds, self.grid, data, self._tensor_field, self.velocity,
+                                        self.reaction)
             return solve_dirichlet_box(self.bounds, self.grid, data, self.velocity, self.reaction)
 
         return FIELDS.get(self.cache_key, self.cache_dir, "heat_box", (self.grid,) * 3, solve,

@@ -51,7 +51,7 @@ from scipy.interpolate import RegularGridInterpolator
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_reaction,
-                                     check_tensor_field, checked_points, has_formula, parse_boundary,
+                                     check_tensor_field, checked_points, has_formula, lowest_eigenvalue, parse_boundary,
                                      tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
@@ -124,7 +124,7 @@ def solve_dirichlet_operator(
         (k_x, k_xy), (_, k_y), (w_x, w_y) = conductivity.at_cells(bounds, grid)
         velocity = (velocity[0] - w_x, velocity[1] - w_y)       # the tensor's own drift beside the flow
     elif callable(conductivity):
-        return _solve_graded(bounds, grid, edge_data, conductivity, velocity)
+        return _solve_graded(bounds, grid, edge_data, conductivity, velocity, reaction)
     else:
         (k_x, k_xy), (_, k_y) = conductivity_tensor(conductivity)
     (x0, x1), (y0, y1) = bounds
@@ -193,8 +193,9 @@ class TensorField:
         return (K[0, 0], K[0, 1]), (K[1, 0], K[1, 1]), (drift[0], drift[1])
 
 
-def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity) -> np.ndarray:
-    """Solve ∇·(k∇T) − v·∇T = 0 for a conductivity field ``conductivity`` (a function of x and y,
+def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity,
+                  reaction: float = 0.0) -> np.ndarray:
+    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``, on the diagonal) for a conductivity field ``conductivity`` (a function of x and y,
     arrays in, arrays out, positive) on the cell-centred grid of :func:`solve_dirichlet_laplace`,
     with the same edge data and the same result's layout.
 
@@ -212,7 +213,7 @@ def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conduc
     X, Y = np.meshgrid(centres_x, centres_y, indexing="ij")
     index = np.arange(grid * grid).reshape(grid, grid)                 # [i_x, i_y]
     I, J = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
-    diagonal = np.zeros((grid, grid))
+    diagonal = np.full((grid, grid), float(reaction))
     rows, columns, values = [], [], []
     rhs = np.zeros(grid * grid)
     data = {edge: np.asarray(edge_data[edge], dtype=np.float64) for edge in EDGES}
@@ -265,9 +266,9 @@ class HeatPlate:
     velocity: ``(v_x, v_y)``: the field solves k_x ∂²T/∂x² + k_y ∂²T/∂y² − v·∇T = 0, heat carried
         downstream by a flow.
     reaction: q, a number: + qT in the equation, heat released (q > 0) or lost (q < 0) in proportion
-        to the temperature; with a conductivity of two numbers only, and q below the plate's first
-        eigenvalue (:func:`pinnbo.oracles.dirichlet.first_eigenvalue`), above which the steady
-        state is unstable.
+        to the temperature; q below the plate's first eigenvalue (:func:`pinnbo.oracles.dirichlet.first_eigenvalue`),
+        above which the steady state is unstable, or for a tensor or a graded plate below its lower
+        bound under the smallest conductivity (:func:`pinnbo.oracles.dirichlet.check_reaction`).
     cache_dir: where solved fields are kept as ``.npz``; default :func:`default_cache_dir`.
 
     Query with :meth:`temperature` (``(N, 2) -> (N,)``) or call with one point ``(2,) -> float``;
@@ -290,20 +291,22 @@ class HeatPlate:
             self.conductivity = conductivity
             self.conductivity_expression = parse_expression(conductivity, ["x", "y"], "params.conductivity")
             self._conductivity_field = numpy_function(self.conductivity_expression, ["x", "y"])
-            check_positive_field(self._conductivity_field, self.bounds, ("x", "y"), 513, self.conductivity, "plate")
+            lowest = check_positive_field(self._conductivity_field, self.bounds, ("x", "y"), 513, self.conductivity,
+                                          "plate")
         elif has_formula(conductivity):          # a tensor that varies: a graded composite
             self.conductivity = [list(row) for row in conductivity]
             self.conductivity_expression = None
             self.tensor_expressions = check_tensor_field(conductivity, self.bounds, ("x", "y"), CONDUCTIVITY)
             self._conductivity_field = TensorField(tensor_function(self.tensor_expressions, ("x", "y")))
+            lowest = lowest_eigenvalue(self.tensor_expressions, self.bounds, ("x", "y"))
         else:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
+            lowest = float(np.linalg.eigvalsh(np.array(conductivity_tensor(self.conductivity))).min())
         self.velocity = check_velocity(velocity)
         diagonal = isinstance(self.conductivity, tuple) and not isinstance(self.conductivity[0], tuple)
-        self.reaction = check_reaction(reaction, self.conductivity, self.bounds, self.velocity, "plate",
-                                       None if diagonal else "a conductivity of two numbers [k_x, k_y]",
-                                       self.conductivity)
+        self.reaction = check_reaction(reaction, self.bounds, self.velocity, "plate",
+                                       self.conductivity if diagonal else None, lowest)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)
@@ -409,7 +412,7 @@ class HeatPlate:
                          for edge in EDGES}
             if self.conductivity_expression is not None or self.tensor_expressions is not None:
                 return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self._conductivity_field,
-                                                self.velocity)
+                                                self.velocity, self.reaction)
             if self.velocity != (0.0, 0.0) or isinstance(self.conductivity[0], tuple) or self.reaction:
                 return solve_dirichlet_operator(self.bounds, self.grid, edge_data, self.conductivity, self.velocity,
                                                 self.reaction)

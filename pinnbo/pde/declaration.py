@@ -343,8 +343,9 @@ class PDE:
         return forms.constant_operator(self, at)
 
     def divergence_form(self):
-        """``(k, A, b)`` where the PDE is ∇·(k(z) A ∇h) + b·∇h = g with k varying, A constant,
-        A_11 = 1, and b constant; None otherwise (:func:`pinnbo.pde.forms.divergence_form`)."""
+        """``(k, A, b, c)`` where the PDE is ∇·(k(z) A ∇h) + b·∇h + c h = g with k varying, A
+        constant, A_11 = 1, and b and c constant; None otherwise
+        (:func:`pinnbo.pde.forms.divergence_form`)."""
         return forms.divergence_form(self)
 
     def negated(self) -> "PDE":

@@ -272,12 +272,12 @@ def _definite_supersolution(a: sp.Matrix, source: sp.Expr, box: dict) -> bool:
     return False
 
 
-def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[float, ...]] | None:
-    """``(k, A, b)`` of a PDE that is one linear equation ∇·(k(z) A ∇h) + b·∇h = g: a constant
-    symmetric definite matrix A with A_11 = 1, a coefficient k(z) that varies, the first-order terms
-    the divergence's (Σ_j ∂_j (k A_ij)) plus constants b_i (a flow; zeros without one) and no
-    zero-order term (a graded conductor, its conductivity k(z) times a fixed tensor); None for
-    anything else, constant coefficients included. With h = w/√k the operator is
+def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
+    """``(k, A, b, c)`` of a PDE that is one linear equation ∇·(k(z) A ∇h) + b·∇h + c h = g: a
+    constant symmetric definite matrix A with A_11 = 1, a coefficient k(z) that varies, the
+    first-order terms the divergence's (Σ_j ∂_j (k A_ij)) plus constants b_i (a flow; zeros without
+    one) and a constant zero-order term c (a reaction; 0 without one): a graded conductor, its
+    conductivity k(z) times a fixed tensor; None for anything else, constant coefficients included. With h = w/√k the operator is
     √k(∇·(A∇w) − w ∇·(A∇√k)) + b·∇h (Liouville's transformation), whose principal part no longer
     varies: the corner functions of such a plate at rest are those of ∇·(A∇·) divided by √k
     (:mod:`pinnbo.models.corners`)."""
@@ -287,7 +287,8 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[
     terms, _ = equation
     coefficients = dict(terms)
     dim, symbols = pde.dim, pde.atoms.symbols
-    if any(sum(alpha) > 2 for alpha in coefficients) or coefficients.get((0,) * dim, 0) != 0:
+    zero = sp.sympify(coefficients.get((0,) * dim, 0))
+    if any(sum(alpha) > 2 for alpha in coefficients) or zero.free_symbols:
         return None
     second = {}
     for alpha, c in coefficients.items():
@@ -310,11 +311,12 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[
                 return None
             flow.append(float(rest) + 0.0)                              # + 0.0: no −0.0
         matrix = tuple(tuple(float(a) for a in row) for row in A)
+        reaction = float(zero) + 0.0
     except (TypeError, ValueError):
         return None
     if not all(np.linalg.eigvalsh(np.array(matrix)) > 0):
         return None
-    return k, matrix, tuple(flow)
+    return k, matrix, tuple(flow), reaction
 
 
 def constant_operator(pde, at: Mapping[str, float] | None = None

@@ -647,6 +647,93 @@ def test_a_graded_tensor_under_a_flow_gets_the_flows_sheared_functions_frozen_al
     torch.testing.assert_close(on(beside_x) - on(beside_y), jump, atol=1e-5, rtol=0)
 
 
+def near_edge(e: int, r: float, t: float = 0.3) -> torch.Tensor:
+    """Five points at r from edge e (EDGE_AXES' order), a fraction t along it."""
+    a, b, c = EDGE_AXES[e // 4]
+    i, side = divmod(e % 4, 2)
+    angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+    points = torch.zeros((5, 3), dtype=torch.float64)
+    points[:, c] = (1 - t) * BOX_LOWER[c] + t * BOX_UPPER[c]
+    points[:, a] = BOX_LOWER[a] + r * torch.cos(angle) if i == 0 else BOX_UPPER[a] - r * torch.cos(angle)
+    points[:, b] = BOX_LOWER[b] + r * torch.sin(angle) if side == 0 else BOX_UPPER[b] - r * torch.sin(angle)
+    return points
+
+
+def test_a_reaction_in_a_graded_box_is_frozen_along_each_edge():
+    """∇·(k∇f) + qf: the part across an edge frozen there, over k(z_e), is Δ + q/k(z_e), whose
+    corner function is the angle times J₀(√(q/k(z_e)) ρ). With k = 3 + z the edges along z see k
+    unchanged across them (k(z_e) = k(z)), so the operator on their functions vanishes as the edge
+    nears (O(ρ)), where on the graded functions at rest it is qθ; a loss (q < 0) gets I₀; with a
+    flow the frozen κ² = κ_b²/k² − q/k changes sign over the box and each point takes its own
+    Bessel function, the operator bounded by every edge and the gradient finite everywhere."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    along_z = 3 + z
+    rest = PDE(sum((along_z * U.diff(s)).diff(s) for s in (x, y, z)), rhs=0)
+    gain = PDE(rest.lhs[0] + 6 * U, rhs=0)
+    shape, at_rest = jump_shape(box, gain, False), jump_shape(box, rest, False)
+    assert isinstance(shape, GradedEdgeShape) and shape.reaction == 6.0 and shape.shape == EdgeShape()
+    assert not solves_pde(shape) and at_rest.reaction == 0.0
+    residual = gain.compile()
+    for e in (8, 9, 10, 11):                                          # the edges along z
+        points = near_edge(e, 1e-3)
+        near = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, e], points).abs().max()
+        other = residual(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, at_rest)[:, e], points).abs().max()
+        assert float(near) < 0.02 and float(other) > 0.5, (e, near, other)
+    # by hand at (0.4, 0.2, 1.5), the 11th (along z at (x₁, y₀)): k_e = k = 4.5, offsets (−0.6, 1.2)
+    inside = torch.tensor([[0.4, 0.2, 1.5]], dtype=torch.float64)
+    wave = math.sqrt(6 / 4.5) * math.hypot(0.6, 1.2)
+    torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, shape)[:, 10],
+                               edge_angles(inside, BOX_LOWER, BOX_UPPER)[:, 10]
+                               * float(torch.special.bessel_j0(torch.tensor(wave))))
+    loss = jump_shape(box, PDE(rest.lhs[0] - 6 * U, rhs=0), False)
+    torch.testing.assert_close(corner_functions(inside, BOX_LOWER, BOX_UPPER, loss)[:, 10],
+                               edge_angles(inside, BOX_LOWER, BOX_UPPER)[:, 10]
+                               * float(torch.special.i0(torch.tensor(wave))))
+    # a flow and a gain: κ² = |v|²/(4k²) − q/k, k = 3 + 2x + yz in [1, 5.5]: both signs on the edges
+    k, v = 3 + 2 * x + y * z, (6.0, -4.0, 3.0)
+    both = PDE(sum((k * U.diff(s)).diff(s) - w * U.diff(s) for s, w in zip((x, y, z), v)) + 3 * U, rhs=0)
+    mixed = jump_shape(box, both, False)
+    assert isinstance(mixed, GradedEdgeShape) and mixed.reaction == 3.0
+    compiled = both.compile()
+    signs = set()
+    for e in range(12):
+        for t in (0.1, 0.9):
+            points = near_edge(e, 1e-3, t)
+            edge_k = 3 + 2 * points[:, 0].round() + points[:, 1].round() * points[:, 2]
+            signs |= {bool(s) for s in (sum(w**2 for i, w in enumerate(v) if i != EDGE_AXES[e // 4][2]) / 4
+                                        / edge_k**2 - 3 / edge_k >= 0)}
+            near = compiled(lambda p: corner_functions(p, BOX_LOWER, BOX_UPPER, mixed)[:, e], points).abs().max()
+            assert float(near) < 10, (e, t, near)
+    assert signs == {True, False}
+    points = (BOX_LOWER + torch.rand(200, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+              * (BOX_UPPER - BOX_LOWER)).requires_grad_(True)
+    corner_functions(points, BOX_LOWER, BOX_UPPER, mixed).sum().backward()
+    assert torch.isfinite(points.grad).all()
+
+
+def test_a_reaction_in_a_graded_plate_is_frozen_at_each_corner():
+    """∇·((1 + 3x)∇T) + 5T: each corner's function is that of Δ + 5/k_c, the angle times
+    J₀(√(5/k_c) ρ), times √(k_c/k); near the corner the operator on it is the graded functions'
+    Liouville term (9/4)√k_c θ k^{−3/2} (by hand: the at-rest test's) to O(ρ), where on the graded
+    functions at rest it is that plus 5θ√(k_c/k)."""
+    box = Box((0.0, 0.0), (2.0, 1.0), ("x", "y"))
+    gain = PDE(GRADED.lhs[0] + 5 * T, rhs=0)
+    shape = jump_shape(box, gain, False)
+    assert isinstance(shape, GradedShape) and shape.at_corners == (1.0, 1.0, 7.0, 7.0)
+    assert shape.shape == tuple(CornerShape(wavenumber=math.sqrt(5 / k_c)) for k_c in (1.0, 1.0, 7.0, 7.0))
+    at_rest, residual = jump_shape(box, GRADED, False), gain.compile()
+    lower, upper = torch.tensor([0.0, 0.0], dtype=torch.float64), torch.tensor([2.0, 1.0], dtype=torch.float64)
+    angle = torch.linspace(0.1, 1.4, 5, dtype=torch.float64)
+    near = torch.stack([2 - 1e-3 * torch.cos(angle), 1 - 1e-3 * torch.sin(angle)], -1)     # by the corner (2, 1)
+    theta = corner_angles(near, lower, upper)[:, 3]
+    k = 1 + 3 * near[:, 0]
+    liouville = 2.25 * math.sqrt(7.0) * theta * k**-1.5
+    carried = residual(lambda p: corner_functions(p, lower, upper, shape)[:, 3], near).reshape(-1)
+    rest = residual(lambda p: corner_functions(p, lower, upper, at_rest)[:, 3], near).reshape(-1)
+    assert float((carried - liouville).abs().max()) < 0.01
+    torch.testing.assert_close(rest - liouville, 5 * theta * torch.sqrt(7.0 / k), atol=0.01, rtol=0)
+
+
 def test_a_pde_gp_with_the_edge_functions_follows_jumps_along_the_edges():
     """A harmonic function of three variables, x² − z² plus jumps of 3 and −1 along two edges; 60
     values and ∇²f = 0 at 128 points: with the edge functions the mean is within 1 % of the spread

@@ -143,8 +143,9 @@ def test_a_problem_declares_its_boundary_data():
 
 def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network():
     """In a box, Laplace's operator (one with a conductivity along the axes or a tensor, a flow, a
-    loss, a graded conductor's or a graded tensor's with a uniform flow or without) gets pde-gp with
-    the edges' functions; coefficients that vary otherwise, which they do not take, pinn-bo."""
+    loss, a graded conductor's or a graded tensor's with a uniform flow, a reaction, both or neither)
+    gets pde-gp with the edges' functions; coefficients that vary otherwise, which they do not take,
+    pinn-bo."""
     names = sp.symbols("x1:4")
     u = sp.Function("u")(*names)
     box = Box((0.0,) * 3, (1.0,) * 3, tuple(map(str, names)))
@@ -168,6 +169,9 @@ def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network
     for law in (composite, composite - 2 * u.diff(names[1]) + u.diff(names[2])):     # a graded tensor, with a flow
         chosen = choose_method(box, PDE(law, rhs=0), boundary_continuous=False)
         assert chosen.method == "pde-gp" and "edges' angle" in chosen.reason
+    for law in (graded.lhs[0] - 3 * u, graded.lhs[0] + 3 * u, composite - 2 * u.diff(names[1]) + 3 * u):  # reactions
+        chosen = choose_method(box, PDE(law, rhs=0), boundary_continuous=False)
+        assert chosen.method == "pde-gp" and "edges' functions" in chosen.reason
     varying = PDE(graded.lhs[0] - names[2] * u.diff(names[1]), rhs=0)        # a flow that varies
     assert choose_method(box, varying, boundary_continuous=False).method == "pinn-bo"
 

@@ -181,7 +181,11 @@ def test_a_reaction_is_solved_at_second_order_towards_a_field_it_solves(cache_di
     (3 * np.pi**2, None, r"expected a number below 29\.6088, the box's first eigenvalue"),
     ("hot", None, r"expected a number, got 'hot'"),
     (float("inf"), None, r"expected a number"),
-    (1.0, "1 + x", r"a reaction needs the box's conductivity left at 1"),
+    # graded or a tensor: below λ_min 3π², λ_min the smallest conductivity (eigenvalue) on the box
+    (29.7, "1 + x", r"expected a number below 29\.6088, a lower bound on the box's first eigenvalue under its "
+                    r"smallest conductivity, 1 "),
+    (20.0, [[1, 0.5, 0], [0.5, 1, 0], [0, 0, 1]], r"expected a number below 14\.8044, .* smallest conductivity, 0\.5 "),
+    (15.0, [["1 + x", 0.5, 0], [0.5, 1, 0], [0, 0, 1]], r"expected a number below 14\.8044"),
 ])
 def test_a_bad_reaction_is_refused_before_a_solve(cache_dir, reaction, conductivity, message):
     solves = FIELDS.stats["solves"]
@@ -199,6 +203,30 @@ def test_with_a_gain_the_boxs_supremum_is_inside():
     value, location = box_supremum(box)
     assert value == pytest.approx(1.0, abs=2e-3)
     np.testing.assert_allclose(location, (np.pi / 4,) * 3, atol=0.03)
+
+
+# ((1 + x)² T')' + 2T = 0: T = (1 + x)^{−1/2} cos(ω ln(1 + x)), ω = √7/2 (Euler's equation); a tensor
+# (1 + x)² A with A_xx = 1 gives the same equation for a T of x alone.
+OMEGA = float(np.sqrt(7)) / 2
+EULER = f"(1 + x)**(-0.5)*cos({OMEGA!r}*log(1 + x))"
+
+
+@pytest.mark.parametrize("conductivity", [
+    "(1 + x)**2",
+    [[f"{a}*(1 + x)**2" for a in row] for row in ((1.0, 0.3, 0.2), (0.3, 0.8, 0.1), (0.2, 0.1, 1.0))],
+])
+def test_a_reaction_in_a_graded_or_composite_box_matches_its_analytic_field(cache_dir, conductivity):
+    inside = np.random.default_rng(5).uniform(0.05, 0.95, (300, 3))
+    truth = (1 + inside[:, 0]) ** -0.5 * np.cos(OMEGA * np.log(1 + inside[:, 0]))
+    faces = {face: EULER for face in FACES}
+    errors = []
+    for grid in (16, 32):
+        box = HeatBox(faces, grid=grid, conductivity=conductivity, reaction=2.0)
+        errors.append(np.abs(box.temperature(inside) - truth).max())
+    assert errors[1] < 1e-4 and errors[0] / errors[1] > 3, errors      # 2.4e-4, 7.1e-5
+    without = HeatBox(faces, grid=32, conductivity=conductivity)
+    assert np.abs(without.temperature(inside) - truth).max() > 100 * errors[1]
+    assert "reaction" in box.cache_key and pickle.loads(pickle.dumps(box)).reaction == 2.0
 
 
 # k = (1 + x)²: ∂x(k ∂x T) = 0 for T = 1/(1 + x), and yz has T_yy = T_zz = 0, so their sum solves

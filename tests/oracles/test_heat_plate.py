@@ -288,11 +288,19 @@ def test_with_a_gain_the_supremum_is_the_fields_inside():
     ("1", (1.0, 1.0), r"params\.reaction: expected a number, got '1'"),
     (math.nan, (1.0, 1.0), r"params\.reaction: expected a number"),
     (True, (1.0, 1.0), r"params\.reaction: expected a number"),
-    (1.0, [[2.0, 0.5], [0.5, 1.0]], r"params\.reaction: a reaction needs a conductivity of two numbers"),
-    (1.0, "1 + x", r"params\.reaction: a reaction needs a conductivity of two numbers"),
+    # a tensor or a graded plate: below λ_min 5π²/4, λ_min the smallest conductivity (eigenvalue)
+    (9.8, [[2.0, 0.5], [0.5, 1.0]], r"below 9\.78193, a lower bound on the plate's first eigenvalue under its "
+                                     r"smallest conductivity, 0\.792893 "),         # λ_min = (3 − √2)/2
+    (9.7, [[2.0, 0.5], [0.5, 1.0]], None),
+    (14.8, [[2.0, 0.0], [0.0, 1.0]], None),               # diagonal: the exact 2π²/4 + π² = 14.804
+    (9.8, [["2*(1 + x)", "0.5"], ["0.5", "1 + x"]], r"below 9\.78193"),       # its smallest at x = 0
+    (9.7, [["2*(1 + x)", "0.5"], ["0.5", "1 + x"]], None),
+    (12.3, "1 + x", None),
+    (12.4, "1 + x", r"below 12\.337, a lower bound on the plate's first eigenvalue under its smallest conductivity, 1 "),
 ])
 def test_bad_reaction(reaction, conductivity, message, tmp_path):
-    """q at or above λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i) is refused: [0, 2] × [0, 1] at rest, λ₁ = 5π²/4."""
+    """q at or above λ₁ = Σ k_i π²/L_i² + v_i²/(4k_i) is refused: [0, 2] × [0, 1] at rest, λ₁ = 5π²/4;
+    with a tensor or a graded conductivity, q at or above λ_min · 5π²/4, which bounds λ₁ from below."""
     def make():
         return HeatPlate(STEP, bounds=((0, 2), (0, 1)), grid=8, cache_dir=tmp_path, conductivity=conductivity,
                          reaction=reaction)
@@ -422,6 +430,34 @@ def test_a_graded_composite_plate_matches_its_analytic_fields(tmp_path):
     assert np.abs(linear.cells - (linear.x_cells[:, None] - 4 * linear.y_cells[None, :])).max() < 1e-9
     again = pickle.loads(pickle.dumps(plate))
     assert again.conductivity == plate.conductivity and again.cache_key == plate.cache_key != constant.cache_key
+
+
+# ((1 + x)² T')' + 2T = 0 is Euler's equation in s = 1 + x: s^r with r² + r + 2 = 0, so
+# T = s^{−1/2} cos(ω ln s), ω = √7/2; a tensor (1 + x)² A with A_xx = 1 gives the same equation for a
+# T of x alone (∂_y(K_yx T') = 0), and a constant tensor K_xx T'' + qT = 0 gives cos(√(q/K_xx) x).
+OMEGA = math.sqrt(7) / 2
+EULER = f"(1 + x)**(-0.5)*cos({OMEGA!r}*log(1 + x))"
+EULER_A = [["(1 + x)**2", "0.5*(1 + x)**2"], ["0.5*(1 + x)**2", "0.8*(1 + x)**2"]]
+
+
+@pytest.mark.parametrize("conductivity, reaction, formula, exact", [
+    ("(1 + x)**2", 2.0, EULER, lambda x: (1 + x) ** -0.5 * np.cos(OMEGA * np.log(1 + x))),
+    (EULER_A, 2.0, EULER, lambda x: (1 + x) ** -0.5 * np.cos(OMEGA * np.log(1 + x))),
+    ([[2.0, 0.5], [0.5, 1.0]], 4.0, "cos(sqrt(2)*x)", lambda x: np.cos(np.sqrt(2) * x)),
+])
+def test_a_reaction_in_a_graded_or_composite_plate_matches_its_analytic_field(conductivity, reaction, formula, exact,
+                                                                             tmp_path):
+    points = np.random.default_rng(8).uniform(0.05, 0.95, size=(300, 2))
+    truth, errors = exact(points[:, 0]), []
+    for grid in (32, 64):
+        plate = HeatPlate({"left": "1", "right": formula, "bottom": formula, "top": formula}, bounds=((0, 1), (0, 1)),
+                          grid=grid, cache_dir=tmp_path, conductivity=conductivity, reaction=reaction)
+        errors.append(np.abs(plate.temperature(points) - truth).max())
+    assert errors[1] < 1e-4 and errors[0] / errors[1] > 3, errors
+    without = HeatPlate({"left": "1", "right": formula, "bottom": formula, "top": formula}, bounds=((0, 1), (0, 1)),
+                        grid=64, cache_dir=tmp_path, conductivity=conductivity)
+    assert np.abs(without.temperature(points) - truth).max() > 100 * errors[1]
+    assert "reaction" in plate.cache_key and pickle.loads(pickle.dumps(plate)).reaction == reaction
 
 
 @pytest.mark.parametrize("conductivity, message", [

@@ -70,7 +70,7 @@ def test_a_graded_conductivity_enters_the_pde_in_divergence_form(tmp_path, monke
     assert float(residual(field, points).abs().max()) < 1e-10
     torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]))
     assert graded.pde.minimum_on_boundary(graded.domain.named_bounds)
-    k, tensor, flow = graded.pde.divergence_form()
+    k, tensor, flow, reaction = graded.pde.divergence_form()
     assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)) and flow == (0.0, 0.0, 0.0)
     assert "k = (1 + x)**2" in graded.description and graded.metadata["conductivity"] == "(1 + x)**2"
 
@@ -84,9 +84,27 @@ def test_a_graded_conductor_carried_by_a_flow_reads_as_both(tmp_path, monkeypatc
     points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     residual = both.pde.compile()
     torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]) - 2)
-    k, tensor, flow = both.pde.divergence_form()
+    k, tensor, flow, reaction = both.pde.divergence_form()
     assert tensor == ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)) and flow == (-2.0, 1.5, -1.0)
     assert "∇·(k∇T) − v·∇T = 0 (k = (1 + x)**2; v = (2, -1.5, 1))" in both.description
+
+
+def test_a_reaction_in_a_graded_box_enters_its_divergence_form_and_the_frozen_edges(tmp_path, monkeypatch):
+    """∇·(k∇T) + 2T with k = (1 + x)²: (1 + x)^{−1/2} cos(ω ln(1 + x)), ω = √7/2, has zero residual
+    (Euler's equation, by hand); the PDE reads back with c = 2 and the model's edge functions freeze
+    it along each edge."""
+    from pinnbo.models.corners import GradedEdgeShape, jump_shape
+
+    monkeypatch.setenv("PINNBO_CACHE", str(tmp_path))
+    gain = heat_box(BOUNDARY, grid=16, conductivity="(1 + x)**2", reaction=2)
+    points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    omega = math.sqrt(7) / 2
+    euler = lambda p: (1 + p[:, 0]) ** -0.5 * torch.cos(omega * torch.log(1 + p[:, 0]))  # noqa: E731
+    assert float(gain.pde.compile()(euler, points).abs().max()) < 1e-12
+    assert gain.pde.divergence_form()[3] == 2.0 and not gain.pde.minimum_on_boundary(gain.domain.named_bounds)
+    shape = jump_shape(gain.domain, gain.minimised_pde, gain.boundary_continuous)
+    assert isinstance(shape, GradedEdgeShape) and shape.reaction == -2.0        # the minimised PDE's: −(k, c)
+    assert "∇·(k∇T) + qT = 0 (k = (1 + x)**2; q = 2)" in gain.description
 
 
 def test_a_conductivity_tensor_enters_the_pde_with_its_mixed_derivatives(tmp_path, monkeypatch):
@@ -117,10 +135,10 @@ def test_a_graded_tensor_enters_the_pde_in_divergence_form_and_carries_the_grade
     points = torch.rand(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     assert float(residual(lambda p: p[:, 0] - 4 * p[:, 1], points).abs().max()) < 1e-12
     torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), torch.full((20,), 2.0).double())
-    k, tensor, flow = graded.pde.divergence_form()
+    k, tensor, flow, reaction = graded.pde.divergence_form()
     scale = float(k.subs({s: 0 for s in k.free_symbols}))
     np.testing.assert_allclose(np.array(tensor) * scale, np.array(A), rtol=1e-12)
-    assert flow == (0.0, 0.0, 0.0)
+    assert flow == (0.0, 0.0, 0.0) and reaction == 0.0
     shape = jump_shape(graded.domain, graded.minimised_pde, graded.boundary_continuous)
     assert isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, CrossEdgeShape)
     assert graded.metadata["conductivity"] == K and "∇·(K∇T) = 0 (K = [['2.0*(1 + x)'" in graded.description

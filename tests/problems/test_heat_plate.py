@@ -199,13 +199,36 @@ def test_a_graded_composite_enters_the_pde_in_divergence_form_and_carries_the_gr
     points = torch.rand(20, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     assert float(residual(lambda p: p[:, 0] - 4 * p[:, 1], points).abs().max()) < 1e-12
     torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), torch.full((20,), 6.0).double())
-    k, tensor, flow = problem.pde.divergence_form()
+    k, tensor, flow, reaction = problem.pde.divergence_form()
     np.testing.assert_allclose(np.array(tensor) * float(k.subs({s: 0 for s in k.free_symbols})), np.array(A),
                                rtol=1e-12)
-    assert flow == (0.0, 0.0)
+    assert flow == (0.0, 0.0) and reaction == 0.0
     shape = jump_shape(problem.domain, problem.minimised_pde, problem.boundary_continuous)
     assert isinstance(shape, GradedShape) and isinstance(shape.shape, CornerShape) and shape.shape.shear != 0.0
-    assert problem.metadata["conductivity"] == K and "∇·(K∇T), K = [['2.0*(1 + 3*x)'" in problem.description
+    assert problem.metadata["conductivity"] == K and "∇·(K∇T) = 0 (K = [['2.0*(1 + 3*x)'" in problem.description
+
+
+@pytest.mark.parametrize("conductivity", ["(1 + x)**2", [["(1 + x)**2", "0.5*(1 + x)**2"], ["0.5*(1 + x)**2", "(1 + x)**2"]]])
+def test_a_reaction_in_a_graded_plate_enters_its_divergence_form(cache_dir, conductivity):
+    """∇·(k∇T) + 2T with k = (1 + x)² (or k A, A_xx = 1): (1 + x)^{−1/2} cos(ω ln(1 + x)), ω = √7/2,
+    has zero residual (Euler's equation, by hand) and x alone 2(1 + x) + 2x; the PDE reads back as
+    the graded conductor's with c = 2, and the model freezes it at each corner."""
+    import torch
+
+    from pinnbo.models.corners import GradedShape, jump_shape
+
+    problem = heat_plate({"left": "y", "right": "1", "bottom": "x", "top": "2 - x"}, bounds=[[0, 1], [0, 1]],
+                         grid=16, conductivity=conductivity, reaction=2)
+    residual = problem.pde.compile()
+    points = torch.rand(20, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    omega = math.sqrt(7) / 2
+    euler = lambda p: (1 + p[:, 0]) ** -0.5 * torch.cos(omega * torch.log(1 + p[:, 0]))  # noqa: E731
+    assert float(residual(euler, points).abs().max()) < 1e-12
+    torch.testing.assert_close(residual(lambda p: p[:, 0], points).reshape(-1), 2 * (1 + points[:, 0]) + 2 * points[:, 0])
+    assert problem.pde.divergence_form()[3] == 2.0 and problem.metadata["reaction"] == 2.0
+    shape = jump_shape(problem.domain, problem.minimised_pde, problem.boundary_continuous)
+    assert isinstance(shape, GradedShape) and all(one.wavenumber > 0 for one in shape.shape)
+    assert " + 2 T = 0 (" in problem.description
 
 
 @pytest.mark.parametrize("name, f_star, location", [
