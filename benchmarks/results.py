@@ -80,12 +80,15 @@ FAMILIES = [
      "supremum is still the left edge's limit at a corner with a hot spot inside 3.5 % below it, and q = 10, whose "
      "hottest point is inside; and two such cubes, ∇²T + qT = 0 with the first box's faces, written with the edge "
      "functions θ J₀(√q ρ): q = 12, whose supremum is still the top face's limit at an edge, and q = 20, whose hottest "
-     "point is inside.",
+     "point is inside. The first graded plate and the graded box with a reaction, ∇·(k∇T) + qT = 0 (q = 8 and 12), "
+     "written with the graded functions whose reaction k at the corner or at the edge divides: the operator frozen "
+     "there over k, θ J₀(√(q/k) ρ), divided by √(k/k_c).",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
       "heat_orthotropic", "heat_advection", "heat_laminate", "heat_graded", "heat_graded_bc3", "heat_graded_bc2",
       "heat_graded_flow", "heat_graded_laminate", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
       "heat_box_graded", "heat_box_tensor", "heat_box_graded_flow", "heat_box_graded_tensor", "heat_box_graded_tensor_flow", "heat_reaction",
-      "heat_reaction_inside", "heat_box_reaction", "heat_box_reaction_inside"],
+      "heat_reaction_inside", "heat_box_reaction", "heat_box_reaction_inside", "heat_graded_reaction",
+      "heat_box_graded_reaction"],
      ["pinnbo bench benchmarks/kinds/poisson.yaml benchmarks/kinds/reaction_diffusion.yaml benchmarks/kinds/wave.yaml "
       "benchmarks/kinds/forced_oscillator.yaml benchmarks/kinds/beam_supported.yaml benchmarks/kinds/beam_clamped.yaml "
       "--methods auto,gp-ei,gp-ucb --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
@@ -106,6 +109,9 @@ FAMILIES = [
       "--seeds 10 --budget 40 --initial-points 10 --jobs 2 --output ROOT",
       "pinnbo bench benchmarks/kinds/heat_reaction.yaml benchmarks/kinds/heat_reaction_inside.yaml "
       "benchmarks/kinds/heat_box_reaction.yaml benchmarks/kinds/heat_box_reaction_inside.yaml --methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
+      "--output ROOT",
+      "pinnbo bench benchmarks/kinds/heat_graded_reaction.yaml benchmarks/kinds/heat_box_graded_reaction.yaml "
+      "--methods auto,gp-ei,gp-ucb,pinn-bo --reference auto --seeds 10 --budget 40 --initial-points 10 --jobs 2 "
       "--output ROOT"]),
     ("Three variables and more",
      "Laplace's, Helmholtz's and the heat equation (time the last variable) in 3, 4 and 6 variables, closed-form "

@@ -46,7 +46,8 @@ The rule, in order, the first branch that applies:
    they hold on, which paid in 3 variables and not in 4.
 10. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
     the one method that conditions on them, with the corner or edge functions where the boundary
-    data jump (a reaction's, Helmholtz's: :mod:`pinnbo.models.corners`). Conditioned exactly on a
+    data jump (a reaction's, in a uniform or a graded body, Helmholtz's: :mod:`pinnbo.models.corners`).
+    Conditioned exactly on a
     linear PDE (on a nonlinear one through its linearisation) it needs a few proposals where
     pinn-bo, which must first train its network on the residual, needed more than a plain GP on
     the smooth problems measured (docs/results.md, "Does the PDE pay?").
