@@ -80,9 +80,9 @@ FAMILIES = [
      "supremum is still the left edge's limit at a corner with a hot spot inside 3.5 % below it, and q = 10, whose "
      "hottest point is inside; and two such cubes, ∇²T + qT = 0 with the first box's faces, written with the edge "
      "functions θ J₀(√q ρ): q = 12, whose supremum is still the top face's limit at an edge, and q = 20, whose hottest "
-     "point is inside. The first graded plate and the graded box with a reaction, ∇·(k∇T) + qT = 0 (q = 8 and 12), "
-     "written with the graded functions whose reaction k at the corner or at the edge divides: the operator frozen "
-     "there over k, θ J₀(√(q/k) ρ), divided by √(k/k_c).",
+     "point is inside. The first graded plate and the graded box with a reaction, ∇·(k∇T) + qT = 0 (q = 8 and 12): "
+     "the plate written with the functions of the operator frozen at each corner, the box with the graded edge "
+     "functions whose reaction k at the edge divides, θ J₀(√(q/k(z_e)) ρ) divided by √(k/k(z_e)).",
      ["poisson", "reaction_diffusion", "wave", "forced_oscillator", "beam_supported", "beam_clamped",
       "heat_orthotropic", "heat_advection", "heat_laminate", "heat_graded", "heat_graded_bc3", "heat_graded_bc2",
       "heat_graded_flow", "heat_graded_laminate", "heat_box", "heat_box_bc2", "heat_box_bc3", "heat_box_flow",
