@@ -123,9 +123,9 @@ def _flow_factor(cells, centre: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def solve_graded_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], conductivity,
                      velocity=(0.0, 0.0, 0.0), reaction: float = 0.0, rtol: float = 1e-11) -> np.ndarray:
-    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``) for a conductivity field ``conductivity`` (a function of x, y and z,
-    arrays in, arrays out, positive) on the cell-centred grid and with the face data of
-    :func:`solve_dirichlet_box`, the same result's layout.
+    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``) for a conductivity field ``conductivity`` (a
+    function of x, y and z, arrays in, arrays out, positive) on the cell-centred grid and with the
+    face data of :func:`solve_dirichlet_box`, the same result's layout.
 
     Conservative differences, second order: the flux through each cell face is k at the face's
     midpoint times the difference of the two cells across it; the data enter through the ghost
@@ -194,9 +194,9 @@ def _preconditioned_solve(apply, rhs: np.ndarray, bounds, grid: int, mean: float
 
 def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], tensor,
                      velocity=(0.0, 0.0, 0.0), reaction: float = 0.0, rtol: float = 1e-11) -> np.ndarray:
-    """Solve ∇·(K∇T) − v·∇T + qT = 0 (q: ``reaction``) for a symmetric positive-definite ``tensor`` K on the cell-centred
-    grid and with the face data of :func:`solve_dirichlet_box`, the same result's layout. K is
-    constant (3 × 3), or a field: a function of x, y and z (arrays in) returning the 3 × 3 entries,
+    """Solve ∇·(K∇T) − v·∇T + qT = 0 (q: ``reaction``) for a symmetric positive-definite ``tensor``
+    K on the cell-centred grid and with the face data of :func:`solve_dirichlet_box`, the same
+    result's layout. K is constant (3 × 3), or a field: a function of x, y and z (arrays in) returning the 3 × 3 entries,
     each an array or a number; then ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T with w_i = Σ_j ∂K_ij/∂z_j,
     each derivative the difference of K across the cell (at ± half a cell), second order.
 

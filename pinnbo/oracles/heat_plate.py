@@ -116,7 +116,7 @@ def solve_dirichlet_operator(
     stay monotone while the cell Péclet number |v| h / (2k) is below 1 (|v| < 2k/h: 81 k at 256
     cells over 2π), and the mixed derivative's stencil while |k_xy| stays below k_xx h_y/h_x and
     k_yy h_x/h_y. A ``conductivity`` that is a function of x and y (arrays in, arrays out) is a
-    graded plate's, ∇·(k∇T) − v·∇T = 0, by conservative differences instead; a
+    graded plate's, ∇·(k∇T) − v·∇T + qT = 0, by conservative differences instead; a
     :class:`TensorField`, a tensor that varies, the same differences with K at each cell and its
     own drift w_i = Σ_j ∂K_ij/∂z_j beside the flow (∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T).
     """
@@ -195,9 +195,9 @@ class TensorField:
 
 def _solve_graded(bounds, grid: int, edge_data: Mapping[str, np.ndarray], conductivity, velocity,
                   reaction: float = 0.0) -> np.ndarray:
-    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``, on the diagonal) for a conductivity field ``conductivity`` (a function of x and y,
-    arrays in, arrays out, positive) on the cell-centred grid of :func:`solve_dirichlet_laplace`,
-    with the same edge data and the same result's layout.
+    """Solve ∇·(k∇T) − v·∇T + qT = 0 (q: ``reaction``, on the diagonal) for a conductivity field
+    ``conductivity`` (a function of x and y, arrays in, arrays out, positive) on the cell-centred
+    grid of :func:`solve_dirichlet_laplace`, with the same edge data and the same result's layout.
 
     Conservative differences, second order: the flux through each cell face is k at the face's
     midpoint times the difference of the two cells across it, so a graded plate keeps the heat it

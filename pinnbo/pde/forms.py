@@ -277,7 +277,8 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[
     constant symmetric definite matrix A with A_11 = 1, a coefficient k(z) that varies, the
     first-order terms the divergence's (Σ_j ∂_j (k A_ij)) plus constants b_i (a flow; zeros without
     one) and a constant zero-order term c (a reaction; 0 without one): a graded conductor, its
-    conductivity k(z) times a fixed tensor; None for anything else, constant coefficients included. With h = w/√k the operator is
+    conductivity k(z) times a fixed tensor; None for anything else, constant coefficients
+    included. With h = w/√k the operator is
     √k(∇·(A∇w) − w ∇·(A∇√k)) + b·∇h (Liouville's transformation), whose principal part no longer
     varies: the corner functions of such a plate at rest are those of ∇·(A∇·) divided by √k
     (:mod:`pinnbo.models.corners`)."""
