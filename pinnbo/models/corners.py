@@ -460,9 +460,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         # amplitude that varies along the edge into a term of order 1/ρ, so a tensor's factor takes k
         # at the edge's midpoint instead. (The drift's variation along the edge multiplies the
         # offset across it, and stays bounded under that derivative.)
-        sheared, flow = isinstance(shape.shape, CrossEdgeShape), _flows(shape.shape) or bool(shape.reaction)
+        # frozen: a flow or a reaction, whose coefficients k(z_e) divides
+        sheared, frozen = isinstance(shape.shape, CrossEdgeShape), _flows(shape.shape) or bool(shape.reaction)
         bounds = tuple(lower.tolist()), tuple(upper.tolist())
-        wanted = [midpoints for midpoints, needed in ((False, flow or not sheared), (True, sheared)) if needed]
+        wanted = [midpoints for midpoints, needed in ((False, frozen or not sheared), (True, sheared)) if needed]
         edge_points = []
         for midpoints in wanted:
             fixed, values = _edge_points(*bounds, points.dtype, points.device, midpoints)
@@ -470,10 +471,10 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         conductivity = shape.conductivity(torch.cat([*edge_points, points]))      # one evaluation
         on_edges = dict(zip(wanted, conductivity[:-len(points)].reshape(len(wanted), 12, -1).transpose(1, 2)))
         here = conductivity[-len(points):]
-        principal = on_edges[False] if flow else None
+        principal = on_edges[False] if frozen else None
         if sheared:
             functions = sheared_edge_functions(points, lower, upper, shape.shape, principal, shape.reaction) \
-                if flow else sheared_edge_angles(points, lower, upper, shape.shape)
+                if frozen else sheared_edge_angles(points, lower, upper, shape.shape)
         else:
             functions = edge_functions(points, lower, upper, shape.shape, principal, shape.reaction)
         return functions * torch.sqrt(on_edges[sheared] / here[:, None])

@@ -196,9 +196,10 @@ def solve_tensor_box(bounds, grid: int, face_data: Mapping[str, np.ndarray], ten
                      velocity=(0.0, 0.0, 0.0), reaction: float = 0.0, rtol: float = 1e-11) -> np.ndarray:
     """Solve ∇·(K∇T) − v·∇T + qT = 0 (q: ``reaction``) for a symmetric positive-definite ``tensor``
     K on the cell-centred grid and with the face data of :func:`solve_dirichlet_box`, the same
-    result's layout. K is constant (3 × 3), or a field: a function of x, y and z (arrays in) returning the 3 × 3 entries,
-    each an array or a number; then ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j + w·∇T with w_i = Σ_j ∂K_ij/∂z_j,
-    each derivative the difference of K across the cell (at ± half a cell), second order.
+    result's layout. K is constant (3 × 3), or a field: a function of x, y and z (arrays in)
+    returning the 3 × 3 entries, each an array or a number; then ∇·(K∇T) = Σ K_ij ∂²T/∂z_i∂z_j +
+    w·∇T with w_i = Σ_j ∂K_ij/∂z_j, each derivative the difference of K across the cell (at ± half
+    a cell), second order.
 
     Central differences, second order, as the plate's tensor (:mod:`pinnbo.oracles.heat_plate`):
     each mixed derivative by the four diagonal neighbours in its plane, the data through the ghost

@@ -51,8 +51,8 @@ from scipy.interpolate import RegularGridInterpolator
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_reaction,
-                                     check_tensor_field, checked_points, has_formula, lowest_eigenvalue, parse_boundary,
-                                     tensor_at_cells, tensor_function)
+                                     check_tensor_field, checked_points, has_formula, lowest_eigenvalue,
+                                     parse_boundary, tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -302,11 +302,12 @@ class HeatPlate:
         else:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None
-            lowest = float(np.linalg.eigvalsh(np.array(conductivity_tensor(self.conductivity))).min())
+            # two numbers have their exact eigenvalue; a constant tensor its bound
+            lowest = None if not isinstance(self.conductivity[0], tuple) else \
+                float(np.linalg.eigvalsh(np.array(self.conductivity)).min())
         self.velocity = check_velocity(velocity)
-        diagonal = isinstance(self.conductivity, tuple) and not isinstance(self.conductivity[0], tuple)
         self.reaction = check_reaction(reaction, self.bounds, self.velocity, "plate",
-                                       self.conductivity if diagonal else None, lowest)
+                                       self.conductivity if lowest is None else None, lowest)
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 4:
             raise ProblemError(f"params.grid: expected an integer >= 4, got {shown(grid)}")
         self.grid = int(grid)

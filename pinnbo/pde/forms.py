@@ -288,7 +288,7 @@ def divergence_form(pde) -> tuple[sp.Expr, tuple[tuple[float, ...], ...], tuple[
     terms, _ = equation
     coefficients = dict(terms)
     dim, symbols = pde.dim, pde.atoms.symbols
-    zero = sp.sympify(coefficients.get((0,) * dim, 0))
+    zero = coefficients.get((0,) * dim, sp.S.Zero)
     if any(sum(alpha) > 2 for alpha in coefficients) or zero.free_symbols:
         return None
     second = {}
