@@ -21,6 +21,13 @@ from pinnbo.acquisition.search import (Sides, best_allowed, best_new, face_axes,
                                       spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
+#: Where the model jumps at the cube's corners and edges, the search over the whole cube stops once
+#: an L-BFGS-B iteration raises the acquisition by less than this fraction of its value (scipy's
+#: ``ftol``): its supremum may be a limit along an edge that no point attains, toward which each
+#: iteration's line search meets the jump beside it and shortens its step many times for a gain
+#: that no longer moves the design.
+JUMP_FTOL = 1e-5
+
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -37,7 +44,8 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners and the limits beside them then scored as candidates of their own
-    (:func:`corner_limits`). ``sides``: where the model jumps at the cube's corners,
+    (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
+    (:data:`JUMP_FTOL`). ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
     design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
     ``domain`` with
@@ -67,13 +75,15 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.filterwarnings("ignore", message="Optimization failed", category=RuntimeWarning)
+            warnings.filterwarnings("ignore", message="Unknown solver options")   # factr, where scipy's own runs
             if on_boundary:
                 candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter, face_margin)
             else:
                 bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
+                options = {"maxiter": maxiter, **({"ftol": JUMP_FTOL, "factr": None} if face_margin > 0 else {})}
                 refined, refined_values = optimize_acqf(
                     acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
-                    options={"maxiter": maxiter}, return_best_only=False,
+                    options=options, return_best_only=False,
                 )
                 candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
                 values = refined_values.reshape(-1).detach().cpu().double().numpy()
