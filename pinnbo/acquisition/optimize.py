@@ -45,7 +45,8 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners and the limits beside them then scored as candidates of their own
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
-    (:data:`JUMP_FTOL`). ``sides``: where the model jumps at the cube's corners,
+    (:data:`JUMP_FTOL`), and the corners and the limits beside them along every edge are
+    candidates too. ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
     design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
     ``domain`` with
@@ -59,8 +60,8 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     dtype = torch.float64
     if on_boundary:
         pool = spread_over_faces(pool, np.zeros(d), np.ones(d))
-        if face_margin > 0:     # the corners the refinement keeps off, candidates in their own right
-            pool = np.concatenate([pool, corner_limits(d, face_margin)])
+    if face_margin > 0:     # the corners the refinement keeps off or stops short of, candidates in their own right
+        pool = np.concatenate([pool, corner_limits(d, face_margin, along_edges=d == 2 or not on_boundary)])
     violation = violation or (lambda points: np.zeros(len(points)))
     pool_violation = violation(pool)
     with torch.no_grad():
@@ -102,17 +103,18 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                         duplicate_tol, sides)
 
 
-def corner_limits(d: int, margin: float) -> np.ndarray:
-    """The unit cube's 2^d corners and, in two variables, the points ``margin`` beside each corner
-    along its two edges: (12, 2) in two variables, (2^d, d) in more. Candidates of their own where
+def corner_limits(d: int, margin: float, along_edges: bool = True) -> np.ndarray:
+    """The unit cube's 2^d corners and, ``along_edges``, the points ``margin`` beside each corner
+    along its d edges: (2^d (d + 1), d), or (2^d, d) without them. Candidates of their own where
     the model jumps at the corners: its value at a corner is not the limit beside it, and the
     refinement reaches a limit beside a corner only from a start on that edge, so a bound that
-    peaks there with no start close by would leave that side of the jump unproposed. In a box a
-    point beside a vertex on a face lies beside two edges whose functions read it as on another
-    face's side (docs/algorithms.md, PDE-GP, the graded heat box): the limits there are left to
-    the refinement."""
+    peaks there with no start close by would leave that side of the jump unproposed; the search
+    over the whole cube creeps toward such a limit and stops short of it (:data:`JUMP_FTOL`). The
+    face search of a box leaves them out: there a point beside a vertex on a face lies beside two
+    edges whose functions read it as on another face's side (docs/algorithms.md, PDE-GP, the
+    graded heat box), and the limits are left to the refinement."""
     corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1).astype(np.float64)
-    if d != 2:
+    if not along_edges:
         return corners
     beside = []
     for axis in range(d):

@@ -151,7 +151,7 @@ def test_the_limit_beside_a_corner_is_a_candidate_where_no_start_reaches_it():
     np.testing.assert_array_equal(x, [1e-9, 1.0])
 
 
-def test_the_corner_limits_lie_on_an_edge_beside_each_corner_of_a_plate_and_a_box_keeps_its_vertices():
+def test_the_corner_limits_lie_on_an_edge_beside_each_corner_and_a_box_face_search_keeps_its_vertices():
     points = corner_limits(2, 1e-9)
     corners, beside = points[:4], points[4:]
     np.testing.assert_array_equal(np.sort(corners, 0), [[0, 0], [0, 0], [1, 1], [1, 1]])
@@ -160,8 +160,14 @@ def test_the_corner_limits_lie_on_an_edge_beside_each_corner_of_a_plate_and_a_bo
     distance = np.abs(beside[:, None, :] - corners[None, :, :]).sum(-1).min(1)
     np.testing.assert_allclose(distance, 1e-9, rtol=1e-6)
     assert len(np.unique(beside, axis=0)) == 8
-    box = corner_limits(3, 1e-9)
+    box = corner_limits(3, 1e-9, along_edges=False)
     assert box.shape == (8, 3) and set(np.unique(box)) == {0.0, 1.0}
+    # the whole cube's search: the limits along a box's three edges at each vertex
+    edges = corner_limits(3, 1e-9)[8:]
+    assert edges.shape == (24, 3) and ((edges == 0) | (edges == 1)).sum(1).tolist() == [2] * 24
+    distance = np.abs(edges[:, None, :] - box[None, :, :]).sum(-1).min(1)
+    np.testing.assert_allclose(distance, 1e-9, rtol=1e-6)
+    assert len(np.unique(edges, axis=0)) == 24
 
 
 def test_where_the_model_jumps_the_whole_cube_search_stops_once_its_gains_are_small():
@@ -180,3 +186,16 @@ def test_where_the_model_jumps_the_whole_cube_search_stops_once_its_gains_are_sm
         counts[margin], values[margin] = Counted.calls, 100.0 - float(((x - centre.numpy()) ** 4).sum())
     assert 100.0 - values[1e-9] < 5 * JUMP_FTOL * 100.0 and values[1e-9] < values[0.0]
     assert counts[1e-9] < counts[0.0]
+
+
+def test_over_the_whole_cube_the_limit_beside_a_corner_where_the_model_jumps_is_proposed():
+    """The ramp's supremum, 2, is the limit beside its corner (1, 1), which no point attains: the
+    search over the whole cube stops short of it, and the limit 10⁻⁹ beside the corner is proposed
+    as a candidate of its own; without a jump declared the search ends where L-BFGS-B stopped."""
+    pool = np.random.default_rng(2).random((32, 2))
+    x = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)), num_restarts=4,
+                             maxiter=200, duplicate_tol=1e-4, face_margin=1e-9)
+    assert sorted(x.tolist()) == [1 - 1e-9, 1.0]
+    plain = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)), num_restarts=4,
+                                 maxiter=200, duplicate_tol=1e-4)
+    assert 1.0 - plain.min() > 1e-7
