@@ -538,6 +538,32 @@ def test_a_graded_box_gets_the_edge_functions_divided_by_the_root_of_its_conduct
     assert jump_shape(box, PDE(sum((k * U.diff(s)).diff(s) for s in (x, y)) + 4 * U.diff(z, 2), rhs=0), False) is None
 
 
+def test_four_frozen_shapes_together_give_each_corners_own_function_and_gradient():
+    """The four columns of a tuple of shapes go through each tensor operation together, a term a
+    corner's shape lacks entering as its neutral value: each column is its own shape's function,
+    and so is its gradient, with a shear, a stretch, a decay, a wavenumber, a drift and a reach
+    each held by one corner only (the last bit may differ: torch's vectorised exp and Bessel
+    functions round a lane as its neighbours do)."""
+    shapes = (CornerShape(),
+              CornerShape(0.8, 0.3, (1.2, -0.2, 0.9), (0.5, -1.0), 0.0, 1.5, 2.0),
+              CornerShape(1.0, 0.0, (1.0, 0.0, 1.0), (-2.0, 0.0), 1.7),
+              CornerShape(1.3, -0.4, (0.7, 0.1, 1.1), (0.0, 0.8), 0.0, math.inf, 3.1))
+    lower, upper = torch.tensor([-1.0, 0.5], dtype=torch.float64), torch.tensor([2.0, 1.5], dtype=torch.float64)
+    unit = torch.rand(200, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    corners = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.4], [1e-12, 1.0]],
+                           dtype=torch.float64)
+    points = (lower + torch.cat([unit, corners]) * (upper - lower)).requires_grad_(True)
+    together = corner_functions(points, lower, upper, shapes)
+    assert together.shape == (206, 4)
+    for k, shape in enumerate(shapes):
+        own = corner_functions(points, lower, upper, shape)[:, k]
+        torch.testing.assert_close(together[:, k], own, rtol=1e-15, atol=1e-15)
+        gradient, = torch.autograd.grad(together[:, k].sum(), points, retain_graph=True)
+        own_gradient, = torch.autograd.grad(own.sum(), points)
+        torch.testing.assert_close(gradient, own_gradient, rtol=1e-13, atol=1e-13)
+    assert together[200:204].diag().tolist() == [0.5] * 4       # each corner's own: ½, its factors 1 there
+
+
 def test_a_graded_box_under_a_flow_gets_the_flows_functions_frozen_at_each_edges_nearest_point():
     """∇·(k∇f) − v·∇f, k = 3 + 2x + yz: each edge function is the flow's, its drift and decay
     divided by k(z_e), times √(k(z_e)/k(z)), so it jumps by 1 all along its edge; the operator on it
