@@ -515,6 +515,29 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
 _CORNER_SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
 
 
+@functools.lru_cache(maxsize=16)
+def _per_corner(shapes: tuple[CornerShape, ...], dtype: torch.dtype, device: torch.device) -> dict:
+    """The four shapes' constants as (4,) tensors, made once a run: the acquisition's search
+    evaluates the functions at every step, where building these anew would cost more than using
+    them. A term no corner's shape has is left out (None)."""
+    def tensor(values) -> torch.Tensor:
+        return torch.as_tensor(values, dtype=dtype, device=device)
+
+    signs = _CORNER_SIGNS
+    return {
+        "signs": tensor(signs),
+        "skew": tensor([s_x * s_y * one.shear for (s_x, s_y), one in zip(signs, shapes)]),
+        "stretch": tensor([one.stretch for one in shapes]),
+        "opening": tensor([math.pi / 2 if not one.shear else math.atan2(one.stretch, -s_x * s_y * one.shear)
+                           for (s_x, s_y), one in zip(signs, shapes)]),
+        "drift": tuple(tensor([one.drift[i] for one in shapes]) for i in range(2)),
+        "metric": tuple(tensor([one.metric[i] for one in shapes]) for i in range(3)),
+        "reach": tensor([one.reach for one in shapes]) if any(one.reach != math.inf for one in shapes) else None,
+        "decay": tensor([one.decay for one in shapes]) if any(one.decay for one in shapes) else None,
+        "wavenumber": tensor([one.wavenumber for one in shapes]) if any(one.wavenumber for one in shapes) else None,
+    }
+
+
 def _frozen_corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                              shapes: tuple[CornerShape, ...]) -> torch.Tensor:
     """:func:`corner_functions` of four shapes, each corner's its own (N, 4), the four columns
@@ -522,31 +545,25 @@ def _frozen_corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: t
     where a column at a time costs four times the operations' overhead. A term a corner's shape
     lacks enters as its neutral value (a shear of 0, a stretch of 1, a factor of 1), which leaves
     that column's values as its own shape's."""
-    def per_corner(values) -> torch.Tensor:
-        return torch.as_tensor(values, dtype=points.dtype, device=points.device)
-
-    signs = per_corner(_CORNER_SIGNS)
+    c = _per_corner(shapes, points.dtype, points.device)
     corner_x = torch.stack([lower[0], lower[0], upper[0], upper[0]])
     corner_y = torch.stack([lower[1], upper[1], lower[1], upper[1]])
     dx, dy = points[:, :1] - corner_x, points[:, 1:] - corner_y
-    across, along = dx * signs[:, 0], dy * signs[:, 1]
-    skew = per_corner([s_x * s_y * one.shear for (s_x, s_y), one in zip(_CORNER_SIGNS, shapes)])
-    stretch = per_corner([one.stretch for one in shapes])
-    opening = per_corner([math.pi / 2 if not one.shear else math.atan2(one.stretch, -s_x * s_y * one.shear)
-                          for (s_x, s_y), one in zip(_CORNER_SIGNS, shapes)])
-    sheared, stretched = across - skew * along, along * stretch
+    across, along = dx * c["signs"][:, 0], dy * c["signs"][:, 1]
+    sheared, stretched = across - c["skew"] * along, along * c["stretch"]
     at = _at_apex(stretched, sheared)
-    one_ = torch.ones_like(sheared)
-    angle = torch.atan2(torch.where(at, one_, stretched), torch.where(at, one_, sheared)) / opening
+    one = torch.ones_like(sheared)
+    angle = torch.atan2(torch.where(at, one, stretched), torch.where(at, one, sheared)) / c["opening"]
     angles = torch.where(at, torch.full_like(angle, 0.5), angle)
-    alpha, beta = per_corner([one.drift[0] for one in shapes]), per_corner([one.drift[1] for one in shapes])
+    (alpha, beta), (m_xx, m_xy, m_yy) = c["drift"], c["metric"]
     factor = torch.exp(alpha * dx + beta * dy)
-    m_xx, m_xy, m_yy = (per_corner([one.metric[i] for one in shapes]) for i in range(3))
     squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
-    reach = per_corner([one.reach for one in shapes])
-    factor = factor * torch.exp(-0.5 * squared / reach**2)
-    factor = factor * _radial(torch.special.i0, per_corner([one.decay for one in shapes]), squared)
-    factor = factor * _radial(_bessel_j0, per_corner([one.wavenumber for one in shapes]), squared)
+    if c["reach"] is not None:
+        factor = factor * torch.exp(-0.5 * squared / c["reach"] ** 2)
+    if c["decay"] is not None:
+        factor = factor * _radial(torch.special.i0, c["decay"], squared)
+    if c["wavenumber"] is not None:
+        factor = factor * _radial(_bessel_j0, c["wavenumber"], squared)
     return angles * factor
 
 
