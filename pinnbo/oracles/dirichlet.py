@@ -92,10 +92,11 @@ def has_formula(tensor) -> bool:
 
 
 def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequence[str], expected: str,
-                       samples: int | None = None) -> tuple[tuple[sp.Expr, ...], ...]:
+                       samples: int | None = None) -> tuple[tuple[tuple[sp.Expr, ...], ...], float]:
     """A conductivity tensor with formulas among its entries as rows of parsed expressions (numbers
-    as constants; parsed, never evaluated); ProblemError naming ``params.conductivity`` (``expected``
-    the text of what it takes) unless a d × d matrix of numbers and formulas of ``axes``, symmetric
+    as constants; parsed, never evaluated), and its smallest eigenvalue on the samples (a reaction's
+    bound, :func:`check_reaction`); ProblemError naming ``params.conductivity`` (``expected`` the
+    text of what it takes) unless a d × d matrix of numbers and formulas of ``axes``, symmetric
     entry for entry (K_ij and K_ji the same expression) and positive-definite with finite entries
     on the closed box (``samples`` per axis, its sides included: 17 in three variables, 129 in two;
     the first bad point named)."""
@@ -111,33 +112,18 @@ def check_tensor_field(tensor, bounds: Sequence[tuple[float, float]], axes: Sequ
                 raise ProblemError(f"params.conductivity: expected a symmetric tensor, got [{i}][{j}] = "
                                    f"{shown(tensor[i][j])} and [{j}][{i}] = {shown(tensor[j][i])}")
     samples = samples or (17 if d == 3 else 129)
-    grids, finite, smallest = _smallest_eigenvalues(tensor_function(K, axes), bounds, samples)
+    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
+    with np.errstate(all="ignore"):
+        values = np.moveaxis(tensor_values(tensor_function(K, axes), grids), (0, 1), (-2, -1))
+        finite = np.isfinite(values).all(axis=(-2, -1))
+        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
     bad = ~(finite & (smallest > 0))
     if bad.any():
         at = tuple(np.argwhere(bad)[0])
         raise ProblemError(f"params.conductivity: {shown(tensor)} is not finite and positive-definite at "
                            f"({', '.join(axes)}) = ({', '.join(f'{g[at]:.6g}' for g in grids)}); expected {expected}, "
                            "positive-definite on the whole closed " + ("box" if d == 3 else "plate"))
-    return K
-
-
-def lowest_eigenvalue(K, bounds: Sequence[tuple[float, float]], axes: Sequence[str], samples: int | None = None
-                      ) -> float:
-    """The smallest eigenvalue of a tensor field ``K`` (:func:`check_tensor_field`'s rows, checked)
-    sampled on the closed box as that check samples it."""
-    return float(_smallest_eigenvalues(tensor_function(K, axes), bounds, samples or (17 if len(axes) == 3 else 129)
-                                       )[2].min())
-
-
-def _smallest_eigenvalues(function, bounds, samples: int):
-    """The sample grids, where the tensor's entries are finite, and its smallest eigenvalue there
-    (NaN elsewhere)."""
-    grids = np.meshgrid(*(np.linspace(lo, hi, samples) for lo, hi in bounds), indexing="ij")
-    with np.errstate(all="ignore"):
-        values = np.moveaxis(tensor_values(function, grids), (0, 1), (-2, -1))
-        finite = np.isfinite(values).all(axis=(-2, -1))
-        smallest = np.where(finite, np.linalg.eigvalsh(np.where(finite[..., None, None], values, 1.0))[..., 0], np.nan)
-    return grids, finite, smallest
+    return K, float(smallest.min())
 
 
 def cell_centres(bounds, grid: int) -> tuple[list[float], list[np.ndarray]]:

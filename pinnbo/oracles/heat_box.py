@@ -51,7 +51,7 @@ from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (cell_centres, check_bounds, check_numbers, check_positive_field,
                                       check_reaction, check_tensor_field, checked_points, has_formula,
-                                      lowest_eigenvalue, parse_boundary, tensor_at_cells, tensor_function)
+                                      parse_boundary, tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -332,10 +332,9 @@ class HeatBox:
             self._conductivity_field = numpy_function(self.conductivity_expression, list(AXES))
             lowest = check_positive_field(self._conductivity_field, self.bounds, AXES, 65, conductivity, "box")
         elif has_formula(conductivity):
-            self.tensor_expressions = check_tensor_field(conductivity, self.bounds, AXES, TENSOR)
+            self.tensor_expressions, lowest = check_tensor_field(conductivity, self.bounds, AXES, TENSOR)
             self._tensor_field = tensor_function(self.tensor_expressions, AXES)
             self.conductivity = [list(row) for row in conductivity]
-            lowest = lowest_eigenvalue(self.tensor_expressions, self.bounds, AXES)
         elif conductivity is not None:
             self.tensor = check_tensor(conductivity)
             self.conductivity = [list(row) for row in self.tensor]

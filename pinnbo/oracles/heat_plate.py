@@ -51,8 +51,8 @@ from scipy.interpolate import RegularGridInterpolator
 from pinnbo.errors import shown
 from pinnbo.expressions import numpy_function, parse_expression
 from pinnbo.oracles.dirichlet import (check_bounds, check_numbers, check_positive_field, check_reaction,
-                                     check_tensor_field, checked_points, has_formula, lowest_eigenvalue,
-                                     parse_boundary, tensor_at_cells, tensor_function)
+                                     check_tensor_field, checked_points, has_formula, parse_boundary,
+                                     tensor_at_cells, tensor_function)
 from pinnbo.oracles.field_cache import FIELDS, default_cache_dir
 from pinnbo.problem import ProblemError
 
@@ -296,9 +296,9 @@ class HeatPlate:
         elif has_formula(conductivity):          # a tensor that varies: a graded composite
             self.conductivity = [list(row) for row in conductivity]
             self.conductivity_expression = None
-            self.tensor_expressions = check_tensor_field(conductivity, self.bounds, ("x", "y"), CONDUCTIVITY)
+            self.tensor_expressions, lowest = check_tensor_field(conductivity, self.bounds, ("x", "y"),
+                                                                 CONDUCTIVITY)
             self._conductivity_field = TensorField(tensor_function(self.tensor_expressions, ("x", "y")))
-            lowest = lowest_eigenvalue(self.tensor_expressions, self.bounds, ("x", "y"))
         else:
             self.conductivity = check_conductivity(conductivity)
             self.conductivity_expression = None

@@ -321,7 +321,7 @@ def test_a_bad_tensor_is_refused(cache_dir, tensor):
 def test_a_graded_tensor_box_is_exact_for_a_linear_field_it_conducts():
     """K = (1 + x) A: T = x − 4y solves ∇·(K∇T) = ∂k/∂x (A∇T)_x = 2 − 2 = 0 (hand-derived), and the
     differences, the tensor's drift among them, are exact for it."""
-    K = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS, AXES, EXPECTED)
+    K, _ = check_tensor_field([[f"{a}*(1 + x)" for a in row] for row in TENSOR.tolist()], TENSOR_BOUNDS, AXES, EXPECTED)
     grid = 12
     cells, data = tensor_face_data(grid, lambda p: p[..., 0] - 4 * p[..., 1])
     field = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
@@ -338,8 +338,8 @@ def test_a_tensor_k_times_the_identity_is_the_graded_boxs_solve():
                              ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 12),
                              ("exp(x) + y**2", lambda x, y, z: np.exp(x) + y**2, 24)]:
         _, data = tensor_face_data(grid, lambda p: np.sin(2 * p[..., 0]) + p[..., 1] * p[..., 2] - p[..., 0] ** 2)
-        K = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS, AXES,
-                               EXPECTED)
+        K, _ = check_tensor_field([[formula if i == j else 0 for j in range(3)] for i in range(3)], TENSOR_BOUNDS,
+                                  AXES, EXPECTED)
         tensor = solve_tensor_box(TENSOR_BOUNDS, grid, data, tensor_function(K, AXES))
         differences.append(np.abs(tensor - solve_graded_box(TENSOR_BOUNDS, grid, data, k)).max())
     assert differences[0] < 1e-12
