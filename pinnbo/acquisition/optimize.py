@@ -18,7 +18,7 @@ from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.search import (Sides, best_allowed, best_new, face_axes, farthest_from, nudged,
-                                      spread_over_faces, to_nearest_face)
+                                      on_or_off_faces, spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
 #: Where the model jumps at the cube's corners and edges, the search over the whole cube stops once
@@ -45,8 +45,9 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners and the limits beside them then scored as candidates of their own
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
-    (:data:`JUMP_FTOL`), and the corners and the limits beside them along every edge are
-    candidates too. ``sides``: where the model jumps at the cube's corners,
+    (:data:`JUMP_FTOL`), the corners and the limits beside them along every edge are
+    candidates too, and every coordinate of a candidate lies on a face or ``face_margin`` or more
+    from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
     design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
     ``domain`` with
@@ -88,6 +89,8 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                 )
                 candidates = refined.reshape(-1, d).detach().cpu().double().numpy().clip(0.0, 1.0)
                 values = refined_values.reshape(-1).detach().cpu().double().numpy()
+                if face_margin > 0:
+                    candidates, values = _on_or_off_faces(acq, candidates, values, face_margin, device)
         beside = nudged(candidates, evaluated, duplicate_tol, sides)
         if on_boundary:
             beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
@@ -101,6 +104,23 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     values = np.concatenate([values, pool_values])
     return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
                         duplicate_tol, sides)
+
+
+def _on_or_off_faces(acq, candidates: np.ndarray, values: np.ndarray, margin: float,
+                     device: torch.device | str) -> tuple[np.ndarray, np.ndarray]:
+    """The whole cube's refined ``candidates`` (N, d) with each coordinate on a face or ``margin``
+    or more from it (:func:`~pinnbo.acquisition.search.on_or_off_faces`: L-BFGS-B creeping toward
+    a limit beside an edge ends a hair off the face, where the oracle reads the edge itself), and
+    the acquisition re-evaluated where one moved: beside a corner the move can change the side
+    the model reads the point on."""
+    moved = on_or_off_faces(candidates, margin)
+    changed = np.flatnonzero(np.any(moved != candidates, axis=1))
+    if len(changed):
+        values = values.copy()
+        with torch.no_grad():
+            values[changed] = acq(torch.as_tensor(moved[changed], dtype=torch.float64, device=device)
+                                  .unsqueeze(1)).detach().cpu().double().numpy()
+    return moved, values
 
 
 def corner_limits(d: int, margin: float, along_edges: bool = True) -> np.ndarray:

@@ -209,6 +209,18 @@ def face_axes(points: np.ndarray, lower, upper) -> np.ndarray:
     return np.argmax(at_bounds(points, lower, upper), axis=1)
 
 
+def on_or_off_faces(points: np.ndarray, margin: float) -> np.ndarray:
+    """``points`` (N, d) in the unit cube with each coordinate that lies closer than ``margin`` to a
+    face, yet not on it, moved out to ``margin`` from it: every coordinate on a face or at least
+    ``margin`` from it. Where the model jumps at the edges, a design a hair off a face lies beside
+    an edge on one face's side for the model's angle functions, but an oracle that takes points
+    within its own tolerance onto the face reads it on the edge itself (the mean of its two faces),
+    and the model would learn the one side's limit from the other's value."""
+    low = (points > 0.0) & (points < margin)
+    high = (points < 1.0) & (points > 1.0 - margin)
+    return np.where(low, margin, np.where(high, 1.0 - margin, points))
+
+
 def spread_over_faces(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """``points`` (N, d) in [lower, upper] moved onto the box's 2d faces in turn (row j onto face
     j mod 2d: coordinate (j mod 2d) // 2 set to its lower bound, then its upper one)."""

@@ -9,8 +9,11 @@ import torch
 from botorch.acquisition import PosteriorMean
 from botorch.models.deterministic import GenericDeterministicModel
 
-from pinnbo.acquisition.optimize import JUMP_FTOL, OnFaces, _refine_on_faces, corner_limits, maximize_acquisition
-from pinnbo.acquisition.search import spread_over_faces
+from pinnbo.acquisition.optimize import (JUMP_FTOL, OnFaces, _on_or_off_faces, _refine_on_faces, corner_limits,
+                                        maximize_acquisition)
+from pinnbo.acquisition.search import on_or_off_faces, spread_over_faces
+from pinnbo.models.corners import corner_angles
+from pinnbo.oracles.heat_plate import HeatPlate
 from tests.acquisition.sides import unit_square_sides
 
 CENTRE = np.array([0.3, 0.8, 0.55])
@@ -199,3 +202,35 @@ def test_over_the_whole_cube_the_limit_beside_a_corner_where_the_model_jumps_is_
     plain = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)), num_restarts=4,
                                  maxiter=200, duplicate_tol=1e-4)
     assert 1.0 - plain.min() > 1e-7
+
+
+def test_every_coordinate_ends_on_a_face_or_a_margin_or_more_from_it():
+    points = np.array([[1e-19, 1.0], [0.5, 1 - 1e-15], [0.0, 0.3], [1e-9, 1 - 1e-9], [2e-9, 0.999], [1.0, 5e-10]])
+    moved = on_or_off_faces(points, 1e-9)
+    np.testing.assert_array_equal(moved, [[1e-9, 1.0], [0.5, 1 - 1e-9], [0.0, 0.3], [1e-9, 1 - 1e-9],
+                                          [2e-9, 0.999], [1.0, 1e-9]])
+    on_face = (moved == 0.0) | (moved == 1.0)
+    assert np.all(on_face | ((moved >= 1e-9) & (moved <= 1 - 1e-9)))
+
+
+def test_a_whole_cube_candidate_a_hair_off_a_face_is_read_on_the_same_side_by_the_model_and_the_plate(tmp_path):
+    """Beside the corner (0, 1), 10⁻¹⁹ off the left edge on the top one: the heat plate's oracle takes
+    the point onto the left edge too (its tolerance, 10⁻¹² of the width) and returns the corner's mean
+    of its two edges, where the model's angle reads the top edge's side (0). Moved out to the margin,
+    both read the top edge's limit, and the acquisition is scored again at the moved point: the point
+    a hair off both edges moves onto the diagonal, angle ½."""
+    def angle(X):
+        return corner_angles(X.reshape(-1, 2), torch.zeros(2, dtype=X.dtype), torch.ones(2, dtype=X.dtype))[
+            :, 1].reshape(*X.shape[:-1], 1)
+
+    acq = PosteriorMean(GenericDeterministicModel(angle))
+    candidates = np.array([[1e-19, 1.0], [1e-19, 1 - 1e-15], [0.3, 0.6]])
+    with torch.no_grad():
+        values = acq(torch.as_tensor(candidates).unsqueeze(1)).numpy()
+    assert values[0] == 0.0 and values[1] > 0.99
+    moved, rescored = _on_or_off_faces(acq, candidates, values, 1e-9, "cpu")
+    np.testing.assert_array_equal(moved, [[1e-9, 1.0], [1e-9, 1 - 1e-9], [0.3, 0.6]])
+    assert rescored[0] == 0.0 and abs(rescored[1] - 0.5) < 1e-7 and rescored[2] == values[2]
+    plate = HeatPlate({"left": "2", "right": "0", "bottom": "0", "top": "3"}, bounds=[[0, 1], [0, 1]], grid=16,
+                      cache_dir=tmp_path)
+    assert plate(candidates[0]) == 2.5 and plate(moved[0]) == 3.0
