@@ -111,6 +111,15 @@ def _at_apex(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return y * y + x * x < torch.finfo(x.dtype).tiny
 
 
+def _apex_angle(y: torch.Tensor, x: torch.Tensor, opening) -> torch.Tensor:
+    """atan2(y, x)/``opening``, ½ at its apex (:func:`_at_apex`), with a zero gradient there: every
+    corner's and edge's angle function, whatever its shear and stretch."""
+    at = _at_apex(y, x)
+    one = torch.ones_like(x)
+    angle = torch.atan2(torch.where(at, one, y), torch.where(at, one, x)) / opening
+    return torch.where(at, torch.full_like(angle, 0.5), angle)
+
+
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
                   stretch: float = 1.0, shear: float = 0.0, only: int | None = None) -> torch.Tensor:
     """θ_c/ω_c at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
@@ -129,10 +138,7 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
             stretched = along * stretch if stretch != 1.0 else along
             opening = math.pi / 2 if not shear else math.atan2(stretch, -s_x * s_y * shear)
             # atan2(0, 0) and its gradient there are not defined: the corner's own value instead
-            at = _at_apex(stretched, sheared)
-            one = torch.ones_like(sheared)
-            angle = torch.atan2(torch.where(at, one, stretched), torch.where(at, one, sheared)) / opening
-            columns.append(torch.where(at, torch.full_like(angle, 0.5), angle))
+            columns.append(_apex_angle(stretched, sheared, opening))
     return torch.stack(columns, -1)
 
 
@@ -273,10 +279,7 @@ def _angles(across: torch.Tensor, along: torch.Tensor, scales: tuple[float, floa
     if scales != (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
         scale_across, scale_along, _ = _per_edge(scales, across.dtype, across.device)
         across, along = across / scale_across, along / scale_along
-    at = _at_apex(along, across)
-    one = torch.ones_like(across)
-    angle = torch.atan2(torch.where(at, one, along), torch.where(at, one, across)) / (math.pi / 2)
-    return torch.where(at, torch.full_like(angle, 0.5), angle)
+    return _apex_angle(along, across, math.pi / 2)
 
 
 def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
@@ -289,10 +292,7 @@ def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.
     edges and −1 at the other two, ω the angle between the faces."""
     across, along = _across_along(torch.stack([points - lower, upper - points], -1))
     stretch, skew, opening = _shears(shape, points.dtype, points.device)
-    at = _at_apex(along * stretch, across - skew * along)
-    one = torch.ones_like(across)
-    angle = torch.atan2(torch.where(at, one, along * stretch), torch.where(at, one, across - skew * along)) / opening
-    return torch.where(at, torch.full_like(angle, 0.5), angle)
+    return _apex_angle(along * stretch, across - skew * along, opening)
 
 
 @functools.lru_cache(maxsize=64)
@@ -551,10 +551,7 @@ def _frozen_corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: t
     dx, dy = points[:, :1] - corner_x, points[:, 1:] - corner_y
     across, along = dx * c["signs"][:, 0], dy * c["signs"][:, 1]
     sheared, stretched = across - c["skew"] * along, along * c["stretch"]
-    at = _at_apex(stretched, sheared)
-    one = torch.ones_like(sheared)
-    angle = torch.atan2(torch.where(at, one, stretched), torch.where(at, one, sheared)) / c["opening"]
-    angles = torch.where(at, torch.full_like(angle, 0.5), angle)
+    angles = _apex_angle(stretched, sheared, c["opening"])
     (alpha, beta), (m_xx, m_xy, m_yy) = c["drift"], c["metric"]
     factor = torch.exp(alpha * dx + beta * dy)
     squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2
