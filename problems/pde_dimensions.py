@@ -5,6 +5,7 @@ paying as the dimension grows (docs/results.md, "Three variables and more").
     helmholtz_nd     [0, π]^d     ∇²u + (11 + d)u = 0      minimised, minimum inside
     heat_diffusion   [0, π]^s × [0, ¼]   ∂u/∂t = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, maximum on the face t = 0
+    reaction_diffusion_nd  [0, 1]^d   −∇²u + u³ = f (nonlinear, a known forcing)  maximised, inside
 
 Laplace: u = Π_{i<d} sin πx_i · sinh(π√(d−1) x_d)/sinh(π√(d−1))
            + 0.9 Π_{i>1} sin πx_i · sinh(π√(d−1) x_1)/sinh(π√(d−1))
@@ -21,6 +22,10 @@ Heat: u = e^{−st} Π sin x_i + ½ e^{−(s+3)t} sin 2x_1 Π_{i>1} sin x_i
           + 0.3 e^{−(s+3)t} sin x_1 sin 2x_2 Π_{i>2} sin x_i,
 three decaying modes of the heat equation with zero boundary data: the hottest design is at t = 0,
 off the plate's centre, and the optimiser must learn how fast each mode fades.
+Reaction–diffusion: u = 1.5 e^{−|p − a|²/0.05} + 1.4 e^{−|p − b|²/0.02}, the 2-D problem's two bumps
+(problems/pde_kinds.py) with a_i = 0.55 and b_i = 0.3 in the extra variables, and the forcing
+f = −∇²u + u³ computed symbolically: the wider bump the higher, u* ≈ 1.5 at a, the narrow one 7 %
+below it, both inside; no boundary condition is declared (u is small but not zero on the faces).
 
 The optimum of each is found once by L-BFGS-B from a grid of starts and cached.
 """
@@ -48,6 +53,15 @@ def _check_dim(dim) -> int:
     if isinstance(dim, bool) or not isinstance(dim, int) or not lo <= dim <= hi:
         raise ProblemError(f"params.dim: expected an integer from {lo} to {hi}, got {dim!r}")
     return dim
+
+
+#: (height, centre, 2σ²) of each bump of the reaction–diffusion problem in its first two variables,
+#: and each centre's coordinate in every other one
+REACTION_BUMPS = ((1.5, (0.65, 0.35), 0.05, 0.55), (1.4, (0.25, 0.7), 0.02, 0.3))
+
+
+def _bump_centre(centre: tuple[float, float], rest: float, dim: int) -> tuple[float, ...]:
+    return tuple(centre) + (rest,) * (dim - 2)
 
 
 def _centres(dim: int) -> np.ndarray:
@@ -86,6 +100,13 @@ def heat_values(X: np.ndarray) -> np.ndarray:
     return slow + fast
 
 
+def reaction_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    d = X.shape[1]
+    return sum(h * np.exp(-np.sum((X - np.asarray(_bump_centre(c, r, d))) ** 2, axis=1) / w)
+               for h, c, w, r in REACTION_BUMPS)
+
+
 @functools.lru_cache(maxsize=None)
 def _optimum(kind: str, dim: int) -> tuple[float, tuple[float, ...]]:
     """(u*, x*) in the problem's own sense (:func:`problems.optimum.dense_optimum`)."""
@@ -99,19 +120,22 @@ def _spec(kind: str, dim: int):
     if kind == "helmholtz":
         return Box((0.0,) * dim, (math.pi,) * dim, tuple(f"x{i + 1}" for i in range(dim))), helmholtz_values, \
             "minimize"
+    if kind == "reaction":
+        return Box((0.0,) * dim, (1.0,) * dim, tuple(f"x{i + 1}" for i in range(dim))), reaction_values, "maximize"
     names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
     return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
 
 
-def _problem(kind: str, name: str, dim, equation, description: str, optimum=None, boundary=None) -> Problem:
-    """The problem ``kind`` in ``dim`` variables: its PDE ``equation(symbols, u) = 0`` in the
-    unknown u of the box's variables with the boundary conditions ``boundary(symbols)``, and its
-    optimum (found once where not given)."""
+def _problem(kind: str, name: str, dim, equation, description: str, optimum=None, boundary=None,
+             source=None) -> Problem:
+    """The problem ``kind`` in ``dim`` variables: its PDE ``equation(symbols, u) = source(symbols)``
+    (0 without one) in the unknown u of the box's variables with the boundary conditions
+    ``boundary(symbols)``, and its optimum (found once where not given)."""
     dim = _check_dim(dim)
     domain, values, sense = _spec(kind, dim)
     symbols = sp.symbols(domain.names)
     value, location = optimum or _optimum(kind, dim)
-    pde = PDE(equation(symbols, sp.Function("u")(*symbols)), rhs=0,
+    pde = PDE(equation(symbols, sp.Function("u")(*symbols)), rhs=source(symbols) if source is not None else 0,
               boundary=boundary(symbols) if boundary is not None else None)
     return Problem(name, domain, point_oracle(values, dim, name), sense, pde=pde, optimum=value,
                    optimum_location=location, description=description.format(dim=dim))
@@ -158,3 +182,26 @@ def heat_diffusion(dim: int = 3) -> Problem:
     return _problem("heat", "heat_diffusion", dim, lambda xs, u: u.diff(xs[-1]) - _laplacian(xs[:-1], u),
                     "heat diffusing in {dim} variables, space and time, three decaying modes",
                     boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
+
+
+@register_problem
+def reaction_diffusion_nd(dim: int = 3) -> Problem:
+    """−∇²u + u³ = f on [0, 1]^dim (nonlinear) with a known forcing: maximised inside (two bumps,
+    u* ≈ 1.5).
+
+    Args:
+        dim: number of variables, 3 to 8.
+    """
+    def operator(symbols, u):
+        return -_laplacian(symbols, u) + u**3
+
+    def forcing(symbols):
+        exact = sum(sp.Float(h) * sp.exp(-sum((x - sp.Float(c)) ** 2
+                                              for x, c in zip(symbols, _bump_centre(centre, rest, len(symbols))))
+                                         / sp.Float(w))
+                    for h, centre, w, rest in REACTION_BUMPS)
+        return operator(symbols, exact)
+
+    return _problem("reaction", "reaction_diffusion_nd", dim, operator,
+                    "a nonlinear reaction-diffusion problem on [0, 1]^{dim} with a known forcing, two bumps inside",
+                    source=forcing)
