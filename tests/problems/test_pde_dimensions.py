@@ -1,7 +1,8 @@
 """The closed-form PDE problems in 3 to 8 variables: each true function, written again here in torch,
 satisfies its compiled PDE (the minimised one included) and equals the oracle; each optimum is no
 worse than any point of a dense sample; the Laplace problem's boundary data are continuous, the
-heat problem's maximum is on t = 0; and what auto runs on each."""
+heat problem's maximum is on t = 0, the reaction–diffusion problem's forcing is the hand-derived
+−∇²u + u³ and its PDE nonlinear; and what auto runs on each."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import math
 
 import numpy as np
 import pytest
+import sympy as sp
 import torch
 from scipy.stats import qmc
 
 from pinnbo.errors import ProblemError
 from pinnbo.optimizers import choice_for
-from problems.pde_dimensions import HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace
+from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace,
+                                     reaction_diffusion_nd)
 
 
 def laplace_torch(z):
@@ -41,7 +44,17 @@ def heat_torch(z):
                                          + 0.3 * sines[:, 0] * torch.sin(2 * x[:, 1]) * sines[:, 2:].prod(1)))
 
 
-CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch)]
+def reaction_torch(z):
+    """The two Gaussian bumps, their centres written out: (0.65, 0.35) and (0.25, 0.7) in the first
+    two variables, 0.55 and 0.3 in every other."""
+    rest = z.shape[1] - 2
+    a = torch.tensor([0.65, 0.35] + [0.55] * rest, dtype=z.dtype)
+    b = torch.tensor([0.25, 0.7] + [0.3] * rest, dtype=z.dtype)
+    return 1.5 * torch.exp(-((z - a) ** 2).sum(1) / 0.05) + 1.4 * torch.exp(-((z - b) ** 2).sum(1) / 0.02)
+
+
+CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch),
+         (reaction_diffusion_nd, reaction_torch)]
 
 
 @pytest.mark.parametrize("dim", [3, 4, 6])
@@ -57,7 +70,7 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 
 
 @pytest.mark.parametrize("dim", [3, 6])
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd])
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
@@ -80,6 +93,27 @@ def test_where_the_optima_are():
     problem = heat_diffusion(4)
     assert problem.optimum_location[-1] == 0.0 and problem.domain.upper[-1] == HEAT_TIME
     assert abs(problem.optimum_location[0] - math.pi / 2) > 0.3
+    # reaction–diffusion: the wide bump's centre, the narrow one's tail too far to move it
+    for dim in (3, 6):
+        problem = reaction_diffusion_nd(dim)
+        assert problem.optimum == pytest.approx(1.5, abs=1e-7)
+        np.testing.assert_allclose(problem.optimum_location, [0.65, 0.35] + [0.55] * (dim - 2), atol=1e-6)
+
+
+def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
+    """The declared forcing, differentiated by sympy from the bumps, against −∇²u + u³ of the same
+    bumps by hand: ∂²/∂x_i² e^{−r²/w} = (4(x_i − c_i)²/w² − 2/w) e^{−r²/w}."""
+    problem = reaction_diffusion_nd(3)
+    forcing = sp.lambdify(sp.symbols("x1 x2 x3"), problem.pde.rhs[0], "numpy")
+    assert not problem.pde.is_linear() and not problem.pde.minimum_on_boundary()
+    assert problem.pde.boundary == ()
+    for p in np.random.default_rng(3).random((20, 3)):
+        u, minus_laplacian = 0.0, 0.0
+        for h, c, w in ((1.5, (0.65, 0.35, 0.55), 0.05), (1.4, (0.25, 0.7, 0.3), 0.02)):
+            e = h * math.exp(-sum((p - c) ** 2) / w)
+            u += e
+            minus_laplacian -= sum(4 * (p - c) ** 2 / w**2 - 2 / w) * e
+        assert forcing(*p) == pytest.approx(minus_laplacian + u**3, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (helmholtz_nd, 0)])
@@ -97,7 +131,7 @@ def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes
         assert np.abs([problem.objective(x) for x in on_plane]).max() < 1e-14
 
 
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd])
 def test_what_auto_runs(factory):
     """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
     but the PDE-GP conditions on its faces held at zero as well."""
@@ -111,6 +145,7 @@ def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_metho
     paid."""
     assert choice_for(helmholtz_nd(dim)).method == helmholtz_method
     assert choice_for(heat_diffusion(dim)).method == heat_method
+    assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
 
 
 @pytest.mark.parametrize("dim", [2, 9, 3.0, True])
