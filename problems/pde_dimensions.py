@@ -6,6 +6,8 @@ paying as the dimension grows (docs/results.md, "Three variables and more").
     heat_diffusion   [0, π]^s × [0, ¼]   ∂u/∂t = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, maximum on the face t = 0
     reaction_diffusion_nd  [0, 1]^d   −∇²u + u³ = f (nonlinear, a known forcing)  maximised, inside
+    wave_nd          [0, π]^s × [0, 2π]  ∂²u/∂t² = ∇²u, s = d − 1 space variables and the time t,
+                                                         maximised, inside (hyperbolic)
 
 Laplace: u = Π_{i<d} sin πx_i · sinh(π√(d−1) x_d)/sinh(π√(d−1))
            + 0.9 Π_{i>1} sin πx_i · sinh(π√(d−1) x_1)/sinh(π√(d−1))
@@ -26,6 +28,10 @@ Reaction–diffusion: u = 1.5 e^{−|p − a|²/0.05} + 1.4 e^{−|p − b|²/0.
 (problems/pde_kinds.py) with a_i = 0.55 and b_i = 0.3 in the extra variables, and the forcing
 f = −∇²u + u³ computed symbolically: the wider bump the higher, u* ≈ 1.5 at a, the narrow one 7 %
 below it, both inside; no boundary condition is declared (u is small but not zero on the faces).
+Wave: u = Π sin x_i cos(√s t − 1) + ½ sin 2x_1 Π_{i>1} sin x_i cos(√(s+3) t − 0.3)
+          + 0.3 sin x_1 sin 2x_2 Π_{i>2} sin x_i sin(√(s+3) t),
+three standing modes of a membrane (s = 2) or a box of s space variables fixed on every face
+(declared), each at its own frequency: the 2-D string's modes in s dimensions, no maximum principle.
 
 The optimum of each is found once by L-BFGS-B from a grid of starts and cached.
 """
@@ -100,6 +106,17 @@ def heat_values(X: np.ndarray) -> np.ndarray:
     return slow + fast
 
 
+def wave_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    space, t = X[:, :-1], X[:, -1]
+    s = space.shape[1]
+    sines = np.sin(space)
+    slow, fast = math.sqrt(s), math.sqrt(s + 3)
+    return (np.prod(sines, axis=1) * np.cos(slow * t - 1.0)
+            + 0.5 * np.sin(2 * space[:, 0]) * np.prod(sines[:, 1:], axis=1) * np.cos(fast * t - 0.3)
+            + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * np.prod(sines[:, 2:], axis=1) * np.sin(fast * t))
+
+
 def reaction_values(X: np.ndarray) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     d = X.shape[1]
@@ -122,6 +139,9 @@ def _spec(kind: str, dim: int):
             "minimize"
     if kind == "reaction":
         return Box((0.0,) * dim, (1.0,) * dim, tuple(f"x{i + 1}" for i in range(dim))), reaction_values, "maximize"
+    if kind == "wave":
+        names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
+        return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (2 * math.pi,), names), wave_values, "maximize"
     names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
     return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
 
@@ -205,3 +225,16 @@ def reaction_diffusion_nd(dim: int = 3) -> Problem:
     return _problem("reaction", "reaction_diffusion_nd", dim, operator,
                     "a nonlinear reaction-diffusion problem on [0, 1]^{dim} with a known forcing, two bumps inside",
                     source=forcing)
+
+
+@register_problem
+def wave_nd(dim: int = 3) -> Problem:
+    """Standing waves in [0, π]^(dim−1) fixed on every face (declared), ∂²u/∂t² = ∇²u, time t in
+    [0, 2π] the last variable: the largest displacement, inside (no maximum principle).
+
+    Args:
+        dim: number of variables, space and time, 3 to 8.
+    """
+    return _problem("wave", "wave_nd", dim, lambda xs, u: u.diff(xs[-1], 2) - _laplacian(xs[:-1], u),
+                    "standing waves in {dim} variables, space and time, fixed on every face, three modes",
+                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
