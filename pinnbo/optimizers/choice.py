@@ -20,8 +20,8 @@ The rule, in order, the first branch that applies:
    alone pde-gp needed 0.8 of the plain GP's proposals on the heat equation in 4 variables and as
    many on Helmholtz's, and in 6 it matched the GP on the heat equation and fell behind it on
    Helmholtz's (docs/results.md, "Three variables and more"), at a dearer step. Declared conditions
-   paid in 4 variables (the heat equation's zero edges: a quarter of the GP's proposals) and not in
-   6; pinn-bo does not take them.
+   paid in 4 variables (the heat equation's zero edges: a quarter of the GP's proposals; but see
+   rule 10) and not in 6; pinn-bo does not take them.
 8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
    plate whose edges disagree at a corner, a box whose faces disagree along an edge): the supremum
@@ -44,7 +44,13 @@ The rule, in order, the first branch that applies:
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound
    settles on the best face seen; the plain GP explores them. Declared conditions pin the faces
    they hold on, which paid in 3 variables and not in 4.
-10. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
+10. A PDE in more than ``PHYSICS_DIMENSION`` variables, with boundary conditions, that is not an
+    evolution equation (first order in one of its variables, a time, second in the others:
+    :func:`_evolution`): gp-ei. The heat equation's modes fade in time, so the data need pin down
+    only the slowest few; the wave equation's never fade, and its data must pin down a displacement
+    and a velocity: with its fixed faces declared, in 4 variables pde-gp reached 1% on 3 seeds of 10
+    against gp-ei's 7 (docs/results.md, "Three variables and more").
+11. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
     the one method that conditions on them, with the corner or edge functions where the boundary
     data jump (a reaction's, in a uniform or a graded body, Helmholtz's: :mod:`pinnbo.models.corners`).
     Conditioned exactly on a
@@ -71,7 +77,9 @@ MEASURED_DIMENSION = 6
 #: Helmholtz's and the heat equation (docs/results.md, "Three variables and more"; Laplace's goes to
 #: gp-ei by rule 9 from 3 variables); above, rule 7 runs gp-ei.
 PHYSICS_DIMENSION = 3
-#: The same with the PDE's boundary conditions declared (the heat equation's zero edges).
+#: The same with the PDE's boundary conditions declared, for an evolution equation (the heat
+#: equation's zero edges; :func:`_evolution`; rule 10 runs gp-ei on any other above
+#: ``PHYSICS_DIMENSION``).
 CONDITIONED_DIMENSION = 4
 #: The most variables of its own in which pde-gp, conditioned on declared boundary conditions too,
 #: needed fewer proposals than the GPs under a maximum principle (Laplace's problem with its faces
@@ -96,6 +104,15 @@ def _linearisable(pde) -> bool:
     except PDEError:
         return False
     return True
+
+
+def _evolution(pde) -> bool:
+    """Whether the PDE is first order in exactly one of its own variables (a time) and of second
+    order or more in each other: the heat equation's form, whose solutions' modes fade with the
+    time, where the wave equation's, second order in time, do not."""
+    orders = pde.derivative_orders()
+    own = [orders[name] for name in pde.own_inputs]
+    return own.count(1) == 1 and all(order >= 2 for order in own if order != 1)
 
 
 def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_continuous=None) -> Choice:
@@ -147,6 +164,11 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
         return Choice("gp-ei", f"the optimum is on the boundary (maximum principle) in {len(own)} variables, where "
                                "the PDE-conditioned GP stays sure of faces it has not seen: a GP with expected "
                                "improvement")
+    if conditions and len(own) > PHYSICS_DIMENSION and not _evolution(pde):
+        return Choice("gp-ei", f"a PDE in {len(own)} variables with boundary conditions, not of first order in a "
+                               "time as the heat equation is (whose modes fade), where the PDE-conditioned GP saved "
+                               "none of a plain GP's proposals on the wave equation: a GP with expected improvement; "
+                               "the PDE is not used")
     parameters = [n for n in domain.names if n not in own]
     where = f"in {', '.join(own)}" + (f", with {', '.join(parameters)} as a parameter" if parameters else "")
     how = "conditioned on it" if pde.is_linear() else "conditioned on its linearisation about the GP's mean"

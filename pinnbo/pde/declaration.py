@@ -330,6 +330,11 @@ class PDE:
         """The PDE linearised about a function h₀ (:func:`pinnbo.pde.forms.linearised_form`)."""
         return forms.linearised_form(self)
 
+    def derivative_orders(self) -> dict[str, int]:
+        """Input name -> the highest order of the unknown's derivatives in it that the equations
+        read (0 where none: a parameter, or an input the unknown is not differentiated in)."""
+        return {name: max(alpha[i] for alpha in self._multi_indices) for i, name in enumerate(self.inputs)}
+
     def minimum_on_boundary(self, bounds=None) -> bool:
         """Whether every solution's minimum over a box lies on its boundary (the weak maximum
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`); ``bounds``, input name ->

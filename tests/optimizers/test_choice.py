@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from pinnbo.optimizers import AUTO, MethodError, choose_method, make_optimizer
-from pinnbo.optimizers.choice import choice_for
+from pinnbo.optimizers.choice import _evolution, choice_for
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Constraint, Problem
 from pinnbo.space import Variable
@@ -182,12 +182,14 @@ WITH_EDGES = PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0, boundary=[(x, 0, 0)])
 def test_boundary_conditions_choose_the_pde_gp_that_conditions_on_them():
     """pde-gp where the rule would otherwise give the boundary to pinn-bo (which does not take the
     conditions) or, in 3 variables under the maximum principle, to the plain GP; the plain GP under
-    the maximum principle from 4 variables and for any PDE from 5, where pde-gp with conditions
-    paid nothing or was not measured."""
+    the maximum principle from 4 variables, for a PDE that is not first order in a time (the wave
+    equation) from 4 and for any PDE from 5, where pde-gp with conditions paid nothing or was not
+    measured."""
     choice = choose_method(BOX, WITH_EDGES, boundary_continuous=False)
     assert choice.method == "pde-gp" and "with 1 boundary condition:" in choice.reason
     for dim, laplace_method, heat_method in [(3, "pde-gp", "pde-gp"), (4, "gp-ei", "pde-gp"), (5, "gp-ei", "gp-ei"),
                                              (8, "gp-ei", "gp-ei")]:
+        wave_method = laplace_method
         names = [f"x{i}" for i in range(dim)]
         symbols = sp.symbols(names)
         u = sp.Function("u")(*symbols)
@@ -195,8 +197,27 @@ def test_boundary_conditions_choose_the_pde_gp_that_conditions_on_them():
         box = Box((0.0,) * dim, (1.0,) * dim, tuple(names))
         laplace = PDE(laplacian + u.diff(symbols[-1], 2), rhs=0, boundary=[(symbols[0], 0, 0)])
         heat = PDE(u.diff(symbols[-1]) - laplacian, rhs=0, boundary=[(symbols[0], 0, 0)])
+        wave = PDE(u.diff(symbols[-1], 2) - laplacian, rhs=0, boundary=[(symbols[0], 0, 0)])
         assert choose_method(box, laplace, boundary_continuous=True).method == laplace_method
         assert choose_method(box, heat).method == heat_method
+        assert choose_method(box, wave).method == wave_method
+        if dim == 4:
+            assert "not of first order in a time" in choose_method(box, wave).reason
+            assert "maximum principle" in choose_method(box, laplace, boundary_continuous=True).reason
+
+
+def test_an_evolution_equation_is_first_order_in_one_variable_and_second_in_the_others():
+    """The heat equation with a drift and a source is; the wave equation (second order in time),
+    Laplace's, a first-order transport equation and one whose time is a parameter are not."""
+    t, s = sp.symbols("t s")
+    u = sp.Function("u")(x, y, t)
+    assert _evolution(PDE(u.diff(t) - u.diff(x, 2) - u.diff(y, 2) + 2 * u.diff(x), rhs=x * t))
+    assert not _evolution(PDE(u.diff(t, 2) - u.diff(x, 2) - u.diff(y, 2), rhs=0))
+    assert not _evolution(PDE(u.diff(t, 2) + u.diff(x, 2) + u.diff(y, 2), rhs=0))
+    assert not _evolution(PDE(u.diff(t) + u.diff(x) + u.diff(y), rhs=0))
+    with_parameter = PDE(T.diff(x) - T.diff(y, 2), rhs=0).for_variables(("x", "y", "s"))
+    assert _evolution(with_parameter) and with_parameter.derivative_orders() == {"x": 1, "y": 2, "s": 0}
+    assert not _evolution(PDE(T.diff(x, 2) + T.diff(y, 2), rhs=0).for_variables(("x", "y", "s")))
 
 
 @pytest.mark.parametrize("method", ["pinn-bo", "neural-cbo"])

@@ -17,7 +17,7 @@ from scipy.stats import qmc
 from pinnbo.errors import ProblemError
 from pinnbo.optimizers import choice_for
 from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace,
-                                     reaction_diffusion_nd)
+                                     reaction_diffusion_nd, wave_nd)
 
 
 def laplace_torch(z):
@@ -53,8 +53,17 @@ def reaction_torch(z):
     return 1.5 * torch.exp(-((z - a) ** 2).sum(1) / 0.05) + 1.4 * torch.exp(-((z - b) ** 2).sum(1) / 0.02)
 
 
+def wave_torch(z):
+    x, t = z[:, :-1], z[:, -1]
+    s = x.shape[1]
+    sines = torch.sin(x)
+    return (sines.prod(1) * torch.cos(math.sqrt(s) * t - 1)
+            + 0.5 * torch.sin(2 * x[:, 0]) * sines[:, 1:].prod(1) * torch.cos(math.sqrt(s + 3) * t - 0.3)
+            + 0.3 * sines[:, 0] * torch.sin(2 * x[:, 1]) * sines[:, 2:].prod(1) * torch.sin(math.sqrt(s + 3) * t))
+
+
 CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch),
-         (reaction_diffusion_nd, reaction_torch)]
+         (reaction_diffusion_nd, reaction_torch), (wave_nd, wave_torch)]
 
 
 @pytest.mark.parametrize("dim", [3, 4, 6])
@@ -70,7 +79,7 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 
 
 @pytest.mark.parametrize("dim", [3, 6])
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, wave_nd])
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
@@ -98,6 +107,12 @@ def test_where_the_optima_are():
         problem = reaction_diffusion_nd(dim)
         assert problem.optimum == pytest.approx(1.5, abs=1e-7)
         np.testing.assert_allclose(problem.optimum_location, [0.65, 0.35] + [0.55] * (dim - 2), atol=1e-6)
+    # the wave: inside the box in space and time (no maximum principle), where no face holds it
+    for dim in (3, 4):
+        problem = wave_nd(dim)
+        lower, upper, at = (np.asarray(v) for v in (problem.domain.lower, problem.domain.upper,
+                                                     problem.optimum_location))
+        assert np.all(at - lower > 0.3) and np.all(upper - at > 0.3) and problem.optimum > 1.2
 
 
 def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
@@ -116,10 +131,10 @@ def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
         assert forcing(*p) == pytest.approx(minus_laplacian + u**3, rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (helmholtz_nd, 0)])
+@pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (wave_nd, 4), (helmholtz_nd, 0)])
 def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes):
-    """Laplace's lower faces and the heat equation's space faces are at zero, as their PDEs declare:
-    the oracle is 0 there (Helmholtz's declares none)."""
+    """Laplace's lower faces and the heat and wave equations' space faces are at zero, as their PDEs
+    declare: the oracle is 0 there (Helmholtz's declares none)."""
     problem = factory(3)
     assert len(problem.pde.boundary) == planes
     t = np.random.default_rng(0).random((50, 3))
@@ -131,7 +146,7 @@ def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes
         assert np.abs([problem.objective(x) for x in on_plane]).max() < 1e-14
 
 
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, wave_nd])
 def test_what_auto_runs(factory):
     """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
     but the PDE-GP conditions on its faces held at zero as well."""
@@ -142,10 +157,13 @@ def test_what_auto_runs(factory):
 def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_method):
     """In 4 variables the PDE alone (Helmholtz's) paid nothing against the plain GP, which auto runs
     there; the heat equation's declared zero edges did, and pde-gp conditions on them. In 6 neither
-    paid."""
+    paid. The nonlinear reaction–diffusion problem, with no condition to declare, goes as
+    Helmholtz's; the wave equation, its fixed faces declared, whose modes do not fade as the heat
+    equation's do, paid nothing in 4 either."""
     assert choice_for(helmholtz_nd(dim)).method == helmholtz_method
     assert choice_for(heat_diffusion(dim)).method == heat_method
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
+    assert choice_for(wave_nd(dim)).method == "gp-ei"
 
 
 @pytest.mark.parametrize("dim", [2, 9, 3.0, True])
