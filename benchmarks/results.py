@@ -124,9 +124,13 @@ FAMILIES = [
      "are of `pde-gp` with its stall rule (algorithms.md, \"The stall rule\"), which brought the seeds it had "
      "missed in 3 variables to 1 %. A nonlinear reaction–diffusion problem, −∇²u + u³ = f with a known forcing "
      "(the 2-D problem's two bumps), was written in 3 and 4 variables after the rule: `auto` runs `pde-gp` on it "
-     "in 3 and `gp-ei` in 4, where `pde-gp` runs under its own name too.",
+     "in 3 and `gp-ei` in 4, where `pde-gp` runs under its own name too. Standing waves in a membrane and in a box "
+     "fixed on every face (declared), time the last variable, were written in 3 and 4 variables after the rule, "
+     "which then ran `pde-gp` on both; in 4 `pde-gp` fell behind `gp-ei`, and `auto` runs `gp-ei` there since "
+     "(a PDE with boundary conditions in 4 variables that is not first order in a time), `pde-gp` under its own "
+     "name.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")]
-     + ["reaction_diffusion_3d", "reaction_diffusion_4d"],
+     + ["reaction_diffusion_3d", "reaction_diffusion_4d", "wave_3d", "wave_4d"],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
       for kinds, dims, methods, seeds in ((("helmholtz",), (3,), DIMENSION_METHODS, 10),
@@ -136,7 +140,9 @@ FAMILIES = [
                                           (("laplace",), (3,), CONDITIONED, 10),
                                           (("laplace",), (4, 6), CONDITIONED_WITH_PDE_GP, 10),
                                           (("reaction_diffusion",), (3,), DIMENSION_METHODS, 10),
-                                          (("reaction_diffusion",), (4,), WITH_PDE_GP, 10))]),
+                                          (("reaction_diffusion",), (4,), WITH_PDE_GP, 10),
+                                          (("wave",), (3,), CONDITIONED, 10),
+                                          (("wave",), (4,), CONDITIONED_WITH_PDE_GP, 10))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",
