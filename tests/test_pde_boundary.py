@@ -1,11 +1,13 @@
 """Boundary conditions: declared with the PDE and checked there, carried through the PDE's sign and
 its inputs' order, placed in the box, and what pde-gp makes of them: with Laplace's equation and
 its Dirichlet data on the four edges the GP's mean is the one harmonic function that fits them,
-with no observation; conditions hold on their planes to rounding, through a linearisation too."""
+with no observation; conditions hold on their planes to rounding, through a linearisation too;
+where a condition declares the value, pde-gp spends no proposal on it."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ import torch
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.optimizers import make_optimizer
 from pinnbo.pde import PDE, PDEError
-from pinnbo.pde.boundary import ConditionedForm
+from pinnbo.pde.boundary import ConditionedForm, declared_values
 from pinnbo.problem import Box, Problem, ProblemError
 from pinnbo.streams import sobol_unit
 
@@ -222,3 +224,51 @@ def test_each_objectives_pde_brings_its_own_conditions():
     for p in box.from_unit(rng.uniform(size=(6, 2))):
         opt.tell(p, np.array([math.sinh(p[0]) * math.sin(p[1]), p[0] + p[1]]))     # a: harmonic, 0 at x = 0
     assert box.contains(opt.ask())
+
+
+# ------------------------------------------------------------------- what the declarations make known
+def test_a_condition_on_the_value_reads_it_off_and_one_on_a_derivative_does_not():
+    """h = b gives b, c·h = b gives b/c, through the sign of a maximised objective too; a condition
+    on ∂h leaves the value unknown."""
+    pde = PDE(LAPLACIAN, rhs=0, boundary=[(x, 0, 3 * y + 1), (y, 1, sp.Eq(T.diff(y), 0)), (x, 1, sp.Eq(2 * T, y))])
+    points = torch.tensor([[0.0, 0.5], [1.0, 2.0]], dtype=torch.float64)
+    values = [declared_values(c) for c in pde.boundary]
+    assert values[1] is None
+    assert values[0](points).tolist() == [2.5, 7.0] and values[2](points).tolist() == [0.25, 1.0]
+    negated = [declared_values(c) for c in pde.negated().boundary]
+    assert negated[0](points).tolist() == [-2.5, -7.0] and negated[2](points).tolist() == [-0.25, -1.0]
+
+
+def test_pde_gp_rules_out_a_plane_whose_declared_value_does_not_improve_the_best():
+    """The known-constraint violation of the designs where a condition declares the value: 1 on the
+    plane where that value is no better than the least observed (minimised: the optimiser's sign),
+    0 where it is better, off the plane and on a plane whose condition is on a derivative."""
+    box = Box((0.0, 0.0), (2.0, 3.0), ("x", "y"))
+    pde = PDE(LAPLACIAN, rhs=0, boundary=[(x, 0, y - 1), (y, 3, sp.Eq(T.diff(y), 0))])
+    opt = make_optimizer("pde-gp", box, 0, pde=pde)
+    violation = opt._known_elsewhere(0.5)       # the least value observed: 0.5
+    # on x = 0 the value is y − 1: 0.5 at y = 1.5 (no better), −0.5 at y = 0.5 (better)
+    unit = np.array([[0.0, 0.5], [0.0, 0.5 / 3], [0.0, 1.0], [1e-6, 0.5], [0.5, 1.0], [1.0, 0.9]])
+    assert violation(unit).tolist() == [1.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    assert make_optimizer("pde-gp", box, 0, pde=PDE(LAPLACIAN, rhs=0))._known_elsewhere(0.5) is None
+
+
+def test_pde_gp_never_spends_a_proposal_where_a_fixed_face_declares_the_value():
+    """Standing waves in a membrane fixed on its four edges (declared u = 0), seed 3: the bound's
+    search took the corners (π, 0, 2π) and (π, π, 0), where the declaration gives 0, for its first
+    two proposals; with them ruled out its proposals measure the membrane inside."""
+    from pinnbo.runner.build import build_optimizer, build_problem
+    from pinnbo.runner.case import load_case
+    from pinnbo.streams import initial_design
+
+    case = load_case(Path(__file__).resolve().parents[1] / "benchmarks" / "dimensions" / "wave_3d.yaml")
+    case = case.model_copy(update={"seed": 3, "method": "pde-gp"})
+    problem = build_problem(case)
+    opt = build_optimizer(case, problem)
+    for design in initial_design(problem.domain, 10, case.seed):
+        opt.tell(design, problem.sign * problem.objective(design))
+    for _ in range(2):
+        design = opt.ask()
+        space = design[:-1]
+        assert np.all(space > 1e-9) and np.all(space < math.pi - 1e-9)
+        opt.tell(design, problem.sign * problem.objective(design))

@@ -80,7 +80,7 @@ from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP, SETTLED_GAIN
 from pinnbo.optimizers.base import MethodSettings, Optimizer
 from pinnbo.pareto import inferred_reference
 from pinnbo.pde import LinearisedForm
-from pinnbo.pde.boundary import ConditionedForm, ConditionedLinearisedForm
+from pinnbo.pde.boundary import ConditionedForm, ConditionedLinearisedForm, declared_values
 from pinnbo.streams import derived_seed, sobol_unit
 
 #: The most collocation rows (points × equations) one fit conditions on, and the points per
@@ -96,6 +96,9 @@ BOUNDARY_SHARE = 2
 #: (:func:`pinnbo.acquisition.optimize._refine_on_faces`): a billionth of the width, closer to the
 #: corner than any design a user would tell apart from it, yet on one edge only.
 CORNER_MARGIN = 1e-9
+#: How near a boundary condition's plane (unit coordinates) a design counts as on it: the face
+#: search's and L-BFGS-B's points on a face are exactly there.
+PLANE_TOLERANCE = 1e-12
 #: UCB's β (μ − σ): the PDE-conditioned posterior is confident where the PDE shapes the function,
 #: and β = 4 (gp-ucb's) spent proposals exploring basins it had already ruled out; log EI,
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
@@ -241,6 +244,11 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
+        # the planes where a condition declares the value itself: (axis, unit coordinate, values)
+        self._declared = [] if pde is None else [
+            (domain.names.index(c.input), (c.at - domain.lower_array[domain.names.index(c.input)])
+             / domain.widths[domain.names.index(c.input)], values)
+            for c in pde.boundary if (values := declared_values(c)) is not None]
         self._basis_operator = None     # the operator on the corner functions at the collocation points
         self._jump_shapes: dict = {}    # jump_shape's answer per declared boundary continuity
         self.model: PDEGP | None = None
@@ -321,10 +329,11 @@ class PDEGPOptimizer(Optimizer):
                 pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
-            unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides)
+            known = self._known_elsewhere(float(np.min(y)))
+            unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides, violation=known)
             # The stall rule; noise-free only: under declared noise a replicate is information.
             if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
-                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides)
+                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides, known)
         return self.domain.from_unit(unit)
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
@@ -348,17 +357,40 @@ class PDEGPOptimizer(Optimizer):
                 solves_pde(shape))
 
     def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
-                  keep_off: float | None = None, sides=None) -> np.ndarray:
+                  keep_off: float | None = None, sides=None, violation=None) -> np.ndarray:
         """The acquisition's argmax among new designs, over the levels of an integer parameter too;
         ``keep_off``: the distance from every evaluated design instead of the duplicate rule's.
         ``sides`` (:meth:`_jumps`), where the model jumps at the corners: designs on two sides of a
         jump are no repeats, as the design beside a measured corner on an edge takes that edge's
-        limit, not the corner's mean of two, nor the other edge's."""
+        limit, not the corner's mean of two, nor the other edge's. ``violation``: the designs
+        ruled out (:meth:`_known_elsewhere`)."""
         s = self.settings
         return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
                                     duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
-                                    device=self.device, on_boundary=on_boundary, domain=self.domain,
-                                    face_margin=CORNER_MARGIN if sides is not None else 0.0, sides=sides)
+                                    violation=violation, device=self.device, on_boundary=on_boundary,
+                                    domain=self.domain, face_margin=CORNER_MARGIN if sides is not None else 0.0,
+                                    sides=sides)
+
+    def _known_elsewhere(self, best: float):
+        """The designs not worth an evaluation, as a known-constraint violation of unit points
+        (N, d) -> (N,): those on a plane where a boundary condition declares the value (h = b),
+        unless the declared value beats ``best``, the least value observed. The bound's search would
+        otherwise take a point on such a plane between its collocation points, where the posterior
+        is uncertain, for a value the declaration already gives (a fixed string's or membrane's 0).
+        None without such a condition."""
+        if not self._declared:
+            return None
+
+        def violation(points: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(points))
+            for axis, at, values in self._declared:
+                on = np.flatnonzero(np.abs(points[:, axis] - at) <= PLANE_TOLERANCE)
+                if len(on):
+                    physical = torch.as_tensor(self.domain.from_unit(points[on]), dtype=torch.float64)
+                    out[on[values(physical).numpy() >= best]] = 1.0
+            return out
+
+        return violation
 
     def _hypervolume_acquisition(self, unit_X: torch.Tensor, Y: np.ndarray, lower: torch.Tensor,
                                  widths: torch.Tensor, seed: int):

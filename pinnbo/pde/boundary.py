@@ -23,7 +23,7 @@ import torch
 from pinnbo.pde.compile import MultiIndex, by_order
 from pinnbo.pde.forms import EvaluatedForm
 
-__all__ = ["Condition", "ConditionedForm", "ConditionedLinearisedForm"]
+__all__ = ["Condition", "ConditionedForm", "ConditionedLinearisedForm", "declared_values"]
 
 
 class Condition(NamedTuple):
@@ -36,6 +36,22 @@ class Condition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.pde.lhs[0]} = {self.pde.rhs[0]} at {self.input} = {self.at:g}"
+
+
+def declared_values(condition: Condition):
+    """Where ``condition`` gives the unknown's value on its plane (c·h = b, no derivative), the
+    function that reads it off at physical points (N, d) of that plane, (N,); None for a condition
+    on derivatives, which leaves the value unknown."""
+    form = condition.pde.linear_form()
+    (terms,) = form.terms(torch.zeros(1, len(condition.pde.inputs), dtype=torch.float64))
+    if len(terms) != 1 or any(terms[0][0]):
+        return None
+
+    def values(points: torch.Tensor) -> torch.Tensor:
+        ((_, coefficient),) = form.terms(points)[0]
+        return form.source(points)[:, 0] / coefficient.expand(len(points))
+
+    return values
 
 
 def _stacked(blocks: Sequence[list[tuple[MultiIndex, torch.Tensor]]], sizes: Sequence[int],
