@@ -48,7 +48,7 @@ The rule, in order, the first branch that applies:
     evolution equation (first order in one of its variables, a time, second in the others:
     :func:`_evolution`): gp-ei. The heat equation's modes fade in time, so the data need pin down
     only the slowest few; the wave equation's never fade, and its data must pin down a displacement
-    and a velocity: with its fixed faces declared, in 4 variables pde-gp reached 1% on 3 seeds of 10
+    and a velocity: with its fixed faces declared, in 4 variables pde-gp reached 1% on 5 seeds of 10
     against gp-ei's 7 (docs/results.md, "Three variables and more").
 11. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
     the one method that conditions on them, with the corner or edge functions where the boundary
