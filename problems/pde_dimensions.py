@@ -131,19 +131,20 @@ def _optimum(kind: str, dim: int) -> tuple[float, tuple[float, ...]]:
     return dense_optimum(values, domain.lower, domain.upper, sense)
 
 
+#: Each kind's oracle, sense, space width and, where time is the last variable, its end
+_KINDS = {"laplace": (laplace_values, "maximize", 1.0, None),
+          "helmholtz": (helmholtz_values, "minimize", math.pi, None),
+          "reaction": (reaction_values, "maximize", 1.0, None),
+          "heat": (heat_values, "maximize", math.pi, HEAT_TIME),
+          "wave": (wave_values, "maximize", math.pi, 2 * math.pi)}
+
+
 def _spec(kind: str, dim: int):
-    if kind == "laplace":
-        return Box((0.0,) * dim, (1.0,) * dim, tuple(f"x{i + 1}" for i in range(dim))), laplace_values, "maximize"
-    if kind == "helmholtz":
-        return Box((0.0,) * dim, (math.pi,) * dim, tuple(f"x{i + 1}" for i in range(dim))), helmholtz_values, \
-            "minimize"
-    if kind == "reaction":
-        return Box((0.0,) * dim, (1.0,) * dim, tuple(f"x{i + 1}" for i in range(dim))), reaction_values, "maximize"
-    if kind == "wave":
-        names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
-        return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (2 * math.pi,), names), wave_values, "maximize"
-    names = tuple(f"x{i + 1}" for i in range(dim - 1)) + ("t",)
-    return Box((0.0,) * dim, (math.pi,) * (dim - 1) + (HEAT_TIME,), names), heat_values, "maximize"
+    values, sense, width, end = _KINDS[kind]
+    space = dim if end is None else dim - 1
+    names = tuple(f"x{i + 1}" for i in range(space)) + (() if end is None else ("t",))
+    upper = (width,) * space + (() if end is None else (end,))
+    return Box((0.0,) * dim, upper, names), values, sense
 
 
 def _problem(kind: str, name: str, dim, equation, description: str, optimum=None, boundary=None,

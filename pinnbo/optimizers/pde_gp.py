@@ -246,9 +246,7 @@ class PDEGPOptimizer(Optimizer):
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
         # the planes where a condition declares the value itself: (axis, unit coordinate, values)
         self._declared = [] if pde is None else [
-            (domain.names.index(c.input), (c.at - domain.lower_array[domain.names.index(c.input)])
-             / domain.widths[domain.names.index(c.input)], values)
-            for c in pde.boundary if (values := declared_values(c)) is not None]
+            (*self._plane(c), values) for c in pde.boundary if (values := declared_values(c)) is not None]
         self._basis_operator = None     # the operator on the corner functions at the collocation points
         self._jump_shapes: dict = {}    # jump_shape's answer per declared boundary continuity
         self.model: PDEGP | None = None
@@ -272,8 +270,7 @@ class PDEGPOptimizer(Optimizer):
         per_equation = max(1, min(wanted, (MAX_COLLOCATION_ROWS - on_plane * len(conditions)) // form.n_equations))
         blocks = [self._draw(per_equation, None, "collocation", *keys)]
         for k, condition in enumerate(conditions):
-            axis = self.domain.names.index(condition.input)
-            at = (condition.at - self.domain.lower_array[axis]) / self.domain.widths[axis]
+            axis, at = self._plane(condition)
             blocks.append(self._draw(on_plane, (axis, min(max(at, 0.0), 1.0)), "boundary", k, *keys))
         points = torch.as_tensor(np.concatenate(blocks), dtype=torch.float64, device=self.device)
         if not conditions:
@@ -282,6 +279,12 @@ class PDEGPOptimizer(Optimizer):
         sizes = [len(b) for b in blocks]
         stacked = ConditionedLinearisedForm if isinstance(form, LinearisedForm) else ConditionedForm
         return points, stacked(form, forms, sizes)
+
+    def _plane(self, condition) -> tuple[int, float]:
+        """A boundary condition's plane in the unit cube: (the design variable's axis, its unit
+        coordinate there)."""
+        axis = self.domain.names.index(condition.input)
+        return axis, (condition.at - self.domain.lower_array[axis]) / self.domain.widths[axis]
 
     def _draw(self, count: int, plane: tuple[int, float] | None, *stream) -> np.ndarray:
         """``count`` Sobol points of the unit cube (on the plane ``(axis, value)`` where given),
