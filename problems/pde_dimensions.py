@@ -6,6 +6,7 @@ paying as the dimension grows (docs/results.md, "Three variables and more").
     heat_diffusion   [0, π]^s × [0, ¼]   ∂u/∂t = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, maximum on the face t = 0
     reaction_diffusion_nd  [0, 1]^d   −∇²u + u³ = f (nonlinear, a known forcing)  maximised, inside
+    poisson_nd       [0, 1]^d     −∇²u = f (linear, a known source)                 maximised, inside
     wave_nd          [0, π]^s × [0, 2π]  ∂²u/∂t² = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, inside (hyperbolic)
 
@@ -28,6 +29,10 @@ Reaction–diffusion: u = 1.5 e^{−|p − a|²/0.05} + 1.4 e^{−|p − b|²/0.
 (problems/pde_kinds.py) with a_i = 0.55 and b_i = 0.3 in the extra variables, and the forcing
 f = −∇²u + u³ computed symbolically: the wider bump the higher, u* ≈ 1.5 at a, the narrow one 7 %
 below it, both inside; no boundary condition is declared (u is small but not zero on the faces).
+Poisson: u = [(1 + x_1) sin πx_1 sin πx_2 + 0.6 sin 3πx_1 sin 2πx_2] Π_{i>2} sin πx_i, the 2-D
+problem's solution (problems/pde_kinds.py) with a sine arch in every extra variable, and the source
+f = −∇²u computed symbolically: u* ≈ 1.829 inside, at the 2-D maximum and ½ in the extra variables,
+among several local maxima; u is zero on every face, which is not declared (as in 2-D).
 Wave: u = Π sin x_i cos(√s t − 1) + ½ sin 2x_1 Π_{i>1} sin x_i cos(√(s+3) t − 0.3)
           + 0.3 sin x_1 sin 2x_2 Π_{i>2} sin x_i sin(√(s+3) t),
 three standing modes of a membrane (s = 2) or a box of s space variables fixed on every face
@@ -117,6 +122,14 @@ def wave_values(X: np.ndarray) -> np.ndarray:
             + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * np.prod(sines[:, 2:], axis=1) * np.sin(fast * t))
 
 
+def poisson_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    pi = math.pi
+    x, y = X[:, 0], X[:, 1]
+    planar = (1 + x) * np.sin(pi * x) * np.sin(pi * y) + 0.6 * np.sin(3 * pi * x) * np.sin(2 * pi * y)
+    return planar * np.prod(np.sin(pi * X[:, 2:]), axis=1)
+
+
 def reaction_values(X: np.ndarray) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     d = X.shape[1]
@@ -135,6 +148,7 @@ def _optimum(kind: str, dim: int) -> tuple[float, tuple[float, ...]]:
 _KINDS = {"laplace": (laplace_values, "maximize", 1.0, None),
           "helmholtz": (helmholtz_values, "minimize", math.pi, None),
           "reaction": (reaction_values, "maximize", 1.0, None),
+          "poisson": (poisson_values, "maximize", 1.0, None),
           "heat": (heat_values, "maximize", math.pi, HEAT_TIME),
           "wave": (wave_values, "maximize", math.pi, 2 * math.pi)}
 
@@ -226,6 +240,26 @@ def reaction_diffusion_nd(dim: int = 3) -> Problem:
     return _problem("reaction", "reaction_diffusion_nd", dim, operator,
                     "a nonlinear reaction-diffusion problem on [0, 1]^{dim} with a known forcing, two bumps inside",
                     source=forcing)
+
+
+@register_problem
+def poisson_nd(dim: int = 3) -> Problem:
+    """−∇²u = f on [0, 1]^dim with a known source: maximised inside (u* ≈ 1.829, several local
+    maxima); u is zero on the faces, undeclared.
+
+    Args:
+        dim: number of variables, 3 to 8.
+    """
+    def source(symbols):
+        pi = sp.pi
+        x, y = symbols[:2]
+        exact = ((1 + x) * sp.sin(pi * x) * sp.sin(pi * y) + sp.Rational(3, 5) * sp.sin(3 * pi * x)
+                 * sp.sin(2 * pi * y)) * sp.Mul(*(sp.sin(pi * s) for s in symbols[2:]))
+        return sp.expand(-_laplacian(symbols, exact))
+
+    return _problem("poisson", "poisson_nd", dim, lambda xs, u: -_laplacian(xs, u),
+                    "a Poisson problem on [0, 1]^{dim} with a known source, several maxima inside",
+                    source=source)
 
 
 @register_problem

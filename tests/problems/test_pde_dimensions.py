@@ -2,7 +2,8 @@
 satisfies its compiled PDE (the minimised one included) and equals the oracle; each optimum is no
 worse than any point of a dense sample; the Laplace problem's boundary data are continuous, the
 heat problem's maximum is on t = 0, the reaction–diffusion problem's forcing is the hand-derived
-−∇²u + u³ and its PDE nonlinear; and what auto runs on each."""
+−∇²u + u³ and its PDE nonlinear, the Poisson problem's source the hand-derived −∇²u; and what auto
+runs on each."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from scipy.stats import qmc
 from pinnbo.errors import ProblemError
 from pinnbo.optimizers import choice_for
 from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace,
-                                     reaction_diffusion_nd, wave_nd)
+                                     poisson_nd, reaction_diffusion_nd, wave_nd)
 
 
 def laplace_torch(z):
@@ -53,6 +54,13 @@ def reaction_torch(z):
     return 1.5 * torch.exp(-((z - a) ** 2).sum(1) / 0.05) + 1.4 * torch.exp(-((z - b) ** 2).sum(1) / 0.02)
 
 
+def poisson_torch(z):
+    pi = math.pi
+    x, y = z[:, 0], z[:, 1]
+    planar = (1 + x) * torch.sin(pi * x) * torch.sin(pi * y) + 0.6 * torch.sin(3 * pi * x) * torch.sin(2 * pi * y)
+    return planar * torch.sin(pi * z[:, 2:]).prod(1)
+
+
 def wave_torch(z):
     x, t = z[:, :-1], z[:, -1]
     s = x.shape[1]
@@ -63,7 +71,7 @@ def wave_torch(z):
 
 
 CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch),
-         (reaction_diffusion_nd, reaction_torch), (wave_nd, wave_torch)]
+         (reaction_diffusion_nd, reaction_torch), (poisson_nd, poisson_torch), (wave_nd, wave_torch)]
 
 
 @pytest.mark.parametrize("dim", [3, 4, 6])
@@ -79,7 +87,7 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 
 
 @pytest.mark.parametrize("dim", [3, 6])
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, wave_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd])
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
@@ -107,6 +115,11 @@ def test_where_the_optima_are():
         problem = reaction_diffusion_nd(dim)
         assert problem.optimum == pytest.approx(1.5, abs=1e-7)
         np.testing.assert_allclose(problem.optimum_location, [0.65, 0.35] + [0.55] * (dim - 2), atol=1e-6)
+    # Poisson: the 2-D problem's maximum, where every extra arch sin πx_i is 1
+    for dim in (3, 6):
+        problem = poisson_nd(dim)
+        assert problem.optimum == pytest.approx(1.8289785, abs=1e-6)
+        np.testing.assert_allclose(problem.optimum_location[2:], [0.5] * (dim - 2), atol=1e-6)
     # the wave: inside the box in space and time (no maximum principle), where no face holds it
     for dim in (3, 4):
         problem = wave_nd(dim)
@@ -131,6 +144,23 @@ def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
         assert forcing(*p) == pytest.approx(minus_laplacian + u**3, rel=1e-12, abs=1e-12)
 
 
+def test_the_poisson_source_is_minus_the_laplacian():
+    """The declared source, differentiated by sympy, against −∇²u by hand: with S = Π sin πx_i and
+    T = sin 3πx_1 sin 2πx_2 Π_{i>2} sin πx_i, −∇²[(1 + x_1)S] = dπ²(1 + x_1)S − 2π cos πx_1 Π_{i>1}
+    sin πx_i and −∇²T = (d + 11)π² T."""
+    for dim in (3, 4):
+        problem = poisson_nd(dim)
+        source = sp.lambdify(sp.symbols(" ".join(f"x{i + 1}" for i in range(dim))), problem.pde.rhs[0], "numpy")
+        assert problem.pde.is_linear() and problem.pde.boundary == ()
+        for p in np.random.default_rng(dim).random((20, dim)):
+            sines, pi = np.sin(math.pi * p), math.pi
+            S = np.prod(sines)
+            T = math.sin(3 * pi * p[0]) * math.sin(2 * pi * p[1]) * np.prod(sines[2:])
+            expected = (dim * pi**2 * (1 + p[0]) * S - 2 * pi * math.cos(pi * p[0]) * np.prod(sines[1:])
+                        + 0.6 * (dim + 11) * pi**2 * T)
+            assert source(*p) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
 @pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (wave_nd, 4), (helmholtz_nd, 0)])
 def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes):
     """Laplace's lower faces and the heat and wave equations' space faces are at zero, as their PDEs
@@ -146,7 +176,7 @@ def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes
         assert np.abs([problem.objective(x) for x in on_plane]).max() < 1e-14
 
 
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, wave_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd])
 def test_what_auto_runs(factory):
     """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
     but the PDE-GP conditions on its faces held at zero as well."""
@@ -157,12 +187,13 @@ def test_what_auto_runs(factory):
 def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_method):
     """In 4 variables the PDE alone (Helmholtz's) paid nothing against the plain GP, which auto runs
     there; the heat equation's declared zero edges did, and pde-gp conditions on them. In 6 neither
-    paid. The nonlinear reaction–diffusion problem, with no condition to declare, goes as
-    Helmholtz's; the wave equation, its fixed faces declared, whose modes do not fade as the heat
+    paid. The nonlinear reaction–diffusion problem and the Poisson problem, with no condition
+    declared, go as Helmholtz's; the wave equation, its fixed faces declared, whose modes do not fade as the heat
     equation's do, paid nothing in 4 either."""
     assert choice_for(helmholtz_nd(dim)).method == helmholtz_method
     assert choice_for(heat_diffusion(dim)).method == heat_method
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
+    assert choice_for(poisson_nd(dim)).method == helmholtz_method
     assert choice_for(wave_nd(dim)).method == "gp-ei"
 
 
