@@ -9,6 +9,8 @@ paying as the dimension grows (docs/results.md, "Three variables and more").
     poisson_nd       [0, 1]^d     −∇²u = f (linear, a known source)                 maximised, inside
     wave_nd          [0, π]^s × [0, 2π]  ∂²u/∂t² = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, inside (hyperbolic)
+    damped_wave_nd   [0, π]^s × [0, 2π]  ∂²u/∂t² + ∂u/∂t = ∇²u (the telegraph equation), maximised,
+                                                         inside, early (every mode fades as e^{−t/2})
 
 Laplace: u = Π_{i<d} sin πx_i · sinh(π√(d−1) x_d)/sinh(π√(d−1))
            + 0.9 Π_{i>1} sin πx_i · sinh(π√(d−1) x_1)/sinh(π√(d−1))
@@ -37,6 +39,9 @@ Wave: u = Π sin x_i cos(√s t − 1) + ½ sin 2x_1 Π_{i>1} sin x_i cos(√(s+
           + 0.3 sin x_1 sin 2x_2 Π_{i>2} sin x_i sin(√(s+3) t),
 three standing modes of a membrane (s = 2) or a box of s space variables fixed on every face
 (declared), each at its own frequency: the 2-D string's modes in s dimensions, no maximum principle.
+Damped wave: the same three modes, each times e^{−t/2} at the frequency √(λ − ¼) of its
+eigenvalue λ (s or s + 3), which solve u_tt + u_t = ∇²u: the modes fade, all at one rate, as the
+heat equation's do, but the equation is second order in time, as the wave's is.
 
 The optimum of each is found once by L-BFGS-B from a grid of starts and cached.
 """
@@ -55,6 +60,7 @@ from problems.optimum import dense_optimum
 
 DIMENSIONS = (3, 8)       # the dimensions these problems are written for, inclusive
 HEAT_TIME = 0.25          # the time variable's upper bound
+DAMPING = 1.0             # γ of the damped wave, u_tt + γu_t = ∇²u: below 2√2, every mode oscillates
 HELMHOLTZ_2D_MINIMUM = -1.2873250630603432
 HELMHOLTZ_2D_ARGMIN = (0.4373755707327469, math.pi / 2)
 
@@ -130,6 +136,18 @@ def poisson_values(X: np.ndarray) -> np.ndarray:
     return planar * np.prod(np.sin(pi * X[:, 2:]), axis=1)
 
 
+def damped_wave_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    space, t = X[:, :-1], X[:, -1]
+    s = space.shape[1]
+    sines = np.sin(space)
+    slow, fast = math.sqrt(s - DAMPING**2 / 4), math.sqrt(s + 3 - DAMPING**2 / 4)
+    return np.exp(-DAMPING * t / 2) * (
+        np.prod(sines, axis=1) * np.cos(slow * t - 1.0)
+        + 0.5 * np.sin(2 * space[:, 0]) * np.prod(sines[:, 1:], axis=1) * np.cos(fast * t - 0.3)
+        + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * np.prod(sines[:, 2:], axis=1) * np.sin(fast * t))
+
+
 def reaction_values(X: np.ndarray) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     d = X.shape[1]
@@ -150,7 +168,8 @@ _KINDS = {"laplace": (laplace_values, "maximize", 1.0, None),
           "reaction": (reaction_values, "maximize", 1.0, None),
           "poisson": (poisson_values, "maximize", 1.0, None),
           "heat": (heat_values, "maximize", math.pi, HEAT_TIME),
-          "wave": (wave_values, "maximize", math.pi, 2 * math.pi)}
+          "wave": (wave_values, "maximize", math.pi, 2 * math.pi),
+          "damped_wave": (damped_wave_values, "maximize", math.pi, 2 * math.pi)}
 
 
 def _spec(kind: str, dim: int):
@@ -272,4 +291,19 @@ def wave_nd(dim: int = 3) -> Problem:
     """
     return _problem("wave", "wave_nd", dim, lambda xs, u: u.diff(xs[-1], 2) - _laplacian(xs[:-1], u),
                     "standing waves in {dim} variables, space and time, fixed on every face, three modes",
+                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
+
+
+@register_problem
+def damped_wave_nd(dim: int = 3) -> Problem:
+    """Damped standing waves in [0, π]^(dim−1) fixed on every face (declared), the telegraph
+    equation ∂²u/∂t² + ∂u/∂t = ∇²u, time t in [0, 2π] the last variable: the largest displacement,
+    inside, early (every mode fades as e^{−t/2}).
+
+    Args:
+        dim: number of variables, space and time, 3 to 8.
+    """
+    return _problem("damped_wave", "damped_wave_nd", dim,
+                    lambda xs, u: u.diff(xs[-1], 2) + DAMPING * u.diff(xs[-1]) - _laplacian(xs[:-1], u),
+                    "damped standing waves in {dim} variables, space and time, fixed on every face, three modes",
                     boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])

@@ -17,8 +17,8 @@ from scipy.stats import qmc
 
 from pinnbo.errors import ProblemError
 from pinnbo.optimizers import choice_for
-from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, heat_diffusion, helmholtz_nd, laplace,
-                                     poisson_nd, reaction_diffusion_nd, wave_nd)
+from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, damped_wave_nd, heat_diffusion, helmholtz_nd,
+                                     laplace, poisson_nd, reaction_diffusion_nd, wave_nd)
 
 
 def laplace_torch(z):
@@ -70,8 +70,20 @@ def wave_torch(z):
             + 0.3 * sines[:, 0] * torch.sin(2 * x[:, 1]) * sines[:, 2:].prod(1) * torch.sin(math.sqrt(s + 3) * t))
 
 
+def damped_wave_torch(z):
+    """Each mode e^{−t/2} cos(ωt − φ) with ω² = λ − ¼ for its eigenvalue λ (s, s + 3)."""
+    x, t = z[:, :-1], z[:, -1]
+    s = x.shape[1]
+    sines = torch.sin(x)
+    slow, fast = math.sqrt(s - 0.25), math.sqrt(s + 2.75)
+    return torch.exp(-t / 2) * (sines.prod(1) * torch.cos(slow * t - 1)
+                                + 0.5 * torch.sin(2 * x[:, 0]) * sines[:, 1:].prod(1) * torch.cos(fast * t - 0.3)
+                                + 0.3 * sines[:, 0] * torch.sin(2 * x[:, 1]) * sines[:, 2:].prod(1) * torch.sin(fast * t))
+
+
 CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch),
-         (reaction_diffusion_nd, reaction_torch), (poisson_nd, poisson_torch), (wave_nd, wave_torch)]
+         (reaction_diffusion_nd, reaction_torch), (poisson_nd, poisson_torch), (wave_nd, wave_torch),
+         (damped_wave_nd, damped_wave_torch)]
 
 
 @pytest.mark.parametrize("dim", [3, 4, 6])
@@ -87,7 +99,8 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 
 
 @pytest.mark.parametrize("dim", [3, 6])
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd,
+                                     damped_wave_nd])
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
@@ -126,6 +139,12 @@ def test_where_the_optima_are():
         lower, upper, at = (np.asarray(v) for v in (problem.domain.lower, problem.domain.upper,
                                                      problem.optimum_location))
         assert np.all(at - lower > 0.3) and np.all(upper - at > 0.3) and problem.optimum > 1.2
+    # the damped wave: inside, early, where its modes have faded least, below the undamped peak
+    for dim in (3, 4):
+        problem = damped_wave_nd(dim)
+        at = np.asarray(problem.optimum_location)
+        assert 0.1 < at[-1] < 0.5 and np.all(at[:-1] > 0.3) and np.all(math.pi - at[:-1] > 0.3)
+        assert 0.9 < problem.optimum < wave_nd(dim).optimum
 
 
 def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
@@ -161,9 +180,10 @@ def test_the_poisson_source_is_minus_the_laplacian():
             assert source(*p) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (wave_nd, 4), (helmholtz_nd, 0)])
+@pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (wave_nd, 4), (damped_wave_nd, 4),
+                                             (helmholtz_nd, 0)])
 def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes):
-    """Laplace's lower faces and the heat and wave equations' space faces are at zero, as their PDEs
+    """Laplace's lower faces and the heat and (damped) wave equations' space faces are at zero, as their PDEs
     declare: the oracle is 0 there (Helmholtz's declares none)."""
     problem = factory(3)
     assert len(problem.pde.boundary) == planes
@@ -176,7 +196,8 @@ def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes
         assert np.abs([problem.objective(x) for x in on_plane]).max() < 1e-14
 
 
-@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd])
+@pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd,
+                                     damped_wave_nd])
 def test_what_auto_runs(factory):
     """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
     but the PDE-GP conditions on its faces held at zero as well."""
@@ -195,6 +216,7 @@ def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_metho
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
     assert choice_for(poisson_nd(dim)).method == helmholtz_method
     assert choice_for(wave_nd(dim)).method == "gp-ei"
+    assert choice_for(damped_wave_nd(dim)).method == "gp-ei"
 
 
 @pytest.mark.parametrize("dim", [2, 9, 3.0, True])
