@@ -455,6 +455,19 @@ def test_the_maximum_principle_is_read_off_the_operator(pde, expected):
 
 
 @pytest.mark.parametrize("pde, expected", [
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=1), True),                   # a subsolution: its operator keeps it
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2), rhs=x), True),                   # a source of either sign: the same
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2, rhs=x), False),        # Helmholtz's operator does not
+    (PDE(T2.diff(x, 2) - T2.diff(y, 2), rhs=1), False),                  # nor a hyperbolic one
+])
+def test_the_operator_alone_keeps_the_principle_whatever_its_source(pde, expected):
+    """``with_source=False`` asks of L h = 0: where the source has the wrong sign for the PDE's own
+    principle, the operator may still keep it."""
+    assert pde.minimum_on_boundary(with_source=False) is expected
+    assert pde.negated().minimum_on_boundary(with_source=False) is expected
+
+
+@pytest.mark.parametrize("pde, expected", [
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y)), (1 + 3 * x, ((1, 0), (0, 1)), (0, 0), 0.0)),
     (PDE(((1 + 3 * x) * T2.diff(x)).diff(x) + ((1 + 3 * x) * T2.diff(y)).diff(y)).negated(),
      (-1 - 3 * x, ((1, 0), (0, 1)), (0, 0), 0.0)),

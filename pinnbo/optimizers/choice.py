@@ -15,14 +15,21 @@ The rule, in order, the first branch that applies:
    was measured from 10 to 50 variables (docs/results.md, "High-dimensional functions with a
    PDE"); pde-gp, whose collocation points thin out as the dimension grows (docs/algorithms.md,
    "PDE-GP"), was measured up to 6.
-7. A PDE in more than ``PHYSICS_DIMENSION`` variables without boundary conditions (and at most
+7. One linear PDE with a known source, L[u] = f with f not zero, in more than ``PHYSICS_DIMENSION``
+   variables and at most ``SOURCE_DIMENSION``, whose operator L keeps the maximum principle while
+   the PDE with its source does not (Poisson's −∇²u = f with the optimum inside): pde-gp, with its
+   boundary conditions where it declares them. L's own solutions have no interior extremum, so
+   the interior's shape is the source's, which the PDE-GP conditions on: on a Poisson problem with
+   the PDE alone (``poisson_nd``) pde-gp needed a third of gp-ei's proposals in 4 variables, where
+   on the source-free Helmholtz and heat equations it saved few or none (rule 8).
+8. A PDE in more than ``PHYSICS_DIMENSION`` variables without boundary conditions (and at most
    ``MEASURED_DIMENSION``), or more than ``CONDITIONED_DIMENSION`` with them: gp-ei. With the PDE
    alone pde-gp needed 0.8 of the plain GP's proposals on the heat equation in 4 variables and as
    many on Helmholtz's, and in 6 it matched the GP on the heat equation and fell behind it on
    Helmholtz's (docs/results.md, "Three variables and more"), at a dearer step. Declared conditions
    paid in 4 variables (the heat equation's zero edges: a quarter of the GP's proposals; but see
-   rule 10) and not in 6; pinn-bo does not take them.
-8. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
+   rule 11) and not in 6; pinn-bo does not take them.
+9. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
    boundary data the problem declares discontinuous (``Problem.boundary_continuous`` False: a heat
    plate whose edges disagree at a corner, a box whose faces disagree along an edge): the supremum
    is then a limit beside the jump. pde-gp where the PDE is in two variables (c ∇²f = g, a
@@ -39,18 +46,18 @@ The rule, in order, the first branch that applies:
    short); pinn-bo
    otherwise, whose residual fit follows a jump that the PDE-GP's smooth kernel approaches only
    slowly, proposal by proposal along the edge.
-9. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
+10. A PDE whose maximum principle puts the optimum on the boundary, in 3 of its own variables or
    more (with boundary conditions, more than ``CONDITIONED_PRINCIPLE_DIMENSION``): gp-ei. The
    PDE-conditioned posterior is confident on faces no observation has reached, and its bound
    settles on the best face seen; the plain GP explores them. Declared conditions pin the faces
    they hold on, which paid in 3 variables and not in 4.
-10. A PDE in more than ``PHYSICS_DIMENSION`` variables, with boundary conditions, that is not an
+11. A PDE in more than ``PHYSICS_DIMENSION`` variables, with boundary conditions, that is not an
     evolution equation (first order in one of its variables, a time, second in the others:
     :func:`_evolution`): gp-ei. The heat equation's modes fade in time, so the data need pin down
     only the slowest few; the wave equation's never fade, and its data must pin down a displacement
     and a velocity: with its fixed faces declared, in 4 variables pde-gp reached 1% on 5 seeds of 10
     against gp-ei's 7 (docs/results.md, "Three variables and more").
-11. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
+12. Every other PDE, linear or nonlinear, with its boundary conditions if it declares any: pde-gp,
     the one method that conditions on them, with the corner or edge functions where the boundary
     data jump (a reaction's, in a uniform or a graded body, Helmholtz's: :mod:`pinnbo.models.corners`).
     Conditioned exactly on a
@@ -75,17 +82,21 @@ AUTO = "auto"
 MEASURED_DIMENSION = 6
 #: The most variables in which pde-gp, with the PDE alone, needed at most half the GPs' proposals on
 #: Helmholtz's and the heat equation (docs/results.md, "Three variables and more"; Laplace's goes to
-#: gp-ei by rule 9 from 3 variables); above, rule 7 runs gp-ei.
+#: gp-ei by rule 10 from 3 variables); above, rule 8 runs gp-ei.
 PHYSICS_DIMENSION = 3
 #: The same with the PDE's boundary conditions declared, for an evolution equation (the heat
-#: equation's zero edges; :func:`_evolution`; rule 10 runs gp-ei on any other above
+#: equation's zero edges; :func:`_evolution`; rule 11 runs gp-ei on any other above
 #: ``PHYSICS_DIMENSION``).
 CONDITIONED_DIMENSION = 4
 #: The most variables of its own in which pde-gp, conditioned on declared boundary conditions too,
 #: needed fewer proposals than the GPs under a maximum principle (Laplace's problem with its faces
-#: at the origin declared: half the better GP's in 3 variables, as many in 4); beyond, rule 9 runs
+#: at the origin declared: half the better GP's in 3 variables, as many in 4); beyond, rule 10 runs
 #: gp-ei.
 CONDITIONED_PRINCIPLE_DIMENSION = 3
+#: The most variables in which pde-gp, with a known source and an operator that keeps the maximum
+#: principle, needed at most half the GPs' proposals (a Poisson problem; rule 7); above, the
+#: dimension rules apply as to any PDE.
+SOURCE_DIMENSION = 4
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,16 @@ def _evolution(pde) -> bool:
     orders = pde.derivative_orders()
     own = [orders[name] for name in pde.own_inputs]
     return own.count(1) == 1 and all(order >= 2 for order in own if order != 1)
+
+
+def _shaped_by_source(pde, bounds) -> bool:
+    """Whether the PDE is one linear equation L[h] = g with a source g that is not zero, whose
+    operator L keeps the maximum principle (:meth:`PDE.minimum_on_boundary` without the source)
+    while the equation with its source does not: the optimum may be inside, where the source,
+    not L's own solutions, shapes it."""
+    if pde.n_equations != 1 or not pde.is_linear() or pde.expanded[0].source == 0:
+        return False
+    return pde.minimum_on_boundary(bounds, with_source=False) and not pde.minimum_on_boundary(bounds)
 
 
 def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_continuous=None) -> Choice:
@@ -143,6 +164,10 @@ def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_co
     if domain.dim > MEASURED_DIMENSION and not conditions:
         return Choice("pinn-bo", f"a PDE in {domain.dim} variables, more than the {MEASURED_DIMENSION} pde-gp was "
                                  "measured in: a network trained on the PDE's residual")
+    if PHYSICS_DIMENSION < domain.dim <= SOURCE_DIMENSION and _shaped_by_source(pde, domain.named_bounds):
+        return Choice("pde-gp", f"a linear PDE in {domain.dim} variables with a known source, whose operator keeps "
+                                "the maximum principle, so the source shapes the interior: a GP conditioned on it"
+                                + (" and on its boundary conditions" if conditions else ""))
     if domain.dim > (CONDITIONED_DIMENSION if conditions else PHYSICS_DIMENSION):
         why = "where the PDE-conditioned GP saved few of a plain GP's proposals or none" if not conditions else \
             "where the PDE-conditioned GP, with its boundary conditions, saved none of a plain GP's proposals " \

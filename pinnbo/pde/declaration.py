@@ -335,11 +335,12 @@ class PDE:
         read (0 where none: a parameter, or an input the unknown is not differentiated in)."""
         return {name: max(alpha[i] for alpha in self._multi_indices) for i, name in enumerate(self.inputs)}
 
-    def minimum_on_boundary(self, bounds=None) -> bool:
+    def minimum_on_boundary(self, bounds=None, with_source: bool = True) -> bool:
         """Whether every solution's minimum over a box lies on its boundary (the weak maximum
         principle, :func:`pinnbo.pde.forms.minimum_on_boundary`); ``bounds``, input name ->
-        (lower, upper), the box, where the coefficients may vary."""
-        return forms.minimum_on_boundary(self, bounds)
+        (lower, upper), the box, where the coefficients may vary; ``with_source`` False: every
+        solution of the equation without its source (whether the operator keeps the principle)."""
+        return forms.minimum_on_boundary(self, bounds, with_source)
 
     def constant_operator(self, at=None) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], float] | None:
         """``(A, b, c)`` where the PDE is Σ A_ij ∂²h/∂z_i∂z_j + Σ b_i ∂h/∂z_i + c h = g with constants

@@ -127,7 +127,7 @@ def _one_linear_equation(pde):
     return terms, source
 
 
-def minimum_on_boundary(pde, bounds=None) -> bool:
+def minimum_on_boundary(pde, bounds=None, with_source: bool = True) -> bool:
     """Whether every solution's minimum over a closed box lies on the box's boundary, by the weak
     maximum principle (Gilbarg & Trudinger, Theorem 3.1; Evans, §6.4.1): one linear equation
     L[h] = Σ a_ij ∂_i∂_j h + Σ b_i ∂_i h = g with no zero-order term, a definite matrix (a_ij),
@@ -140,11 +140,14 @@ def minimum_on_boundary(pde, bounds=None) -> bool:
     range): uniform ellipticity asks the enclosures of a_11, ..., of the leading minors to lie above
     zero (below, alternating, for a negative definite one), and the b_i's to be finite. A graded
     conductor, ∇·(k∇h) with k > 0 on the box, qualifies. Conservative: False whenever the
-    conditions cannot be read off the symbols."""
+    conditions cannot be read off the symbols. ``with_source`` False: of the equation without its
+    source, L[h] = 0, that is whether the operator keeps the principle, whatever the source's sign."""
     equation = _one_linear_equation(pde)
     if equation is None:
         return False
     terms, source = equation
+    if not with_source:
+        source = sp.Integer(0)
     symbols = pde.atoms.symbols
     box = None
     if bounds is not None and all(s.name in bounds for s in symbols):

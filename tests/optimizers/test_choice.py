@@ -54,7 +54,7 @@ def test_the_pde_branches(pde, continuous, method):
 
 
 def test_a_helmholtz_operator_whose_data_jump_says_it_carries_the_corners_functions():
-    """Rule 10, the model with the corners' functions of a gain (θ J₀(kρ)): its reason says so, and
+    """Rule 12, the model with the corners' functions of a gain (θ J₀(kρ)): its reason says so, and
     with continuous data or none declared it does not."""
     jumps = choose_method(BOX, HELMHOLTZ, boundary_continuous=False)
     assert jumps.method == "pde-gp" and "corners' functions for the boundary data's jumps" in jumps.reason
@@ -72,6 +72,30 @@ def test_the_pde_gp_up_to_three_variables_the_plain_gp_in_four_to_six_the_networ
         choice = choose_method(Box((0.0,) * d, (1.0,) * d, tuple(map(str, names))), helmholtz)
         assert choice.method == method
         assert (f"in {d} variables" in choice.reason) is (d > 3)
+
+
+def test_a_source_that_shapes_the_inside_runs_the_pde_gp_in_four_variables():
+    """Rule 7: Poisson's −∇²u = f with the optimum inside (a source of either sign, written on
+    either side, its conditions declared or not) runs pde-gp in 4 variables, where the source-free
+    Laplace and Helmholtz equations run the plain GP; not a source whose sign keeps the maximum
+    principle (u superharmonic: its minimum on the boundary), not a Helmholtz operator with a source
+    (its own solutions oscillate inside), not in 5 variables, where it was not measured."""
+    for d, method in ((4, "pde-gp"), (5, "gp-ei")):
+        names = sp.symbols(f"x1:{d + 1}")
+        u = sp.Function("u")(*names)
+        laplacian = sum(u.diff(v, 2) for v in names)
+        box = Box((0.0,) * d, (1.0,) * d, tuple(map(str, names)))
+        varying = sp.sin(7 * names[0]) * names[1]        # both signs on the box
+        choice = choose_method(box, PDE(-laplacian, rhs=varying))
+        assert choice.method == method and ("known source" in choice.reason) is (d == 4)
+        assert choose_method(box, PDE(-laplacian - varying, rhs=0)).method == method
+        assert choose_method(box, PDE(-laplacian, rhs=-1)).method == method       # subharmonic: inside
+        with_face = choose_method(box, PDE(-laplacian, rhs=varying, boundary=[(names[0], 0, 0)]))
+        assert with_face.method == method and ("known source" in with_face.reason) is (d == 4)
+        assert ("and on its boundary conditions" in with_face.reason) is (d == 4)
+        assert choose_method(box, PDE(-laplacian, rhs=1)).method == "gp-ei"       # superharmonic
+        assert choose_method(box, PDE(laplacian + 20 * u, rhs=varying)).method == "gp-ei"
+        assert choose_method(box, PDE(-laplacian, rhs=0)).method == "gp-ei"
 
 
 def test_a_maximum_principle_in_three_variables_or_more_runs_the_plain_gp():
@@ -158,7 +182,7 @@ def test_data_that_jump_in_three_variables_run_the_edge_functions_or_the_network
     mixed = PDE(sum(u.diff(v, 2) for v in names) + u.diff(names[0], names[1]), rhs=0)
     assert choose_method(box, mixed, boundary_continuous=False).method == "pde-gp"
     helmholtz = PDE(sum(u.diff(v, 2) for v in names) + u.diff(names[0], names[1]) + 9 * u, rhs=0)
-    assert choose_method(box, helmholtz, boundary_continuous=False).method == "pde-gp"       # smooth: rule 10
+    assert choose_method(box, helmholtz, boundary_continuous=False).method == "pde-gp"       # smooth: rule 12
     graded = PDE(sum(((1 + names[0]) * u.diff(v)).diff(v) for v in names), rhs=0)
     assert choose_method(box, graded, boundary_continuous=False).method == "pde-gp"
     carried = PDE(graded.lhs[0] - 2 * u.diff(names[1]), rhs=0)               # graded, and a flow
