@@ -137,7 +137,7 @@ FAMILIES = [
      "`auto` ran before); in 6, `gp-ei`.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")]
      + ["reaction_diffusion_3d", "reaction_diffusion_4d", "wave_3d", "wave_4d", "damped_wave_3d", "damped_wave_4d",
-        "poisson_3d", "poisson_4d", "poisson_6d"],
+        "poisson_3d", "poisson_4d", "poisson_5d", "poisson_6d"],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
       for kinds, dims, methods, seeds in ((("helmholtz",), (3,), DIMENSION_METHODS, 10),
@@ -154,7 +154,7 @@ FAMILIES = [
                                           (("damped_wave",), (4,), CONDITIONED_WITH_PDE_GP, 10),
                                           (("poisson",), (3,), DIMENSION_METHODS, 10),
                                           (("poisson",), (4,), WITH_PDE_GP, 10),
-                                          (("poisson",), (6,), CONDITIONED_WITH_PDE_GP, 10))]),
+                                          (("poisson",), (5, 6), CONDITIONED_WITH_PDE_GP, 10))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",

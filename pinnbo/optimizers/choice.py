@@ -20,8 +20,9 @@ The rule, in order, the first branch that applies:
    the PDE with its source does not (Poisson's −∇²u = f with the optimum inside): pde-gp, with its
    boundary conditions where it declares them. L's own solutions have no interior extremum, so
    the interior's shape is the source's, which the PDE-GP conditions on: on a Poisson problem with
-   the PDE alone (``poisson_nd``) pde-gp needed a third of gp-ei's proposals in 4 variables, where
-   on the source-free Helmholtz and heat equations it saved few or none (rule 8).
+   the PDE alone (``poisson_nd``) pde-gp needed a third of gp-ei's proposals in 4 variables and half
+   in 5, where on the source-free Helmholtz and heat equations it saved few or none (rule 8); in 6
+   it fell behind gp-ei.
 8. A PDE in more than ``PHYSICS_DIMENSION`` variables without boundary conditions (and at most
    ``MEASURED_DIMENSION``), or more than ``CONDITIONED_DIMENSION`` with them: gp-ei. With the PDE
    alone pde-gp needed 0.8 of the plain GP's proposals on the heat equation in 4 variables and as
@@ -98,7 +99,7 @@ CONDITIONED_PRINCIPLE_DIMENSION = 3
 #: The most variables in which pde-gp, with a known source and an operator that keeps the maximum
 #: principle, needed at most half the GPs' proposals (a Poisson problem; rule 7); above, the
 #: dimension rules apply as to any PDE.
-SOURCE_DIMENSION = 4
+SOURCE_DIMENSION = 5
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,7 @@ def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_metho
     assert choice_for(heat_diffusion(dim)).method == heat_method
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
     assert choice_for(poisson_nd(dim)).method == heat_method
+    assert choice_for(poisson_nd(5)).method == "pde-gp"
     assert choice_for(wave_nd(dim)).method == "gp-ei"
     assert choice_for(damped_wave_nd(dim)).method == "gp-ei"
 
