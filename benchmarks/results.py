@@ -131,10 +131,10 @@ FAMILIES = [
      "name. The same waves damped, u_tt + u_t = ∇²u (the telegraph equation, every mode fading as e^{−t/2}), "
      "written after that: `auto` runs `pde-gp` in 3 variables and `gp-ei` in 4, `pde-gp` under its own name. A "
      "Poisson problem with a known source, −∇²u = f (the 2-D problem's solution with a sine arch in every other "
-     "variable), written last, in 3, 4 and 6 variables: the rule then ran `gp-ei` on it in 4, where `pde-gp` "
-     "needed a third of its proposals, and `auto` runs `pde-gp` there since (a linear PDE with a source whose "
-     "operator keeps the maximum principle; the `auto` row of poisson_4d is of that rule, its `gp-ei` row what "
-     "`auto` ran before); in 6, `gp-ei`.",
+     "variable), written last, in 3 to 6 variables: the rule then ran `gp-ei` on it in 4 and 5, where `pde-gp` "
+     "needed a third and half of its proposals, and `auto` runs `pde-gp` there since (a linear PDE with a source "
+     "whose operator keeps the maximum principle; the `auto` rows of poisson_4d and poisson_5d are of that rule, "
+     "their `gp-ei` rows what `auto` ran before); in 6, `gp-ei`.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")]
      + ["reaction_diffusion_3d", "reaction_diffusion_4d", "wave_3d", "wave_4d", "damped_wave_3d", "damped_wave_4d",
         "poisson_3d", "poisson_4d", "poisson_5d", "poisson_6d"],
