@@ -57,6 +57,7 @@ import sympy as sp
 from pinnbo.pde import PDE
 from pinnbo.problem import Box, Problem, ProblemError, point_oracle, register_problem
 from problems.optimum import dense_optimum
+from problems.pde_kinds import poisson_values as planar_poisson_values
 
 DIMENSIONS = (3, 8)       # the dimensions these problems are written for, inclusive
 HEAT_TIME = 0.25          # the time variable's upper bound
@@ -117,35 +118,33 @@ def heat_values(X: np.ndarray) -> np.ndarray:
     return slow + fast
 
 
-def wave_values(X: np.ndarray) -> np.ndarray:
+def _standing_waves(X: np.ndarray, damping: float) -> np.ndarray:
+    """The three modes of u_tt + γu_t = ∇²u, each e^{−γt/2} at the frequency √(λ − γ²/4) of its
+    eigenvalue λ (s or s + 3); γ = 0, the undamped wave, leaves every value as it was."""
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     space, t = X[:, :-1], X[:, -1]
     s = space.shape[1]
     sines = np.sin(space)
-    slow, fast = math.sqrt(s), math.sqrt(s + 3)
-    return (np.prod(sines, axis=1) * np.cos(slow * t - 1.0)
-            + 0.5 * np.sin(2 * space[:, 0]) * np.prod(sines[:, 1:], axis=1) * np.cos(fast * t - 0.3)
-            + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * np.prod(sines[:, 2:], axis=1) * np.sin(fast * t))
-
-
-def poisson_values(X: np.ndarray) -> np.ndarray:
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    pi = math.pi
-    x, y = X[:, 0], X[:, 1]
-    planar = (1 + x) * np.sin(pi * x) * np.sin(pi * y) + 0.6 * np.sin(3 * pi * x) * np.sin(2 * pi * y)
-    return planar * np.prod(np.sin(pi * X[:, 2:]), axis=1)
-
-
-def damped_wave_values(X: np.ndarray) -> np.ndarray:
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    space, t = X[:, :-1], X[:, -1]
-    s = space.shape[1]
-    sines = np.sin(space)
-    slow, fast = math.sqrt(s - DAMPING**2 / 4), math.sqrt(s + 3 - DAMPING**2 / 4)
-    return np.exp(-DAMPING * t / 2) * (
+    slow, fast = math.sqrt(s - damping**2 / 4), math.sqrt(s + 3 - damping**2 / 4)
+    return np.exp(-damping * t / 2) * (
         np.prod(sines, axis=1) * np.cos(slow * t - 1.0)
         + 0.5 * np.sin(2 * space[:, 0]) * np.prod(sines[:, 1:], axis=1) * np.cos(fast * t - 0.3)
         + 0.3 * sines[:, 0] * np.sin(2 * space[:, 1]) * np.prod(sines[:, 2:], axis=1) * np.sin(fast * t))
+
+
+def wave_values(X: np.ndarray) -> np.ndarray:
+    return _standing_waves(X, 0.0)
+
+
+def damped_wave_values(X: np.ndarray) -> np.ndarray:
+    return _standing_waves(X, DAMPING)
+
+
+def poisson_values(X: np.ndarray) -> np.ndarray:
+    """The 2-D Poisson solution (:func:`problems.pde_kinds.poisson_values`) times sin πx_i in every
+    other variable."""
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    return planar_poisson_values(X[:, :2]) * np.prod(np.sin(math.pi * X[:, 2:]), axis=1)
 
 
 def reaction_values(X: np.ndarray) -> np.ndarray:
@@ -195,6 +194,11 @@ def _problem(kind: str, name: str, dim, equation, description: str, optimum=None
                    optimum_location=location, description=description.format(dim=dim))
 
 
+def _fixed_space_faces(symbols):
+    """u = 0 on both faces of every space variable (all but the last, the time) of [0, π]^s."""
+    return [(x, at, 0) for x in symbols[:-1] for at in (0, sp.pi)]
+
+
 def _laplacian(symbols, u):
     return sum(u.diff(x, 2) for x in symbols)
 
@@ -235,7 +239,7 @@ def heat_diffusion(dim: int = 3) -> Problem:
     """
     return _problem("heat", "heat_diffusion", dim, lambda xs, u: u.diff(xs[-1]) - _laplacian(xs[:-1], u),
                     "heat diffusing in {dim} variables, space and time, three decaying modes",
-                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
+                    boundary=_fixed_space_faces)
 
 
 @register_problem
@@ -291,7 +295,7 @@ def wave_nd(dim: int = 3) -> Problem:
     """
     return _problem("wave", "wave_nd", dim, lambda xs, u: u.diff(xs[-1], 2) - _laplacian(xs[:-1], u),
                     "standing waves in {dim} variables, space and time, fixed on every face, three modes",
-                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
+                    boundary=_fixed_space_faces)
 
 
 @register_problem
@@ -306,4 +310,4 @@ def damped_wave_nd(dim: int = 3) -> Problem:
     return _problem("damped_wave", "damped_wave_nd", dim,
                     lambda xs, u: u.diff(xs[-1], 2) + DAMPING * u.diff(xs[-1]) - _laplacian(xs[:-1], u),
                     "damped standing waves in {dim} variables, space and time, fixed on every face, three modes",
-                    boundary=lambda xs: [(x, at, 0) for x in xs[:-1] for at in (0, sp.pi)])
+                    boundary=_fixed_space_faces)

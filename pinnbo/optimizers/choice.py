@@ -133,10 +133,9 @@ def _shaped_by_source(pde, bounds) -> bool:
     """Whether the PDE is one linear equation L[h] = g with a source g that is not zero, whose
     operator L keeps the maximum principle (:meth:`PDE.minimum_on_boundary` without the source)
     while the equation with its source does not: the optimum may be inside, where the source,
-    not L's own solutions, shapes it."""
-    if pde.n_equations != 1 or not pde.is_linear() or pde.expanded[0].source == 0:
-        return False
-    return pde.minimum_on_boundary(bounds, with_source=False) and not pde.minimum_on_boundary(bounds)
+    not L's own solutions, shapes it. (The principle is read of one linear equation only.)"""
+    return (pde.expanded[0].source != 0 and pde.minimum_on_boundary(bounds, with_source=False)
+            and not pde.minimum_on_boundary(bounds))
 
 
 def choose_method(domain, pde=None, constraints=(), objectives=None, boundary_continuous=None) -> Choice:
