@@ -7,6 +7,7 @@ paying as the dimension grows (docs/results.md, "Three variables and more").
                                                          maximised, maximum on the face t = 0
     reaction_diffusion_nd  [0, 1]^d   −∇²u + u³ = f (nonlinear, a known forcing)  maximised, inside
     poisson_nd       [0, 1]^d     −∇²u = f (linear, a known source)                 maximised, inside
+    advection_diffusion_nd  [0, 1]^d  −∇²u + v·∇u = f (linear, a flow and a known source)  maximised, inside
     wave_nd          [0, π]^s × [0, 2π]  ∂²u/∂t² = ∇²u, s = d − 1 space variables and the time t,
                                                          maximised, inside (hyperbolic)
     damped_wave_nd   [0, π]^s × [0, 2π]  ∂²u/∂t² + ∂u/∂t = ∇²u (the telegraph equation), maximised,
@@ -35,6 +36,11 @@ Poisson: u = [(1 + x_1) sin πx_1 sin πx_2 + 0.6 sin 3πx_1 sin 2πx_2] Π_{i>2
 problem's solution (problems/pde_kinds.py) with a sine arch in every extra variable, and the source
 f = −∇²u computed symbolically: u* ≈ 1.829 inside, at the 2-D maximum and ½ in the extra variables,
 among several local maxima; u is zero on every face, which is not declared (as in 2-D).
+Advection–diffusion: u = 1.6 e^{−|p − a|²/0.06} + 1.6 e^{−|p − b|²/0.025} + 0.3 x_1, a wide and a
+narrow plume over a gentle slope, a = (0.6, 0.4) and b = (0.3, 0.75) in the first two variables,
+0.45 and 0.65 in every other, carried by the flow v = (1.5, −1, ½, −½, ...) (alternating ½ in the
+extra variables), and the source f = −∇²u + v·∇u computed symbolically: u* ≈ 1.78 beside a, the
+narrow plume's peak 5 % below it, both inside; nothing is declared (u is not zero on the faces).
 Wave: u = Π sin x_i cos(√s t − 1) + ½ sin 2x_1 Π_{i>1} sin x_i cos(√(s+3) t − 0.3)
           + 0.3 sin x_1 sin 2x_2 Π_{i>2} sin x_i sin(√(s+3) t),
 three standing modes of a membrane (s = 2) or a box of s space variables fixed on every face
@@ -76,6 +82,12 @@ def _check_dim(dim) -> int:
 #: (height, centre, 2σ²) of each bump of the reaction–diffusion problem in its first two variables,
 #: and each centre's coordinate in every other one
 REACTION_BUMPS = ((1.5, (0.65, 0.35), 0.05, 0.55), (1.4, (0.25, 0.7), 0.02, 0.3))
+
+
+#: (height, centre, 2σ²) of each plume of the advection–diffusion problem in its first two
+#: variables, and each centre's coordinate in every other one; the slope along x_1
+PLUMES = ((1.6, (0.6, 0.4), 0.06, 0.45), (1.6, (0.3, 0.75), 0.025, 0.65))
+PLUME_SLOPE = 0.3
 
 
 def _bump_centre(centre: tuple[float, float], rest: float, dim: int) -> tuple[float, ...]:
@@ -147,6 +159,18 @@ def poisson_values(X: np.ndarray) -> np.ndarray:
     return planar_poisson_values(X[:, :2]) * np.prod(np.sin(math.pi * X[:, 2:]), axis=1)
 
 
+def _flow(dim: int) -> tuple[float, ...]:
+    """v of the advection–diffusion problem: (1.5, −1) in the first two variables, then ½, −½, ..."""
+    return (1.5, -1.0) + tuple(0.5 * (-1) ** i for i in range(dim - 2))
+
+
+def advection_values(X: np.ndarray) -> np.ndarray:
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    d = X.shape[1]
+    return PLUME_SLOPE * X[:, 0] + sum(h * np.exp(-np.sum((X - np.asarray(_bump_centre(c, r, d))) ** 2, axis=1) / w)
+                                       for h, c, w, r in PLUMES)
+
+
 def reaction_values(X: np.ndarray) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     d = X.shape[1]
@@ -166,6 +190,7 @@ _KINDS = {"laplace": (laplace_values, "maximize", 1.0, None),
           "helmholtz": (helmholtz_values, "minimize", math.pi, None),
           "reaction": (reaction_values, "maximize", 1.0, None),
           "poisson": (poisson_values, "maximize", 1.0, None),
+          "advection": (advection_values, "maximize", 1.0, None),
           "heat": (heat_values, "maximize", math.pi, HEAT_TIME),
           "wave": (wave_values, "maximize", math.pi, 2 * math.pi),
           "damped_wave": (damped_wave_values, "maximize", math.pi, 2 * math.pi)}
@@ -282,6 +307,30 @@ def poisson_nd(dim: int = 3) -> Problem:
 
     return _problem("poisson", "poisson_nd", dim, lambda xs, u: -_laplacian(xs, u),
                     "a Poisson problem on [0, 1]^{dim} with a known source, several maxima inside",
+                    source=source)
+
+
+@register_problem
+def advection_diffusion_nd(dim: int = 3) -> Problem:
+    """−∇²u + v·∇u = f on [0, 1]^dim, a steady flow v with a known source: maximised inside (two
+    plumes, u* ≈ 1.78, the narrow one 5 % lower); nothing is declared on the faces.
+
+    Args:
+        dim: number of variables, 3 to 8.
+    """
+    def operator(symbols, u):
+        return -_laplacian(symbols, u) + sum(sp.Float(v) * u.diff(x) for v, x in zip(_flow(len(symbols)), symbols))
+
+    def source(symbols):
+        exact = sp.Float(PLUME_SLOPE) * symbols[0] + sum(
+            sp.Float(h) * sp.exp(-sum((x - sp.Float(c)) ** 2
+                                      for x, c in zip(symbols, _bump_centre(centre, rest, len(symbols))))
+                                 / sp.Float(w))
+            for h, centre, w, rest in PLUMES)
+        return operator(symbols, exact)
+
+    return _problem("advection", "advection_diffusion_nd", dim, operator,
+                    "a steady advection-diffusion problem on [0, 1]^{dim} with a known source, two plumes inside",
                     source=source)
 
 
