@@ -40,7 +40,7 @@ Advection–diffusion: u = 1.6 e^{−|p − a|²/0.06} + 1.6 e^{−|p − b|²/0
 narrow plume over a gentle slope, a = (0.6, 0.4) and b = (0.3, 0.75) in the first two variables,
 0.45 and 0.65 in every other, carried by the flow v = (1.5, −1, ½, −½, ...) (alternating ½ in the
 extra variables), and the source f = −∇²u + v·∇u computed symbolically: u* ≈ 1.78 beside a, the
-narrow plume's peak 5 % below it, both inside; nothing is declared (u is not zero on the faces).
+narrow plume's peak 4–5 % below it, both inside; nothing is declared (u is not zero on the faces).
 Wave: u = Π sin x_i cos(√s t − 1) + ½ sin 2x_1 Π_{i>1} sin x_i cos(√(s+3) t − 0.3)
           + 0.3 sin x_1 sin 2x_2 Π_{i>2} sin x_i sin(√(s+3) t),
 three standing modes of a membrane (s = 2) or a box of s space variables fixed on every face
@@ -313,7 +313,7 @@ def poisson_nd(dim: int = 3) -> Problem:
 @register_problem
 def advection_diffusion_nd(dim: int = 3) -> Problem:
     """−∇²u + v·∇u = f on [0, 1]^dim, a steady flow v with a known source: maximised inside (two
-    plumes, u* ≈ 1.78, the narrow one 5 % lower); nothing is declared on the faces.
+    plumes, u* ≈ 1.78, the narrow one 4–5 % lower); nothing is declared on the faces.
 
     Args:
         dim: number of variables, 3 to 8.

@@ -193,6 +193,44 @@ def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
     assert make_optimizer("pde-gp", BOX, 0, pde=LAPLACE).collocation.shape == (128, 2)
 
 
+def _plume_pde(d: int, nonlinear: bool = False) -> tuple[PDE, Box]:
+    """−∇²u (+ u³) = a narrow Gaussian source centred at 0.7 in every variable of [0, 1]^d."""
+    xs = sp.symbols(f"x1:{d + 1}")
+    u = sp.Function("u")(*xs)
+    source = sp.exp(-sum((v - sp.Rational(7, 10)) ** 2 for v in xs) / sp.Rational(1, 50))
+    lhs = -sum(u.diff(v, 2) for v in xs) + (u**3 if nonlinear else 0)
+    return PDE(lhs, rhs=source), Box.cube(0.0, 1.0, d)
+
+
+@pytest.mark.parametrize("d", [4, 5])
+def test_from_four_variables_half_the_collocation_goes_where_the_source_is(d):
+    """The first half of the 128 interior points is the uniform draw a source-free PDE gets; the
+    second half comes from a pool of 4096 drawn with probability ∝ |g|, without repeats, so it
+    crowds the source's peak (σ = 0.1 at 0.7 in every variable) where the uniform points hardly
+    reach it; the same draw on every build of a seed."""
+    pde, box = _plume_pde(d)
+    free = PDE(pde.lhs[0], rhs=0)
+    points = make_optimizer("pde-gp", box, 3, pde=pde).collocation.numpy()
+    uniform = make_optimizer("pde-gp", box, 3, pde=free).collocation.numpy()
+    assert points.shape == uniform.shape == (128, d)
+    np.testing.assert_array_equal(points[:64], uniform[:64])
+    near = lambda P: int((np.linalg.norm(P - 0.7, axis=1) < 0.25).sum())      # noqa: E731
+    assert near(uniform[64:]) <= 3 and near(points[64:]) >= 15      # in 5: every pool point there
+    np.testing.assert_array_equal(points, make_optimizer("pde-gp", box, 3, pde=pde).collocation.numpy())
+    assert not np.array_equal(points, make_optimizer("pde-gp", box, 4, pde=pde).collocation.numpy())
+
+
+def test_in_three_variables_and_for_a_linearised_pde_the_collocation_stays_uniform():
+    """Three variables' 128 points resolve a source on their own; a nonlinear PDE's linearisation
+    moves its source with each step, so its points stay as drawn."""
+    pde, box = _plume_pde(3)
+    uniform = make_optimizer("pde-gp", box, 3, pde=PDE(pde.lhs[0], rhs=0)).collocation.numpy()
+    np.testing.assert_array_equal(make_optimizer("pde-gp", box, 3, pde=pde).collocation.numpy(), uniform)
+    nonlinear, box4 = _plume_pde(4, nonlinear=True)
+    uniform4 = make_optimizer("pde-gp", box4, 3, pde=PDE(nonlinear.lhs[0], rhs=0)).collocation.numpy()
+    np.testing.assert_array_equal(make_optimizer("pde-gp", box4, 3, pde=nonlinear).collocation.numpy(), uniform4)
+
+
 def test_registered_with_smoke_settings_and_validated():
     opt = run(started(params=METHODS["pde-gp"].SMOKE_PARAMS), 2)
     assert len(opt.X) == 8

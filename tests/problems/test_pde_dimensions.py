@@ -2,8 +2,8 @@
 satisfies its compiled PDE (the minimised one included) and equals the oracle; each optimum is no
 worse than any point of a dense sample; the Laplace problem's boundary data are continuous, the
 heat problem's maximum is on t = 0, the reaction–diffusion problem's forcing is the hand-derived
-−∇²u + u³ and its PDE nonlinear, the Poisson problem's source the hand-derived −∇²u; and what auto
-runs on each."""
+−∇²u + u³ and its PDE nonlinear, the Poisson problem's source the hand-derived −∇²u, the
+advection–diffusion problem's the hand-derived −∇²u + v·∇u; and what auto runs on each."""
 
 from __future__ import annotations
 
@@ -17,8 +17,17 @@ from scipy.stats import qmc
 
 from pinnbo.errors import ProblemError
 from pinnbo.optimizers import choice_for
-from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, damped_wave_nd, heat_diffusion, helmholtz_nd,
-                                     laplace, poisson_nd, reaction_diffusion_nd, wave_nd)
+from problems.pde_dimensions import (HEAT_TIME, HELMHOLTZ_2D_MINIMUM, advection_diffusion_nd, damped_wave_nd,
+                                     heat_diffusion, helmholtz_nd, laplace, poisson_nd, reaction_diffusion_nd, wave_nd)
+
+#: The advection–diffusion problem's plumes written out: (height, centre in every variable, 2σ²)
+#: for d variables, the slope 0.3 along x_1 and the flow (1.5, −1, ½, −½, ...)
+def plumes(d):
+    return ((1.6, [0.6, 0.4] + [0.45] * (d - 2), 0.06), (1.6, [0.3, 0.75] + [0.65] * (d - 2), 0.025))
+
+
+def flow(d):
+    return [1.5, -1.0] + [0.5 * (-1) ** i for i in range(d - 2)]
 
 
 def laplace_torch(z):
@@ -61,6 +70,11 @@ def poisson_torch(z):
     return planar * torch.sin(pi * z[:, 2:]).prod(1)
 
 
+def advection_torch(z):
+    return 0.3 * z[:, 0] + sum(h * torch.exp(-((z - torch.tensor(c, dtype=z.dtype)) ** 2).sum(1) / w)
+                               for h, c, w in plumes(z.shape[1]))
+
+
 def wave_torch(z):
     x, t = z[:, :-1], z[:, -1]
     s = x.shape[1]
@@ -83,7 +97,7 @@ def damped_wave_torch(z):
 
 CASES = [(laplace, laplace_torch), (helmholtz_nd, helmholtz_torch), (heat_diffusion, heat_torch),
          (reaction_diffusion_nd, reaction_torch), (poisson_nd, poisson_torch), (wave_nd, wave_torch),
-         (damped_wave_nd, damped_wave_torch)]
+         (damped_wave_nd, damped_wave_torch), (advection_diffusion_nd, advection_torch)]
 
 
 @pytest.mark.parametrize("dim", [3, 4, 6])
@@ -100,7 +114,7 @@ def test_the_true_function_satisfies_the_compiled_pde(factory, fn, dim):
 
 @pytest.mark.parametrize("dim", [3, 6])
 @pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd,
-                                     damped_wave_nd])
+                                     damped_wave_nd, advection_diffusion_nd])
 def test_the_optimum_is_no_worse_than_a_dense_sample_and_is_attained(factory, dim):
     problem = factory(dim)
     lower, upper = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
@@ -145,6 +159,15 @@ def test_where_the_optima_are():
         at = np.asarray(problem.optimum_location)
         assert 0.1 < at[-1] < 0.5 and np.all(at[:-1] > 0.3) and np.all(math.pi - at[:-1] > 0.3)
         assert 0.9 < problem.optimum < wave_nd(dim).optimum
+    # advection–diffusion: beside the wide plume's centre, pushed up the slope along x_1; the narrow
+    # plume's peak 1.6 + 0.3 · 0.3 and the wide one's tail, 4 to 5 % lower
+    for dim in (3, 6):
+        problem = advection_diffusion_nd(dim)
+        assert problem.optimum == pytest.approx(1.78, abs=0.002)
+        at = np.asarray(problem.optimum_location)
+        assert 0.6 < at[0] < 0.61
+        np.testing.assert_allclose(at[1:], [0.4] + [0.45] * (dim - 2), atol=1e-4)
+        assert 1.69 < problem.objective(np.array([0.3, 0.75] + [0.65] * (dim - 2))) < 0.965 * problem.optimum
 
 
 def test_the_reaction_forcing_is_minus_the_laplacian_plus_the_cube():
@@ -180,6 +203,28 @@ def test_the_poisson_source_is_minus_the_laplacian():
             assert source(*p) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
+def test_the_advection_source_is_minus_the_laplacian_plus_the_flow():
+    """The declared source, differentiated by sympy, against −∇²u + v·∇u by hand: for a plume
+    e = h e^{−|p − c|²/w}, ∂_i e = −2(x_i − c_i)/w e and ∂²_i e = (4(x_i − c_i)²/w² − 2/w) e; the
+    slope 0.3 x_1 adds 0.3 v_1. The operator keeps the maximum principle, the PDE with its source
+    does not."""
+    for dim in (3, 4):
+        problem = advection_diffusion_nd(dim)
+        source = sp.lambdify(sp.symbols(" ".join(f"x{i + 1}" for i in range(dim))), problem.pde.rhs[0], "numpy")
+        bounds = dict(zip(problem.domain.names, zip(problem.domain.lower, problem.domain.upper)))
+        assert problem.pde.is_linear() and problem.pde.boundary == ()
+        assert problem.pde.minimum_on_boundary(bounds, with_source=False)
+        assert not problem.pde.minimum_on_boundary(bounds) and not problem.pde.negated().minimum_on_boundary(bounds)
+        v = np.array(flow(dim))
+        for p in np.random.default_rng(dim).random((20, dim)):
+            expected = 0.3 * v[0]
+            for h, c, w in plumes(dim):
+                off = p - np.array(c)
+                e = h * math.exp(-np.sum(off**2) / w)
+                expected += (-np.sum(4 * off**2 / w**2 - 2 / w) - np.sum(v * 2 * off / w)) * e
+            assert source(*p) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
 @pytest.mark.parametrize("factory, planes", [(laplace, 3), (heat_diffusion, 4), (wave_nd, 4), (damped_wave_nd, 4),
                                              (helmholtz_nd, 0)])
 def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes):
@@ -197,7 +242,7 @@ def test_the_declared_boundary_conditions_are_the_oracles_values(factory, planes
 
 
 @pytest.mark.parametrize("factory", [laplace, helmholtz_nd, heat_diffusion, reaction_diffusion_nd, poisson_nd, wave_nd,
-                                     damped_wave_nd])
+                                     damped_wave_nd, advection_diffusion_nd])
 def test_what_auto_runs(factory):
     """The PDE-GP on each in 3 variables: Laplace's maximum principle alone would run the plain GP,
     but the PDE-GP conditions on its faces held at zero as well."""
@@ -216,6 +261,8 @@ def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_metho
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
     assert choice_for(poisson_nd(dim)).method == heat_method
     assert choice_for(poisson_nd(5)).method == "pde-gp"
+    assert choice_for(advection_diffusion_nd(dim)).method == heat_method      # rule 7, as Poisson's
+    assert choice_for(advection_diffusion_nd(5)).method == "pde-gp"
     assert choice_for(wave_nd(dim)).method == "gp-ei"
     assert choice_for(damped_wave_nd(dim)).method == "gp-ei"
 
