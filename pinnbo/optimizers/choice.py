@@ -19,10 +19,13 @@ The rule, in order, the first branch that applies:
    variables and at most ``SOURCE_DIMENSION``, whose operator L keeps the maximum principle while
    the PDE with its source does not (Poisson's −∇²u = f with the optimum inside): pde-gp, with its
    boundary conditions where it declares them. L's own solutions have no interior extremum, so
-   the interior's shape is the source's, which the PDE-GP conditions on: on a Poisson problem with
-   the PDE alone (``poisson_nd``) pde-gp needed a third of gp-ei's proposals in 4 variables and half
-   in 5, where on the source-free Helmholtz and heat equations it saved few or none (rule 8); in 6
-   it fell behind gp-ei.
+   the interior's shape is the source's, which the PDE-GP conditions on, half its collocation
+   points drawn where the source is large. With the PDE alone it reached 1% on every seed of a
+   Poisson problem (``poisson_nd``) and of a steady advection–diffusion problem
+   (``advection_diffusion_nd``) in 4 and 5 variables in a sixth to a half of gp-ei's proposals,
+   and in 6 on 10 and 8 seeds of 10 where gp-ei reached it on 6 and none (docs/results.md, "Three
+   variables and more"); on the source-free Helmholtz and heat equations it saved few or none
+   (rule 8).
 8. A PDE in more than ``PHYSICS_DIMENSION`` variables without boundary conditions (and at most
    ``MEASURED_DIMENSION``), or more than ``CONDITIONED_DIMENSION`` with them: gp-ei. With the PDE
    alone pde-gp needed 0.8 of the plain GP's proposals on the heat equation in 4 variables and as
@@ -97,9 +100,11 @@ CONDITIONED_DIMENSION = 4
 #: gp-ei.
 CONDITIONED_PRINCIPLE_DIMENSION = 3
 #: The most variables in which pde-gp, with a known source and an operator that keeps the maximum
-#: principle, needed at most half the GPs' proposals (a Poisson problem; rule 7); above, the
-#: dimension rules apply as to any PDE.
-SOURCE_DIMENSION = 5
+#: principle, needed fewer proposals than the GPs on every seed (a Poisson and an advection–diffusion
+#: problem; rule 7), its collocation points drawn where the source is large from 4 variables
+#: (:data:`pinnbo.optimizers.pde_gp.SOURCE_WEIGHTED_DIMENSION`); above, the dimension rules apply
+#: as to any PDE.
+SOURCE_DIMENSION = 6
 
 
 @dataclass(frozen=True)

@@ -254,14 +254,15 @@ def test_what_auto_runs_as_the_dimension_grows(dim, helmholtz_method, heat_metho
     """In 4 variables the PDE alone (Helmholtz's) paid nothing against the plain GP, which auto runs
     there; the heat equation's declared zero edges did, and pde-gp conditions on them. In 6 neither
     paid. The nonlinear reaction–diffusion problem, with no condition declared, goes as
-    Helmholtz's; the Poisson problem, whose source shapes the inside, as the heat equation; the wave equation, its fixed faces declared, whose modes do not fade as the heat
-    equation's do, paid nothing in 4 either."""
+    Helmholtz's; the Poisson and advection–diffusion problems, whose sources shape the inside, run
+    the PDE-GP in 4 to 6 variables; the wave equation, its fixed faces declared, whose modes do not
+    fade as the heat equation's do, paid nothing in 4 either."""
     assert choice_for(helmholtz_nd(dim)).method == helmholtz_method
     assert choice_for(heat_diffusion(dim)).method == heat_method
     assert choice_for(reaction_diffusion_nd(dim)).method == helmholtz_method
-    assert choice_for(poisson_nd(dim)).method == heat_method
+    assert choice_for(poisson_nd(dim)).method == "pde-gp"                   # rule 7, up to 6 variables
     assert choice_for(poisson_nd(5)).method == "pde-gp"
-    assert choice_for(advection_diffusion_nd(dim)).method == heat_method      # rule 7, as Poisson's
+    assert choice_for(advection_diffusion_nd(dim)).method == "pde-gp"
     assert choice_for(advection_diffusion_nd(5)).method == "pde-gp"
     assert choice_for(wave_nd(dim)).method == "gp-ei"
     assert choice_for(damped_wave_nd(dim)).method == "gp-ei"
