@@ -30,7 +30,11 @@ RUNS_COST_COMMAND = ("pinnbo bench cases/heat_bc1.yaml cases/heat_bc2.yaml cases
                      "benchmarks/dimensions/heat_4d.yaml benchmarks/dimensions/reaction_diffusion_3d.yaml "
                      "benchmarks/dimensions/wave_3d.yaml benchmarks/dimensions/damped_wave_3d.yaml "
                      "benchmarks/dimensions/poisson_3d.yaml benchmarks/dimensions/poisson_4d.yaml "
-                     "benchmarks/dimensions/poisson_5d.yaml "
+                     "benchmarks/dimensions/poisson_5d.yaml benchmarks/dimensions/poisson_6d.yaml "
+                     "benchmarks/dimensions/advection_diffusion_3d.yaml "
+                     "benchmarks/dimensions/advection_diffusion_4d.yaml "
+                     "benchmarks/dimensions/advection_diffusion_5d.yaml "
+                     "benchmarks/dimensions/advection_diffusion_6d.yaml "
                      "--methods auto,gp-ei --reference auto --seeds 3 --budget 40 "
                      "--initial-points 10 --jobs 1 --output bench-results/runs-cost")
 RUNS_COST_WINDOW = (10, 40)

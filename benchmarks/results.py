@@ -131,13 +131,18 @@ FAMILIES = [
      "name. The same waves damped, u_tt + u_t = ∇²u (the telegraph equation, every mode fading as e^{−t/2}), "
      "written after that: `auto` runs `pde-gp` in 3 variables and `gp-ei` in 4, `pde-gp` under its own name. A "
      "Poisson problem with a known source, −∇²u = f (the 2-D problem's solution with a sine arch in every other "
-     "variable), written last, in 3 to 6 variables: the rule then ran `gp-ei` on it in 4 and 5, where `pde-gp` "
+     "variable), written after that, in 3 to 6 variables: the rule then ran `gp-ei` on it in 4 and 5, where `pde-gp` "
      "needed a third and half of its proposals, and `auto` runs `pde-gp` there since (a linear PDE with a source "
-     "whose operator keeps the maximum principle; the `auto` rows of poisson_4d and poisson_5d are of that rule, "
-     "their `gp-ei` rows what `auto` ran before); in 6, `gp-ei`.",
+     "whose operator keeps the maximum principle; the `auto` rows of poisson_4d to poisson_6d are of that rule, "
+     "their `gp-ei` rows what `auto` ran before). A steady advection–diffusion problem with a known source, "
+     "−∇²u + v·∇u = f (two Gaussian plumes), written last to test that rule, in 3 to 6 variables: from 4 "
+     "variables `pde-gp` draws half its collocation points where the source is large (algorithms.md, "
+     "\"Collocation where the source is\"), which the `auto` rows of both problems from 4 variables are of, and "
+     "`auto` runs `pde-gp` up to 6.",
      [f"{kind}_{d}d" for d in (3, 4, 6) for kind in ("laplace", "helmholtz", "heat")]
      + ["reaction_diffusion_3d", "reaction_diffusion_4d", "wave_3d", "wave_4d", "damped_wave_3d", "damped_wave_4d",
-        "poisson_3d", "poisson_4d", "poisson_5d", "poisson_6d"],
+        "poisson_3d", "poisson_4d", "poisson_5d", "poisson_6d", "advection_diffusion_3d", "advection_diffusion_4d",
+        "advection_diffusion_5d", "advection_diffusion_6d"],
      ["pinnbo bench " + " ".join(f"benchmarks/dimensions/{kind}_{d}d.yaml" for kind in kinds for d in dims)
       + f" --methods {methods} --seeds {seeds} --budget 40 --initial-points 10 --jobs 2 --output ROOT"
       for kinds, dims, methods, seeds in ((("helmholtz",), (3,), DIMENSION_METHODS, 10),
@@ -153,8 +158,9 @@ FAMILIES = [
                                           (("damped_wave",), (3,), CONDITIONED, 10),
                                           (("damped_wave",), (4,), CONDITIONED_WITH_PDE_GP, 10),
                                           (("poisson",), (3,), DIMENSION_METHODS, 10),
-                                          (("poisson",), (4,), WITH_PDE_GP, 10),
-                                          (("poisson",), (5, 6), CONDITIONED_WITH_PDE_GP, 10))]),
+                                          (("poisson",), (4,), DIMENSION_METHODS, 10),
+                                          (("poisson",), (5, 6), CONDITIONED, 10),
+                                          (("advection_diffusion",), (3, 4, 5, 6), CONDITIONED, 10))]),
     ("Constrained problems",
      "Neural-CBO's benchmarks and the heat plate under a thermal-gradient limit: 10 seeds, budget 60.",
      ["branin_c", "simionescu", "gas", "ackley5_c", "hartmann6_c", "welded_beam", "speed_reducer",

@@ -44,7 +44,9 @@ problem of one design variable gets 256 points, 0.004 of the width apart. They d
 high-order operator's solution with fine structure between them (the beam's deflection, whose
 lengthscale is 0.017 of the beam), where 128 find it from only some initial designs, and a step
 costs a fifth of what it would with 512. From two variables up, 128 per equation keep a step near
-a GP's cost (docs/results.md).
+a GP's cost (docs/results.md). From four variables up they lie 0.30 of the box apart or more, wider
+than a known source's features, so half of one linear equation's interior points are drawn where
+its source is large (:meth:`PDEGPOptimizer._where_the_source_is`).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
