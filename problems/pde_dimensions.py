@@ -224,6 +224,15 @@ def _fixed_space_faces(symbols):
     return [(x, at, 0) for x in symbols[:-1] for at in (0, sp.pi)]
 
 
+def _bumps(symbols, bumps):
+    """Σ h e^{−|p − c|²/w} of ``bumps`` ((h, centre in the first two variables, w, every other
+    coordinate of the centre), ...) in ``symbols``, exactly."""
+    return sum(sp.Float(h) * sp.exp(-sum((x - sp.Float(c)) ** 2
+                                         for x, c in zip(symbols, _bump_centre(centre, rest, len(symbols))))
+                                    / sp.Float(w))
+               for h, centre, w, rest in bumps)
+
+
 def _laplacian(symbols, u):
     return sum(u.diff(x, 2) for x in symbols)
 
@@ -279,11 +288,7 @@ def reaction_diffusion_nd(dim: int = 3) -> Problem:
         return -_laplacian(symbols, u) + u**3
 
     def forcing(symbols):
-        exact = sum(sp.Float(h) * sp.exp(-sum((x - sp.Float(c)) ** 2
-                                              for x, c in zip(symbols, _bump_centre(centre, rest, len(symbols))))
-                                         / sp.Float(w))
-                    for h, centre, w, rest in REACTION_BUMPS)
-        return operator(symbols, exact)
+        return operator(symbols, _bumps(symbols, REACTION_BUMPS))
 
     return _problem("reaction", "reaction_diffusion_nd", dim, operator,
                     "a nonlinear reaction-diffusion problem on [0, 1]^{dim} with a known forcing, two bumps inside",
@@ -322,12 +327,7 @@ def advection_diffusion_nd(dim: int = 3) -> Problem:
         return -_laplacian(symbols, u) + sum(sp.Float(v) * u.diff(x) for v, x in zip(_flow(len(symbols)), symbols))
 
     def source(symbols):
-        exact = sp.Float(PLUME_SLOPE) * symbols[0] + sum(
-            sp.Float(h) * sp.exp(-sum((x - sp.Float(c)) ** 2
-                                      for x, c in zip(symbols, _bump_centre(centre, rest, len(symbols))))
-                                 / sp.Float(w))
-            for h, centre, w, rest in PLUMES)
-        return operator(symbols, exact)
+        return operator(symbols, sp.Float(PLUME_SLOPE) * symbols[0] + _bumps(symbols, PLUMES))
 
     return _problem("advection", "advection_diffusion_nd", dim, operator,
                     "a steady advection-diffusion problem on [0, 1]^{dim} with a known source, two plumes inside",
