@@ -164,18 +164,19 @@ def _flow(dim: int) -> tuple[float, ...]:
     return (1.5, -1.0) + tuple(0.5 * (-1) ** i for i in range(dim - 2))
 
 
+def _bump_values(X: np.ndarray, bumps) -> np.ndarray:
+    """Σ h e^{−|p − c|²/w} of ``bumps`` (as :func:`_bumps`) at the points X (N, d)."""
+    d = X.shape[1]
+    return sum(h * np.exp(-np.sum((X - np.asarray(_bump_centre(c, r, d))) ** 2, axis=1) / w) for h, c, w, r in bumps)
+
+
 def advection_values(X: np.ndarray) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    d = X.shape[1]
-    return PLUME_SLOPE * X[:, 0] + sum(h * np.exp(-np.sum((X - np.asarray(_bump_centre(c, r, d))) ** 2, axis=1) / w)
-                                       for h, c, w, r in PLUMES)
+    return PLUME_SLOPE * X[:, 0] + _bump_values(X, PLUMES)
 
 
 def reaction_values(X: np.ndarray) -> np.ndarray:
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    d = X.shape[1]
-    return sum(h * np.exp(-np.sum((X - np.asarray(_bump_centre(c, r, d))) ** 2, axis=1) / w)
-               for h, c, w, r in REACTION_BUMPS)
+    return _bump_values(np.atleast_2d(np.asarray(X, dtype=np.float64)), REACTION_BUMPS)
 
 
 @functools.lru_cache(maxsize=None)

@@ -94,7 +94,7 @@ COLLOCATION_POINTS = 128
 #: where its known source is large (:meth:`PDEGPOptimizer._where_the_source_is`), from a Sobol pool
 #: of ``SOURCE_POOL`` points: 128 points lie 0.30 of the box apart in 4 variables and 0.38 in 5,
 #: wider than a source's features, which the uniform points then miss (docs/algorithms.md,
-#: "Collocation and dimension").
+#: "Collocation where the source is").
 SOURCE_WEIGHTED_DIMENSION = 4
 SOURCE_POOL = 4096
 #: Points on a boundary condition's plane: one, for one design variable; else the planes of all
