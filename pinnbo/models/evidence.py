@@ -82,7 +82,8 @@ def covariance_blocks(data: EvidenceData, lengthscale: torch.Tensor, outputscale
     fl = SEDerivatives(X, Z, lengthscale, outputscale, data.differences[1])
     ll = SEDerivatives(Z, Z, lengthscale, outputscale, data.differences[2])
     K_fl = operator_block(X, Z, lengthscale, outputscale, None, data.terms, data.products[0], fl)
-    K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll)
+    K_ll = operator_block(Z, Z, lengthscale, outputscale, data.terms, data.terms, data.products[1], ll,
+                          symmetric=True)
     if data.basis_operator is not None:     # linear in s² too
         R = data.basis_operator
         K_fl = K_fl + outputscale * (data.basis @ R.T)
@@ -154,9 +155,11 @@ class _Evidence(torch.autograd.Function):
             W_ll = 0.5 * (W_ll + W_ll.T)
             g_pde = (torch.diagonal(W_ll) * blocks.ll_diagonal).sum()
             g_scale = g_scale + (W_fl * blocks.fl).sum() + (W_ll * blocks.ll).sum()
-            # K_LL = K_raw + ε diag K_raw: the diagonal's weight counts 1 + ε times
-            W_raw = _plus_diagonal(W_ll, pde_noise * torch.diagonal(W_ll))
+            # K_LL = K_raw + ε diag K_raw: the diagonal's weight counts 1 + ε times; W and ∂K_LL are
+            # both symmetric, so the weights folded onto the lower triangle (twice below the diagonal)
+            # give the same sum from half the entries
+            W_raw = _plus_diagonal(2.0 * torch.tril(W_ll, -1), (1.0 + pde_noise) * torch.diagonal(W_ll))
             g_length = g_length + lengthscale_gradient(blocks.derivatives[1], data.products[0], W_fl) \
-                + lengthscale_gradient(blocks.derivatives[2], data.products[1], W_raw)
+                + lengthscale_gradient(blocks.derivatives[2], data.products[1], W_raw, lower=True)
         # every block is linear in the output scale
         return grad * g_length, grad * g_scale / outputscale, grad * g_noise, grad * g_pde, None

@@ -79,15 +79,16 @@ class Plan:
         self.key_occurrences = np.concatenate([np.asarray(o, dtype=np.int64) for o in keys.values()]) \
             if keys else np.zeros(0, dtype=np.int64)
         self.key_starts = np.cumsum([0] + [len(o) for o in keys.values()]).astype(np.int64)
-        # the gradient's correction matrices, one per group and input of positive order, each of its
-        # window's shape, in one buffer: (input, start, shape) each, and where each group's begin
+        # the gradient's corrections, one per group and input of positive order, each summed over
+        # its window's rows into a row of its columns, in one buffer: (input, start, columns) each,
+        # and where each group's begin
         self.corrections, slots, size = [], [], 0
         for gamma, (r0, r1, c0, c1) in keys:
             slots.append(size)
             for i, n in enumerate(gamma):
                 if n:
-                    self.corrections.append((i, size, (r1 - r0, c1 - c0)))
-                    size += (r1 - r0) * (c1 - c0)
+                    self.corrections.append((i, size, c1 - c0))
+                    size += c1 - c0
         self.key_slots = np.asarray(slots, dtype=np.int64)
         self.correction_size = size
 
@@ -118,32 +119,39 @@ def powers(lengthscale: torch.Tensor, order: int) -> tuple[np.ndarray, np.ndarra
 _POWERS: dict = {}
 
 
-def block(derivatives, plan: Plan) -> torch.Tensor:
+def block(derivatives, plan: Plan, symmetric: bool = False) -> torch.Tensor:
     """The operator block of ``plan`` on ``derivatives`` (a
-    :class:`pinnbo.models.se_kernel.SEDerivatives`), as the tensor code builds it."""
+    :class:`pinnbo.models.se_kernel.SEDerivatives`), as the tensor code builds it. ``symmetric``:
+    one operator on one point set, so the block is symmetric: its lower triangle (of the equations
+    stacked) is built and mirrored, half the work."""
     u, k = _arrays(derivatives)
     factor, _ = powers(derivatives.lengthscale, plan.order)
     out = np.zeros(plan.shape)
-    _block(u, k, factor, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(), plan.first, plan.order, out)
+    _block(u, k, factor, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(), plan.first, plan.order,
+           symmetric, out)
     return torch.from_numpy(out)
 
 
-def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor) -> tuple[torch.Tensor, list]:
+def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor, lower: bool = False) -> tuple[torch.Tensor, list]:
     """What :func:`pinnbo.models.se_kernel.lengthscale_gradient` sums: the weighted block Σ_γ W_γ ∘
     K_γ (N, M), and each input's correction, the sum over the groups of W_γ ∘ K_γ's other factors ∘
-    its correction, added in the tensor code's order."""
+    its correction. The corrections are summed over the rows in the loops, column by column, as
+    they are made: a matrix per group and input written out and summed again would move more memory
+    than the loops compute (their sums then agree with the tensor code's to round-off, not to the
+    bit). ``lower``: the weights vanish above the diagonal of the equations stacked, whose entries
+    are then left out."""
     u, k = _arrays(derivatives)
     N, M = k.shape
     factor, correction = powers(derivatives.lengthscale, plan.order)
     W = np.ascontiguousarray(weights.detach().cpu().numpy())
-    buffer = np.empty(plan.correction_size)
+    buffer = np.zeros(plan.correction_size)
     total = np.zeros((N, M))
     _gradient(u, k, factor, correction, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(),
-              plan.key_groups, plan.key_occurrences, plan.key_starts, plan.key_slots, plan.order, W, total, buffer)
+              plan.key_groups, plan.key_occurrences, plan.key_starts, plan.key_slots, plan.order, W, lower,
+              total, buffer)
     corrections = [0.0] * len(u)
-    for i, start, (rows, columns) in plan.corrections:
-        terms = torch.from_numpy(buffer[start:start + rows * columns].reshape(rows, columns))
-        corrections[i] = corrections[i] + terms.sum()
+    for i, start, columns in plan.corrections:
+        corrections[i] = corrections[i] + torch.from_numpy(buffer[start:start + columns]).sum()
     return torch.from_numpy(total), corrections
 
 
@@ -240,8 +248,21 @@ def _coefficients(starts, signs, left, right, vectors, g, a, width, out):
 
 
 @_compiled
-def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vectors, first, order, out):
-    """Row by row, each group in the tensor code's order, so each entry sums its terms alike."""
+def _stop(pair_row, pair_column, a, c1):
+    """Where row a's columns of a window stop within the lower triangle of the equations stacked
+    (row e·N + a, column f·N + b): all of them below the diagonal's blocks (e > f), up to b = a on
+    them (e = f), none above (e < f, −1)."""
+    if pair_row > pair_column:
+        return c1
+    if pair_row == pair_column:
+        return min(c1, a + 1)
+    return -1
+
+
+@_compiled
+def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vectors, first, order, lower, out):
+    """Row by row, each group in the tensor code's order, so each entry sums its terms alike;
+    ``lower``: the lower triangle alone, then mirrored."""
     d, N, M = u.shape
     H = np.empty((d, order + 1, M))
     value = np.empty(M)
@@ -252,6 +273,10 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
             r0, r1, c0, c1 = windows[g, 0], windows[g, 1], windows[g, 2], windows[g, 3]
             if a < r0 or a >= r1:
                 continue
+            if lower:
+                c1 = _stop(pairs[g, 0], pairs[g, 1], a, c1)
+                if c1 <= c0:
+                    continue
             width = c1 - c0
             _factors(k, factor, gammas, g, -1, a, c0, c1, H, value)
             _coefficients(starts, signs, left, right, vectors, g, a - r0, width, c)
@@ -262,11 +287,17 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
             else:
                 for b in range(width):
                     target[b] += value[b] * c[b]
+    if lower:
+        for r in range(out.shape[0]):
+            for s in range(r + 1, out.shape[1]):
+                out[r, s] = out[s, r]
 
 
 @_compiled
 def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, left, right, vectors, key_groups,
-              key_occurrences, key_starts, key_slots, order, W, total, buffer):
+              key_occurrences, key_starts, key_slots, order, W, lower, total, buffer):
+    """``lower``: a group's columns end where every equation pair's end within the lower triangle
+    (:func:`_stop`); the weights are zero beyond each pair's own end, as in the tensor code."""
     d, N, M = u.shape
     H = np.empty((d, order + 1, M))
     weight = np.empty(M)
@@ -277,10 +308,19 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
         for key in range(key_groups.shape[0]):
             g0 = key_groups[key]
             r0, r1, c0, c1 = windows[g0, 0], windows[g0, 1], windows[g0, 2], windows[g0, 3]
-            width, size = c1 - c0, (r1 - r0) * (c1 - c0)
+            stride, size = c1 - c0, (r1 - r0) * (c1 - c0)
             slot = key_slots[key]
             if a < r0 or a >= r1:
                 continue
+            if lower:
+                stop = -1
+                for o in range(key_starts[key], key_starts[key + 1]):
+                    g = key_occurrences[o]
+                    stop = max(stop, _stop(pairs[g, 0], pairs[g, 1], a, c1))
+                c1 = stop
+                if c1 <= c0:
+                    continue
+            width = c1 - c0
             # Σ over the equation pairs of W_block ∘ C, in order
             for o in range(key_starts[key], key_starts[key + 1]):
                 g = key_occurrences[o]
@@ -308,12 +348,11 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                 _factors(k, factor, gammas, g0, i, a, c0, c1, H, value)
                 s = correction[i, n]
                 x, h, h1 = u[i, a, c0:c1], H[i, n, c0:c1], H[i, n - 1, c0:c1]
-                start = slot + (a - r0) * width
-                into = buffer[start:start + width]
+                into = buffer[slot:slot + width]
                 if n == 1:
                     for b in range(width):
-                        into[b] = (weight[b] * value[b]) * (s * (x[b] + h[b]))
+                        into[b] += (weight[b] * value[b]) * (s * (x[b] + h[b]))
                 else:
                     for b in range(width):
-                        into[b] = (weight[b] * value[b]) * (s * (x[b] * h1[b] + h[b]))
-                slot += size
+                        into[b] += (weight[b] * value[b]) * (s * (x[b] * h1[b] + h[b]))
+                slot += stride

@@ -222,18 +222,20 @@ def _add_into(total: torch.Tensor | None, window: Window, values: torch.Tensor, 
 def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
                    left: Operator | None, right: Operator | None,
                    products: Products | None = None,
-                   derivatives: SEDerivatives | None = None) -> torch.Tensor:
+                   derivatives: SEDerivatives | None = None, symmetric: bool = False) -> torch.Tensor:
     """cov(L_a f(A), L'_b f(B)) for linear operators given as, per equation, (α, c_α at the points)
     pairs (``None``: the identity, f itself). Shape (E·N, E'·M), equations stacked equation-major.
     ``products``: :func:`coefficient_products` of the two operators, where the caller keeps them;
     ``derivatives``: the kernel's between A and B, where the caller reuses them
-    (:func:`lengthscale_gradient`)."""
+    (:func:`lengthscale_gradient`); ``symmetric``: the caller's promise that A is B and L is L', so
+    the block is symmetric: its lower triangle is kept and mirrored, exactly symmetric, and the
+    fused kernels compute that triangle alone (the Cholesky factor reads no other entry)."""
     products = _products(A.shape[1], left, right, products)
     if derivatives is None:
         derivatives = SEDerivatives(A, B, lengthscale, outputscale)
     N, M = derivatives.k.shape
     if products.order and se_fused.usable(derivatives.u, derivatives.k):
-        return se_fused.block(derivatives, products.plan(N, M, A.shape[1]))
+        return se_fused.block(derivatives, products.plan(N, M, A.shape[1]), symmetric)
     rows = []
     for groups_row in products:
         row = []
@@ -243,11 +245,14 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
                 block = _add_into(block, window, derivatives.combined(gamma, window) * c, derivatives.k, (N, M))
             row.append(block if block is not None else derivatives.k.new_zeros(N, M))
         rows.append(torch.cat(row, dim=1))
-    return torch.cat(rows, dim=0)
+    block = torch.cat(rows, dim=0)
+    if symmetric:       # x + 0 is x: the lower triangle to the bit
+        block = torch.tril(block) + torch.tril(block, -1).T
+    return block
 
 
 def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
-                         weights: torch.Tensor) -> torch.Tensor:
+                         weights: torch.Tensor, lower: bool = False) -> torch.Tensor:
     """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K the :func:`operator_block` of these
     ``products`` (None: the identity on both sides) built on ``derivatives`` and W = ``weights`` of
     K's shape: the lengthscales' part of a gradient by the trace formula, with no autograd graph
@@ -258,12 +263,14 @@ def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
 
     since (Heₙ e^{−u²/2})' = −Heₙ₊₁ e^{−u²/2} and Heₙ₊₁ = u Heₙ − n Heₙ₋₁. The first term is the
     block times u²/ℓ whatever the order, so every γ's weighted block is summed before one product
-    with u²; the second is one correction per input of positive order."""
+    with u²; the second is one correction per input of positive order. ``lower``: W is zero above
+    the diagonal of the equations stacked (a symmetric block's weights folded onto its lower
+    triangle), so the fused kernels leave those entries out; the sums are the tensor code's."""
     lengthscale = derivatives.lengthscale
     d, N, M = derivatives.u.shape
     products = _products(d, None, None, products)
     if products.order and se_fused.usable(derivatives.u, derivatives.k, weights):
-        total, corrections = se_fused.gradient_terms(derivatives, products.plan(N, M, d), weights)
+        total, corrections = se_fused.gradient_terms(derivatives, products.plan(N, M, d), weights, lower)
     else:
         total, corrections = _gradient_terms(derivatives, products, weights)
     gradient = derivatives.squares() @ total.reshape(-1) / lengthscale

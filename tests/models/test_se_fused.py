@@ -1,7 +1,9 @@
-"""The fused CPU kernels against the tensor code they stand in for: the same blocks, gradients and
-evidence bit for bit (operation for operation, so equal, not close), on operators of several
-equations with windows of stacked points, in one to three inputs; and the tensor code wherever
-autograd must differentiate through a block."""
+"""The fused CPU kernels against the tensor code they stand in for: the same blocks and evidence bit
+for bit (operation for operation, so equal, not close), and the same lengthscale gradient to
+round-off (the loops sum its corrections in another order), on operators of several equations with
+windows of stacked points, in one to three inputs; a symmetric block from its lower triangle, and a
+gradient from weights folded onto it; and the tensor code wherever autograd must differentiate
+through a block."""
 
 from __future__ import annotations
 
@@ -40,8 +42,17 @@ def operator(Z: torch.Tensor, gen: torch.Generator):
             [(unit[-1], torch.sin(3 * Z[:, 0])), (second, torch.ones(m, dtype=DTYPE))]]
 
 
+def assert_same(fused: list, tensor: list):
+    """Blocks (even entries) equal, gradients (odd) equal to round-off."""
+    for index, (a, b) in enumerate(zip(fused, tensor)):
+        if index % 2 == 0:
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12 * float(b.abs().max()))
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
-def test_blocks_and_gradients_equal_the_tensor_code_bit_for_bit(d, monkeypatch):
+def test_blocks_equal_the_tensor_code_bit_for_bit_and_gradients_to_round_off(d, monkeypatch):
     gen = torch.Generator().manual_seed(d)
     X = torch.rand(7, d, generator=gen, dtype=DTYPE)
     Z = torch.rand(14, d, generator=gen, dtype=DTYPE)
@@ -63,11 +74,45 @@ def test_blocks_and_gradients_equal_the_tensor_code_bit_for_bit(d, monkeypatch):
 
     fused = results()
     tensor_code(monkeypatch)
-    for a, b in zip(fused, results()):
-        assert torch.equal(a, b)
+    assert_same(fused, results())
 
 
-def test_the_evidence_and_its_gradient_equal_the_tensor_code_bit_for_bit(monkeypatch):
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_a_symmetric_block_is_its_lower_triangle_mirrored_and_folded_weights_give_its_gradient(d, monkeypatch):
+    """K_LL from its lower triangle: that triangle is the full block's to the bit (the Cholesky
+    factor reads nothing else), the block exactly symmetric; weights W folded onto the triangle
+    (2 W below the diagonal of the equations stacked, W on it) give Σ W ∘ ∂K/∂ℓ of the full block
+    from half its entries, since W and ∂K are both symmetric."""
+    gen = torch.Generator().manual_seed(10 + d)
+    Z = torch.rand(14, d, generator=gen, dtype=DTYPE)
+    lengthscale = 0.2 + torch.rand(d, generator=gen, dtype=DTYPE)
+    outputscale = torch.tensor(0.7, dtype=DTYPE)
+    terms = operator(Z, gen)
+    products = coefficient_products(terms, terms)
+    W = torch.rand(28, 28, generator=gen, dtype=DTYPE)
+    W = W + W.T
+    folded = 2.0 * torch.tril(W, -1) + torch.diag(torch.diagonal(W))
+
+    def results():
+        derivatives = SEDerivatives(Z, Z, lengthscale, outputscale)
+        full = operator_block(Z, Z, lengthscale, outputscale, None, None, products, derivatives)
+        mirrored = operator_block(Z, Z, lengthscale, outputscale, None, None, products, derivatives, symmetric=True)
+        return [full, mirrored, lengthscale_gradient(derivatives, products, W),
+                lengthscale_gradient(derivatives, products, folded, lower=True)]
+
+    fused = results()
+    full, mirrored, gradient, from_triangle = fused
+    assert torch.equal(mirrored, mirrored.T)
+    assert torch.equal(torch.tril(mirrored), torch.tril(full))
+    torch.testing.assert_close(mirrored, full, rtol=1e-12, atol=1e-12 * float(full.abs().max()))
+    torch.testing.assert_close(from_triangle, gradient, rtol=1e-10, atol=1e-12 * float(gradient.abs().max()))
+    tensor_code(monkeypatch)
+    tensor = results()
+    assert torch.equal(tensor[1], mirrored)
+    torch.testing.assert_close(tensor[3], from_triangle, rtol=1e-12, atol=1e-12 * float(gradient.abs().max()))
+
+
+def test_the_evidence_equals_the_tensor_code_bit_for_bit_and_its_gradient_to_round_off(monkeypatch):
     gen = torch.Generator().manual_seed(0)
     X = torch.rand(9, 2, generator=gen, dtype=DTYPE)
     Z = torch.rand(14, 2, generator=gen, dtype=DTYPE)
@@ -85,8 +130,10 @@ def test_the_evidence_and_its_gradient_equal_the_tensor_code_bit_for_bit(monkeyp
 
     fused = evidence()
     tensor_code(monkeypatch)
-    for a, b in zip(fused, evidence()):
-        assert torch.equal(a, b)
+    tensor = evidence()
+    assert torch.equal(fused[0], tensor[0])
+    for a, b in zip(fused[1:], tensor[1:]):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
 
 
 def test_a_block_autograd_differentiates_is_the_tensor_codes():
