@@ -80,17 +80,19 @@ class Plan:
             if keys else np.zeros(0, dtype=np.int64)
         self.key_starts = np.cumsum([0] + [len(o) for o in keys.values()]).astype(np.int64)
         # the gradient's corrections, one per group and input of positive order, each summed over
-        # its window's rows into a row of its columns, in one buffer: (input, start, columns) each,
-        # and where each group's begin
-        self.corrections, slots, size = [], [], 0
+        # its window's rows into a row of its columns, in one buffer, with the input each entry
+        # belongs to (one weighted count then sums every input's at once), and where each group's
+        # begin
+        inputs, slots, size = [], [], 0
         for gamma, (r0, r1, c0, c1) in keys:
             slots.append(size)
             for i, n in enumerate(gamma):
                 if n:
-                    self.corrections.append((i, size, c1 - c0))
+                    inputs += [i] * (c1 - c0)
                     size += c1 - c0
         self.key_slots = np.asarray(slots, dtype=np.int64)
         self.correction_size = size
+        self.correction_inputs = np.asarray(inputs, dtype=np.int64)
 
     def coefficients(self) -> tuple:
         return self.starts, self.signs, self.left, self.right, self.vectors
@@ -149,10 +151,8 @@ def gradient_terms(derivatives, plan: Plan, weights: torch.Tensor, lower: bool =
     _gradient(u, k, factor, correction, plan.pairs, plan.gammas, plan.windows, *plan.coefficients(),
               plan.key_groups, plan.key_occurrences, plan.key_starts, plan.key_slots, plan.order, W, lower,
               total, buffer)
-    corrections = [0.0] * len(u)
-    for i, start, columns in plan.corrections:
-        corrections[i] = corrections[i] + torch.from_numpy(buffer[start:start + columns]).sum()
-    return torch.from_numpy(total), corrections
+    corrections = np.bincount(plan.correction_inputs, weights=buffer, minlength=len(u))
+    return torch.from_numpy(total), list(torch.from_numpy(corrections))
 
 
 def usable(*tensors: torch.Tensor) -> bool:
