@@ -202,8 +202,17 @@ def _products(d: int, left: Operator | None, right: Operator | None, products: P
     """``products``, or the coefficient products of ``left`` and ``right`` (None: the identity)."""
     if products is not None:
         return products
+    if left is None and right is None:
+        return _identity_products(d)
     identity = [[((0,) * d, None)]]
     return coefficient_products(left or identity, right or identity)
+
+
+@functools.cache
+def _identity_products(d: int) -> Products:
+    """The kernel itself in d inputs, one number and no point-set data: every K_ff of a fit and of
+    the posterior shares it."""
+    return coefficient_products([[((0,) * d, None)]], [[((0,) * d, None)]])
 
 
 def _add_into(total: torch.Tensor | None, window: Window, values: torch.Tensor, like: torch.Tensor,
