@@ -348,7 +348,9 @@ def runs_cost_section(root: Path | None, cases: list[str]) -> list[str]:
            f"refits with both its long starts at {' and '.join(map(str, early))} and with the shorter one at "
            f"{', '.join(map(str, late[:-1]))} and {late[-1]}, unless they trail; "
            "benchmarks/step_cost.py's figure above spreads one timed refit over its grid at 40 observations). "
-           "The ratio is each seed's against the same seed's `gp-ei`, then their mean.", "",
+           "The ratio is each seed's against the same seed's `gp-ei`, then their mean. The first run after an "
+           "install also compiles pde-gp's fused kernels in its first fit (about 5 s, cached for every later "
+           "run), which the first case's seed 0 carries.", "",
            "```bash", RUNS_COST_COMMAND, "```", ""]
     folders = {case: root / case for case in cases if root is not None and (root / case / "runs").is_dir()}
     if not folders:
