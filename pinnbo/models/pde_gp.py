@@ -56,7 +56,8 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 
 from pinnbo.models.evidence import EvidenceData, covariance_blocks, negative_log_evidence
-from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, operator_block
+from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, gradient_products, operator_block, \
+    point_block
 from pinnbo.pde.compile import derivatives_by_autograd
 
 #: Lower bounds of the observation noise (standardised units) and of the PDE's relative noise.
@@ -143,6 +144,7 @@ class PDEGP(Model):
             # the coefficients' part of K_fL and K_LL, the same in every evaluation of the fit
             identity = [[((0,) * X.shape[1], None)]]
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
+            self._gradient_products = gradient_products(X.shape[1], self.terms)     # the posterior's, in its points
         self.target = torch.cat(self.targets)
         self.basis_operator = None if basis is None or basis_solves or self.terms is None else \
             basis_operator if basis_operator is not None else self._operator_of(basis, self.Z)
@@ -399,7 +401,8 @@ class PDEGP(Model):
         if self.terms is None:
             return k
         # K_fL's coefficient products are rows (1, m), whatever the first set of points
-        pde = operator_block(P, self.Z, self.lengthscale, self.outputscale, None, self.terms, self._products[0])
+        pde = point_block(P, self.Z, self.lengthscale, self.outputscale, self.terms, self._products[0],
+                          self._gradient_products)
         if self.basis_operator is not None:
             pde = pde + self.outputscale * (values @ self.basis_operator.T)
         return torch.cat([k, pde], 1)

@@ -260,6 +260,48 @@ def operator_block(A: torch.Tensor, B: torch.Tensor, lengthscale: torch.Tensor, 
     return block
 
 
+def gradient_products(d: int, right: Operator) -> Products:
+    """The coefficient products of :func:`point_block`'s gradient: d equations, the first
+    derivative in each input, on the left of ``right``."""
+    return coefficient_products([[(tuple(int(j == i) for j in range(d)), None)] for i in range(d)], right)
+
+
+def point_block(P: torch.Tensor, Z: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor,
+                right: Operator, products: Products, gradients: Products) -> torch.Tensor:
+    """cov(f(P), L f(Z)), :func:`operator_block` with the identity on the left, differentiable in
+    the points P (an acquisition's search moves them) by the closed form
+
+        ∂/∂P_ai cov(f(P_a), L f(Z_b)) = cov(∂_i f(P_a), L f(Z_b)),
+
+    one block of d equations (``gradients``: :func:`gradient_products` of ``right``) in place of
+    autograd through every Hermite step, whose small tensor operations cost more than their
+    arithmetic; on the CPU both blocks take the fused kernels. The hyper-parameters are fixed here
+    (a fitted posterior's): where they or Z are differentiated, autograd through the tensor code."""
+    if not (torch.is_grad_enabled() and P.requires_grad) or \
+            any(t.requires_grad for t in (Z, lengthscale, outputscale)):
+        return operator_block(P, Z, lengthscale, outputscale, None, right, products)
+    return _PointBlock.apply(P, Z, lengthscale, outputscale, right, products, gradients)
+
+
+class _PointBlock(torch.autograd.Function):
+    """:func:`point_block`'s block and its gradient in P."""
+
+    @staticmethod
+    def forward(ctx, P, Z, lengthscale, outputscale, right, products, gradients):
+        ctx.save_for_backward(P, Z, lengthscale, outputscale)
+        ctx.right, ctx.gradients = right, gradients
+        return operator_block(P, Z, lengthscale, outputscale, None, right, products)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # under create_graph (a mean's Laplacian by autograd) the block of d equations is itself
+        # built by the differentiable tensor code, so higher derivatives flow too
+        P, Z, lengthscale, outputscale = ctx.saved_tensors
+        N, d = P.shape
+        rows = operator_block(P, Z, lengthscale, outputscale, None, ctx.right, ctx.gradients)     # (d·N, M)
+        return (rows.reshape(d, N, -1) * grad).sum(-1).T, None, None, None, None, None, None
+
+
 def lengthscale_gradient(derivatives: SEDerivatives, products: Products | None,
                          weights: torch.Tensor, lower: bool = False) -> torch.Tensor:
     """Σ_ab W_ab ∂K_ab/∂ℓ_i for each input i, shape (d,), with K the :func:`operator_block` of these

@@ -16,7 +16,8 @@ import torch
 
 from pinnbo.models import se_fused
 from pinnbo.models.evidence import EvidenceData, negative_log_evidence
-from pinnbo.models.se_kernel import SEDerivatives, coefficient_products, lengthscale_gradient, operator_block
+from pinnbo.models.se_kernel import (SEDerivatives, coefficient_products, gradient_products, lengthscale_gradient,
+                                      operator_block, point_block)
 
 DTYPE = torch.float64
 
@@ -148,6 +149,50 @@ def test_a_block_autograd_differentiates_is_the_tensor_codes():
     assert P.grad is not None and torch.isfinite(P.grad).all()
     with torch.no_grad():
         assert torch.equal(operator_block(P, Z, lengthscale, outputscale, None, terms), block.detach())
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_point_blocks_closed_form_gradient_is_autograds_through_the_tensor_code(d, fused, monkeypatch):
+    """∂/∂P_ai cov(f(P_a), L f(Z)) = cov(∂_i f(P_a), L f(Z)): the posterior's block in its points,
+    its value the tensor code's to the bit and its gradient autograd's to round-off, whichever
+    code builds the blocks."""
+    gen = torch.Generator().manual_seed(20 + d)
+    Z = torch.rand(14, d, generator=gen, dtype=DTYPE)
+    terms = operator(Z, gen)
+    lengthscale = 0.3 + torch.rand(d, generator=gen, dtype=DTYPE)
+    outputscale = torch.tensor(0.9, dtype=DTYPE)
+    P = torch.rand(6, d, generator=gen, dtype=DTYPE)
+    weights = torch.randn(6, 28, generator=gen, dtype=DTYPE)
+    identity = [[((0,) * d, None)]]
+    products, gradients = coefficient_products(identity, terms), gradient_products(d, terms)
+    reference_points = P.clone().requires_grad_(True)
+    reference = operator_block(reference_points, Z, lengthscale, outputscale, None, terms, products)
+    (reference * weights).sum().backward()
+    if not fused:
+        tensor_code(monkeypatch)
+    points = P.clone().requires_grad_(True)
+    block = point_block(points, Z, lengthscale, outputscale, terms, products, gradients)
+    (block * weights).sum().backward()
+    assert torch.equal(block.detach(), reference.detach())
+    torch.testing.assert_close(points.grad, reference_points.grad, rtol=1e-11,
+                               atol=1e-12 * float(reference_points.grad.abs().max()))
+
+
+def test_a_point_blocks_derivatives_match_finite_differences_and_leave_the_hyperparameters_to_autograd():
+    gen = torch.Generator().manual_seed(5)
+    Z = torch.rand(14, 2, generator=gen, dtype=DTYPE)
+    terms = operator(Z, gen)
+    products, gradients = coefficient_products([[((0, 0), None)]], terms), gradient_products(2, terms)
+    lengthscale, outputscale = torch.tensor([0.5, 0.8], dtype=DTYPE), torch.tensor(1.1, dtype=DTYPE)
+    P = torch.rand(3, 2, generator=gen, dtype=DTYPE, requires_grad=True)
+    block = lambda p: point_block(p, Z, lengthscale, outputscale, terms, products, gradients)  # noqa: E731
+    assert torch.autograd.gradcheck(block, (P,))
+    assert torch.autograd.gradgradcheck(block, (P,))       # a posterior mean's Laplacian by autograd
+    # a fit differentiates the hyper-parameters: the block then goes through autograd, which has them
+    scale = lengthscale.clone().requires_grad_(True)
+    point_block(P, Z, scale, outputscale, terms, products, gradients).sum().backward()
+    assert scale.grad is not None and torch.isfinite(scale.grad).all() and bool((scale.grad != 0).any())
 
 
 def test_only_float64_on_the_cpu_with_nothing_to_differentiate_is_fused():
