@@ -201,6 +201,18 @@ class CallLog:
         return iter(self.entries())
 
 
+def _scheduler_address(scheduler_file: Path, deadline: float) -> str:
+    """The address in a ``dask scheduler --scheduler-file``, once the scheduler has written it
+    whole: the file appears before its contents do, so an empty or partial file is read again."""
+    while True:
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 class ExternalDask:
     """A ``dask scheduler`` and a ``dask worker --nworkers N`` started as subprocesses on 127.0.0.1,
     as a user starts them beside pinnbo; ``address`` is the scheduler's, ``worker`` the worker
@@ -217,10 +229,7 @@ class ExternalDask:
                                            "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
                                           env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 60
-            while not scheduler_file.exists() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            self.address = json.loads(scheduler_file.read_text())["address"]
+            self.address = _scheduler_address(scheduler_file, time.monotonic() + 60)
             self.worker = subprocess.Popen([sys.executable, "-m", "dask", "worker", self.address, "--nthreads", "1",
                                             "--host", "127.0.0.1", "--no-dashboard", "--nworkers", str(self.workers)],
                                            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
