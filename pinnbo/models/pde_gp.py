@@ -46,6 +46,7 @@ gives the whole gradient) the posterior is nearly the true function after a few 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, NamedTuple, Sequence
 
@@ -144,7 +145,6 @@ class PDEGP(Model):
             # the coefficients' part of K_fL and K_LL, the same in every evaluation of the fit
             identity = [[((0,) * X.shape[1], None)]]
             self._products = (coefficient_products(identity, self.terms), coefficient_products(self.terms, self.terms))
-            self._gradient_products = gradient_products(X.shape[1], self.terms)     # the posterior's, in its points
         self.target = torch.cat(self.targets)
         self.basis_operator = None if basis is None or basis_solves or self.terms is None else \
             basis_operator if basis_operator is not None else self._operator_of(basis, self.Z)
@@ -389,6 +389,12 @@ class PDEGP(Model):
     @property
     def num_outputs(self) -> int:
         return 1
+
+    @functools.cached_property
+    def _gradient_products(self):
+        """The PDE block's products for its gradient in the posterior's points (:func:`point_block`):
+        built at the acquisition's first differentiated evaluation, since a fit never reads them."""
+        return gradient_products(self.X.shape[1], self.terms)
 
     def _cross(self, P: torch.Tensor, values: torch.Tensor | None = None) -> torch.Tensor:
         """cov(f̃(P), [f̃(X); L f̃(Z)]), shape (N_P, n + rows); ``values``: the basis at P, evaluated
