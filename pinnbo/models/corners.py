@@ -10,6 +10,16 @@ continuous, which a smooth kernel models. Each function is 0 along the corner's 
 (the second coordinate at its bound), 1 along the vertical one and ½ at the corner itself, where a
 plate's value is the mean of its two edges'.
 
+A model may take them centred instead (``centred``), the angles less ½: −½ along the horizontal
+edge, ½ along the vertical one and 0 at the corner. The angle's factor below solves the operator
+alone (a constant, Laplace's), so the centred functions carry the same jumps, but an amplitude's
+prior then puts the same variance on the jump's two sides. With the angle itself the horizontal
+edge's side of every jump is the smooth part's alone, its limit predicted from the designs inside
+with no doubt about the jump: where the search covers the whole box (a PDE without the maximum
+principle, :mod:`pinnbo.optimizers.pde_gp`) a supremum on that side was found late, and over the
+faces alone the centred functions measured worse (docs/algorithms.md, "Boundary data that jump at a
+corner").
+
 A box in three variables whose faces disagree along an edge jumps there, by an amount that varies
 along the edge. The angle about the edge, measured in the plane across it, is harmonic in three
 variables too (it does not depend on the coordinate along the edge), so the box's twelve edge
@@ -111,24 +121,29 @@ def _at_apex(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return y * y + x * x < torch.finfo(x.dtype).tiny
 
 
-def _apex_angle(y: torch.Tensor, x: torch.Tensor, opening) -> torch.Tensor:
+def _apex_angle(y: torch.Tensor, x: torch.Tensor, opening, centred: bool = False) -> torch.Tensor:
     """atan2(y, x)/``opening``, ½ at its apex (:func:`_at_apex`), with a zero gradient there: every
-    corner's and edge's angle function, whatever its shear and stretch."""
+    corner's and edge's angle function, whatever its shear and stretch; ``centred``: less ½, so 0 at
+    the apex (module docstring)."""
     at = _at_apex(y, x)
     one = torch.ones_like(x)
     angle = torch.atan2(torch.where(at, one, y), torch.where(at, one, x)) / opening
+    if centred:
+        return torch.where(at, torch.zeros_like(angle), angle - 0.5)
     return torch.where(at, torch.full_like(angle, 0.5), angle)
 
 
 def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                  stretch: float = 1.0, shear: float = 0.0, only: int | None = None) -> torch.Tensor:
+                  stretch: float = 1.0, shear: float = 0.0, only: int | None = None,
+                  centred: bool = False) -> torch.Tensor:
     """θ_c/ω_c at physical ``points`` (N, 2) of the box [lower, upper] for its four corners, in the
     order (x₀, y₀), (x₀, y₁), (x₁, y₀), (x₁, y₁): shape (N, 4), each in [0, 1], differentiable
     everywhere in the box but at its own corner, where it is ½ with a zero gradient. ``stretch`` and
     ``shear`` measure the angle in the coordinates ζ = M⁻¹z of an operator with a conductivity
     tensor (:class:`CornerShape`): with offsets a ≥ 0 across and l ≥ 0 along the corner's vertical
     edge, θ = atan2(stretch·l, a − s·shear·l), s = +1 at (x₀, y₀) and (x₁, y₁), −1 at the other two,
-    and ω is θ along the vertical edge (a = 0). ``only``: that corner's column alone, (N, 1)."""
+    and ω is θ along the vertical edge (a = 0). ``only``: that corner's column alone, (N, 1);
+    ``centred``: each less ½ (module docstring)."""
     columns = []
     for i, (s_x, across) in enumerate(((1.0, points[:, 0] - lower[0]), (-1.0, upper[0] - points[:, 0]))):
         for j, (s_y, along) in enumerate(((1.0, points[:, 1] - lower[1]), (-1.0, upper[1] - points[:, 1]))):
@@ -138,7 +153,7 @@ def corner_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
             stretched = along * stretch if stretch != 1.0 else along
             opening = math.pi / 2 if not shear else math.atan2(stretch, -s_x * s_y * shear)
             # atan2(0, 0) and its gradient there are not defined: the corner's own value instead
-            columns.append(_apex_angle(stretched, sheared, opening))
+            columns.append(_apex_angle(stretched, sheared, opening, centred))
     return torch.stack(columns, -1)
 
 
@@ -264,35 +279,36 @@ def _edge_points(lower: tuple[float, ...], upper: tuple[float, ...], dtype: torc
 
 
 def edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                scales: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+                scales: tuple[float, float, float] = (1.0, 1.0, 1.0), centred: bool = False) -> torch.Tensor:
     """θ_e/(π/2) at physical ``points`` (N, 3) of the box [lower, upper] about each of its twelve
     edges (:data:`EDGE_AXES`' order): shape (N, 12), each in [0, 1], 1 on the edge's face of axis a,
     0 on its face of axis b, ½ on the edge itself (a box's value there is the mean of its two
     faces'), with a zero gradient there; the offsets divided by ``scales``. The twelve columns go
     through each tensor operation together: they are evaluated at every step of the acquisition's
-    search."""
-    return _angles(*_across_along(torch.stack([points - lower, upper - points], -1)), scales)
+    search. ``centred``: each less ½ (module docstring)."""
+    return _angles(*_across_along(torch.stack([points - lower, upper - points], -1)), scales, centred)
 
 
-def _angles(across: torch.Tensor, along: torch.Tensor, scales: tuple[float, float, float]) -> torch.Tensor:
+def _angles(across: torch.Tensor, along: torch.Tensor, scales: tuple[float, float, float],
+            centred: bool = False) -> torch.Tensor:
     """:func:`edge_angles` from each edge's two offsets (N, 12) into the box (:func:`_across_along`)."""
     if scales != (1.0, 1.0, 1.0):                    # ÷ 1 is exact: the same floats without it
         scale_across, scale_along, _ = _per_edge(scales, across.dtype, across.device)
         across, along = across / scale_across, along / scale_along
-    return _apex_angle(along, across, math.pi / 2)
+    return _apex_angle(along, across, math.pi / 2, centred)
 
 
 def sheared_edge_angles(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                        shape: "CrossEdgeShape") -> torch.Tensor:
+                        shape: "CrossEdgeShape", centred: bool = False) -> torch.Tensor:
     """:func:`corner_angles` of each edge's part across it (``shape.shapes``), at physical
     ``points`` (N, 3) of the box [lower, upper], the twelve columns in :func:`edge_angles`' order
     and through each tensor operation together (the acquisition's search evaluates them at every
     step): θ = atan2(stretch·l, a − s·shear·l)/ω with a the offset across the edge from the face of
     its first axis, l from the face of its second, s = +1 at its (lower, lower) and (upper, upper)
-    edges and −1 at the other two, ω the angle between the faces."""
+    edges and −1 at the other two, ω the angle between the faces; ``centred``: each less ½."""
     across, along = _across_along(torch.stack([points - lower, upper - points], -1))
     stretch, skew, opening = _shears(shape, points.dtype, points.device)
-    return _apex_angle(along * stretch, across - skew * along, opening)
+    return _apex_angle(along * stretch, across - skew * along, opening, centred)
 
 
 @functools.lru_cache(maxsize=64)
@@ -309,7 +325,8 @@ def _shears(shape: "CrossEdgeShape", dtype: torch.dtype, device: torch.device
 
 
 def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: CrossEdgeShape,
-                           principal: torch.Tensor | None = None, reaction: float = 0.0) -> torch.Tensor:
+                           principal: torch.Tensor | None = None, reaction: float = 0.0,
+                           centred: bool = False) -> torch.Tensor:
     """The box's twelve edge functions under a constant operator with a mixed derivative and a
     flow, a loss or a gain (``shape``), at physical ``points`` (N, 3), :func:`edge_angles`' order:
     each the corner function of the operator's part across its edge (:func:`corner_functions` of
@@ -318,8 +335,8 @@ def sheared_edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: tor
     through each tensor operation together (the acquisition's search evaluates them at every step).
     ``principal`` (N, 12): the factor k of the principal part at each function's edge (a graded
     conductor's, :class:`GradedEdgeShape`), by which α and κ are divided, and ``reaction`` its
-    zero-order term, frozen there (:func:`_frozen_radial`)."""
-    angles = sheared_edge_angles(points, lower, upper, shape)
+    zero-order term, frozen there (:func:`_frozen_radial`); ``centred``: the angles less ½."""
+    angles = sheared_edge_angles(points, lower, upper, shape, centred)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
     across, along = (offset * side for offset, side in zip(inward, _sides(points.dtype, points.device)))
     drift_across, drift_along, m_aa, m_ab, m_bb, decay, wavenumber = _part_factors(shape, points.dtype, points.device)
@@ -408,7 +425,8 @@ def _bessel_j0(x: torch.Tensor) -> torch.Tensor:
 
 
 def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: EdgeShape,
-                   principal: torch.Tensor | None = None, reaction: float = 0.0) -> torch.Tensor:
+                   principal: torch.Tensor | None = None, reaction: float = 0.0, centred: bool = False
+                   ) -> torch.Tensor:
     """The box's twelve edge functions of ``shape``'s operator at physical ``points`` (N, 3),
     :func:`edge_angles`' order: each the angle about its edge times e^{α·d} I₀(κρ) (J₀(kρ) for a
     Helmholtz part), d the offset from the edge across it and ρ its length in the scaled coordinates
@@ -416,11 +434,11 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     the angles alone without a drift, a decay or a wavenumber. ``principal`` (N, 12): the factor k
     of the principal part at each function's edge (a graded conductor's, :class:`GradedEdgeShape`),
     by which α and κ are divided, and ``reaction`` its zero-order term, frozen there
-    (:func:`_frozen_radial`)."""
+    (:func:`_frozen_radial`); ``centred``: the angles less ½."""
     if not any(shape.drift) and not any(shape.decay) and not any(shape.wavenumber) and not reaction:
-        return edge_angles(points, lower, upper, shape.scales)
+        return edge_angles(points, lower, upper, shape.scales, centred)
     inward = _across_along(torch.stack([points - lower, upper - points], -1))
-    angles = _angles(*inward, shape.scales)
+    angles = _angles(*inward, shape.scales, centred)
     across, along = (offset * side for offset, side in zip(inward, _sides(points.dtype, points.device)))
     drift_across, drift_along, _ = _per_edge(shape.drift, points.dtype, points.device)
     exponent = drift_across * across + drift_along * along
@@ -441,19 +459,21 @@ def edge_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
 
 
 def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                     shape: Shapes = CornerShape(), only: int | None = None) -> torch.Tensor:
+                     shape: Shapes = CornerShape(), only: int | None = None, centred: bool = False) -> torch.Tensor:
     """The four corner functions of ``shape``'s operator at physical ``points`` (N, 2), in
     :func:`corner_angles`' order: the angles times e^{α·(z − c)} R(ρ) (module docstring), which
     is 1 at each function's own corner; the angles alone where α = 0 and κ = 0. A tuple of four
     shapes (:func:`jump_shape` where the coefficients vary): each corner's function is its own
     shape's; a :class:`GradedShape`: its plain shape's functions times √(k_c/k(z)). ``only``: that
-    corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12)."""
+    corner's column alone, (N, 1). An :class:`EdgeShape`: a box's twelve edge functions (N, 12).
+    ``centred``: the angles less ½, each function then −½ and ½ times its factor on its two sides
+    and 0 at its corner or edge (module docstring)."""
     if isinstance(shape, EdgeShape):
-        return edge_functions(points, lower, upper, shape)
+        return edge_functions(points, lower, upper, shape, centred=centred)
     if isinstance(shape, CrossEdgeShape):
         if _flows(shape):
-            return sheared_edge_functions(points, lower, upper, shape)
-        return sheared_edge_angles(points, lower, upper, shape)
+            return sheared_edge_functions(points, lower, upper, shape, centred=centred)
+        return sheared_edge_angles(points, lower, upper, shape, centred)
     if isinstance(shape, GradedEdgeShape):
         # The flow's drift and decay take k at each edge's point nearest z (z_e), and so does the
         # factor √(k(z_e)/k(z)); a mixed derivative with the edge's own coordinate would turn an
@@ -473,21 +493,22 @@ def corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Ten
         here = conductivity[-len(points):]
         principal = on_edges[False] if frozen else None
         if sheared:
-            functions = sheared_edge_functions(points, lower, upper, shape.shape, principal, shape.reaction) \
-                if frozen else sheared_edge_angles(points, lower, upper, shape.shape)
+            functions = sheared_edge_functions(points, lower, upper, shape.shape, principal, shape.reaction,
+                                               centred) if frozen else \
+                sheared_edge_angles(points, lower, upper, shape.shape, centred)
         else:
-            functions = edge_functions(points, lower, upper, shape.shape, principal, shape.reaction)
+            functions = edge_functions(points, lower, upper, shape.shape, principal, shape.reaction, centred)
         return functions * torch.sqrt(on_edges[sheared] / here[:, None])
     if isinstance(shape, GradedShape):
-        plain = corner_functions(points, lower, upper, shape.shape, only)
+        plain = corner_functions(points, lower, upper, shape.shape, only, centred)
         k_c = torch.as_tensor(shape.at_corners, dtype=points.dtype, device=points.device)
         k_c = k_c if only is None else k_c[only:only + 1]
         return plain * torch.sqrt(k_c / shape.conductivity(points)[:, None])
     if isinstance(shape, tuple):
         if only is not None:
-            return corner_functions(points, lower, upper, shape[only], only)
-        return _frozen_corner_functions(points, lower, upper, shape)
-    angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only)
+            return corner_functions(points, lower, upper, shape[only], only, centred)
+        return _frozen_corner_functions(points, lower, upper, shape, centred)
+    angles = corner_angles(points, lower, upper, shape.stretch, shape.shear, only, centred)
     if shape.drift == (0.0, 0.0) and shape.decay == 0.0 and shape.reach == math.inf and not shape.wavenumber:
         return angles
     (m_xx, m_xy, m_yy), (alpha, beta) = shape.metric, shape.drift
@@ -539,7 +560,7 @@ def _per_corner(shapes: tuple[CornerShape, ...], dtype: torch.dtype, device: tor
 
 
 def _frozen_corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
-                             shapes: tuple[CornerShape, ...]) -> torch.Tensor:
+                             shapes: tuple[CornerShape, ...], centred: bool = False) -> torch.Tensor:
     """:func:`corner_functions` of four shapes, each corner's its own (N, 4), the four columns
     through each tensor operation together: the acquisition's search evaluates them at every step,
     where a column at a time costs four times the operations' overhead. A term a corner's shape
@@ -551,7 +572,7 @@ def _frozen_corner_functions(points: torch.Tensor, lower: torch.Tensor, upper: t
     dx, dy = points[:, :1] - corner_x, points[:, 1:] - corner_y
     across, along = dx * c["signs"][:, 0], dy * c["signs"][:, 1]
     sheared, stretched = across - c["skew"] * along, along * c["stretch"]
-    angles = _apex_angle(stretched, sheared, c["opening"])
+    angles = _apex_angle(stretched, sheared, c["opening"], centred)
     (alpha, beta), (m_xx, m_xy, m_yy) = c["drift"], c["metric"]
     factor = torch.exp(alpha * dx + beta * dy)
     squared = m_xx * dx**2 + 2 * m_xy * dx * dy + m_yy * dy**2

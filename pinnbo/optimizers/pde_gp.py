@@ -31,7 +31,9 @@ in the PDE's covariance blocks):
 the solution's jump at a corner is then part of the model instead
 of a cliff the smooth kernel approaches proposal by proposal, and two designs on different sides
 of a jump are no repeat of each other in the duplicate and stall rules
-(:data:`pinnbo.acquisition.search.SIDE_GAP`).
+(:data:`pinnbo.acquisition.search.SIDE_GAP`). Where the PDE has no maximum principle the search
+covers the whole box and the functions are centred, −½ and ½ on a jump's two sides (the prior's
+variance shared by both; :mod:`pinnbo.models.corners`).
 
 Where the PDE's maximum principle puts the minimum on the boundary, the bound is minimised over the
 box's faces until the data say otherwise (:func:`pinnbo.acquisition.search.faces_only`;
@@ -372,7 +374,8 @@ class PDEGPOptimizer(Optimizer):
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
         """Where the boundary data jump (module docstring): the corner functions, physical points
-        (N, 2) -> (N, 4) (a box's edge functions, (N, 3) -> (N, 12)), for the model's prior; the
+        (N, 2) -> (N, 4) (a box's edge functions, (N, 3) -> (N, 12)), for the model's prior, centred
+        where the PDE has no maximum principle (module docstring); the
         sides of a jump, unit designs (n, d) -> their angles, which the duplicate and stall rules
         tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
         (:func:`pinnbo.models.corners.solves_pde`). (None, None, True) elsewhere (a nonlinear PDE
@@ -385,7 +388,9 @@ class PDEGPOptimizer(Optimizer):
         upper = lower + widths
         low, wide = lower.cpu().numpy(), widths.cpu().numpy()
         bounds = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(low + wide, dtype=torch.float64)
-        return (lambda points: corner_functions(points, lower, upper, shape),
+        # centred where the search covers the whole box: pinnbo.models.corners' module docstring
+        centred = not self.boundary_minimum
+        return (lambda points: corner_functions(points, lower, upper, shape, centred=centred),
                 lambda unit: corner_sides(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64),
                                           *bounds, shape).numpy(),
                 solves_pde(shape))

@@ -5,6 +5,7 @@ smooth kernel alone cannot, and its posterior's two paths agree."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import pytest
@@ -118,6 +119,55 @@ def plate(unit: torch.Tensor) -> torch.Tensor:
     """e^x sin(y)/3 plus a jump of 4 at the corner (2, 0): 0 along y = 0, 4 along x = 2."""
     p = LOWER + unit * WIDTHS
     return torch.exp(p[:, 0]) * torch.sin(p[:, 1]) / 3 + 4 * angles(p)[:, 2]
+
+
+@pytest.mark.parametrize("shape, box", [
+    (CornerShape(), "plate"),
+    (CornerShape(0.8, 0.3, (1.2, -0.2, 0.9), (0.5, -1.0), 0.0, math.inf, 2.0), "plate"),     # a gain, sheared
+    ((CornerShape(), CornerShape(decay=1.7, drift=(-2.0, 0.0)), CornerShape(wavenumber=3.1),
+      CornerShape(0.8, 0.3, (1.2, -0.2, 0.9), (0.5, -1.0), 0.0, 1.5, 2.0)), "plate"),        # frozen
+    (GradedShape(CornerShape(wavenumber=2.0), lambda p: 1 + 3 * p[:, 0], (1.0, 1.0, 7.0, 7.0)), "plate"),
+    (EdgeShape(), "box"),
+    (EdgeShape((1.0, 2.0, 0.5), (0.3, 0.0, -0.2), (0.0, 0.0, 0.0), (3.5, 2.0, 1.0)), "box"),   # a gain
+    (GradedEdgeShape(EdgeShape(), lambda p: 3 + 2 * p[:, 0] + p[:, 1] * p[:, 2], reaction=4.0), "box"),
+    (CrossEdgeShape((CornerShape(1.0, 0.5, wavenumber=2.0),) * 3), "box"),
+])
+def test_centred_functions_are_the_angles_less_one_half_times_their_factors(shape, box):
+    """Each centred function is (θ/ω − ½) times the same factor as the angle's own function (0 at
+    its corner or edge, −½ and ½ times the factor on its two sides), for every kind of shape: the
+    same jumps, the prior's variance shared by the two sides."""
+    lower, upper = (LOWER, UPPER) if box == "plate" else (BOX_LOWER, BOX_UPPER)
+    unit = 0.05 + 0.9 * torch.rand(100, len(lower), dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    points = lower + unit * (upper - lower)
+    plain, centred = corner_functions(points, lower, upper, shape), corner_functions(points, lower, upper, shape,
+                                                                                     centred=True)
+    angles = corner_sides(points, lower, upper, shape)
+    assert float(angles.min()) > 1e-4                         # the factor is the plain function over its angle
+    torch.testing.assert_close(centred, plain - 0.5 * plain / angles, rtol=1e-10, atol=1e-12)
+    vertices = torch.tensor(list(itertools.product(*zip(lower.tolist(), upper.tolist()))), dtype=torch.float64)
+    at = corner_sides(vertices, lower, upper, shape) == 0.5   # each function at its own apex
+    assert bool(at.any()) and torch.equal(corner_functions(vertices, lower, upper, shape, centred=True)[at],
+                                          torch.zeros(int(at.sum()), dtype=torch.float64))
+
+
+def test_the_centred_functions_of_a_gain_solve_it_and_jump_by_one():
+    """∇²f + 13 f = 0 on the plate: each centred corner function (θ/ω − ½) J₀(kρ) solves it, as the
+    angle's does (J₀(kρ) solves it alone), tends to −½ and ½ along its corner's two edges and is 0 at
+    the corner."""
+    helmholtz = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
+    shape = jump_shape(Box((0.0, 0.0), (2.0, 3.0), ("x", "y")), helmholtz, False)
+    unit = 0.05 + 0.9 * torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    points = (LOWER + unit * WIDTHS).requires_grad_(True)
+    residual = helmholtz.compile()
+    for j in range(4):
+        values = residual(lambda p: corner_functions(p, LOWER, UPPER, shape, centred=True)[:, j], points)
+        assert float(values.detach().abs().max()) < 1e-10
+    for j, (cx, cy) in enumerate(CORNERS):
+        horizontal = torch.tensor([[cx + (1e-9 if cx == 0.0 else -1e-9), cy]], dtype=torch.float64)
+        vertical = torch.tensor([[cx, cy + (1e-9 if cy == 0.0 else -1e-9)]], dtype=torch.float64)
+        at = torch.tensor([[cx, cy]], dtype=torch.float64)
+        values = [float(corner_functions(p, LOWER, UPPER, shape, centred=True)[0, j]) for p in (horizontal, vertical, at)]
+        assert values == pytest.approx([-0.5, 0.5, 0.0], abs=1e-8)
 
 
 def test_a_pde_gp_with_the_angle_functions_follows_a_jump_the_smooth_kernel_cannot():

@@ -405,3 +405,21 @@ def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solv
                 proposals.append(opt.ask())
                 opt.tell(proposals[-1], plate(proposals[-1]))
             assert min(plate(p) for p in proposals) < infimum + 1e-3, pde
+
+
+@pytest.mark.parametrize("pde, plate, centred", [
+    (LAPLACE, jump_plate, False),
+    (PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), helmholtz_plate, True),
+])
+def test_the_corner_functions_are_centred_where_the_search_covers_the_whole_plate(pde, plate, centred):
+    """Laplace's equation keeps the maximum principle, the bound is searched on the edges and the
+    model carries the angles themselves, ½ at a corner; a gain has none, the search covers the whole
+    plate, and the model carries them centred, 0 at a corner and −½, ½ beside it on its two edges
+    (pinnbo.models.corners: the two sides of a jump equally uncertain)."""
+    opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=pde, boundary_continuous=False)
+    for p in initial_design(BOX, 8, 0):
+        opt.tell(p, plate(p))
+    opt.ask()
+    corner = torch.tensor([[2.0, 0.0], [2.0 - 1e-9, 0.0], [2.0, 1e-9]], dtype=torch.float64)    # column 2: (x₁, y₀)
+    values = opt.model.basis(corner)[:, 2].tolist()
+    assert values == pytest.approx([0.0, -0.5, 0.5] if centred else [0.5, 0.0, 1.0], abs=1e-8)
