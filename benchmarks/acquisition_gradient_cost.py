@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from botorch.acquisition import UpperConfidenceBound
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evidence_cost import fitted_model  # noqa: E402
+from evidence_cost import alternated, fitted_model  # noqa: E402
 
 from pinnbo.models import pde_gp, se_kernel  # noqa: E402
 from pinnbo.optimizers.pde_gp import UCB_BETA  # noqa: E402
@@ -83,11 +82,7 @@ def main() -> None:
                 autograd = evaluation(acquisition, X)
             same = torch.equal(closed[0], autograd[0])
             difference = float(((closed[1] - autograd[1]).abs() / autograd[1].abs().max()).max())
-            rounds = {True: [], False: []}
-            for _ in range(args.repeats):
-                for which in (False, True):
-                    rounds[which].append(timed(acquisition, X, which))
-            slow, fast = statistics.median(rounds[False]), statistics.median(rounds[True])
+            slow, fast = alternated(lambda closed_form: timed(acquisition, X, closed_form), args.repeats)
             name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
             print(f"| {name} | {t} | {slow:.2f} | {fast:.2f} | {fast / slow:.2f} | {'yes' if same else 'NO'} "
                   f"| {difference:.1e} |", flush=True)

@@ -66,6 +66,16 @@ def timed(model, fused: bool, count: int = 30) -> float:
         return (time.perf_counter() - began) / count * 1e3
 
 
+def alternated(timed_code, repeats: int) -> tuple[float, float]:
+    """The median of ``repeats`` rounds of ``timed_code(False)`` and ``timed_code(True)``, alternated so
+    that a machine that slows down mid-run slows both alike: (without, with)."""
+    rounds = {True: [], False: []}
+    for _ in range(repeats):
+        for which in (False, True):
+            rounds[which].append(timed_code(which))
+    return statistics.median(rounds[False]), statistics.median(rounds[True])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="+")
@@ -84,11 +94,7 @@ def main() -> None:
                 tensor = evaluation(model)
             same = torch.equal(fused[0], tensor[0])
             difference = float((fused[1] - tensor[1]).abs().max())
-            rounds = {True: [], False: []}
-            for _ in range(args.repeats):
-                for which in (False, True):
-                    rounds[which].append(timed(model, which))
-            slow, fast = statistics.median(rounds[False]), statistics.median(rounds[True])
+            slow, fast = alternated(lambda fused: timed(model, fused), args.repeats)
             rows = len(model.target) - len(model.targets[0])
             name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
             print(f"| {name} | {t} | {rows} | {slow:.2f} | {fast:.2f} | {fast / slow:.2f} | {'yes' if same else 'NO'} "
