@@ -28,6 +28,14 @@ from pinnbo.space import Box
 #: that no longer moves the design.
 JUMP_FTOL = 1e-5
 
+#: Where the model jumps, the whole cube's search also caps each L-BFGS-B line search at this many
+#: evaluations (scipy's ``maxls``, 20 by default): a line search that steps across a jump meets a
+#: value the slope did not predict and shortens its step toward the limit beside it, and a restart
+#: creeping to such a limit otherwise spends up to 20 evaluations an iteration for a design that
+#: no longer moves. Two failed line searches in a row end the restart where it stands; the limits
+#: beside the corners are candidates of their own (:func:`corner_limits`).
+JUMP_MAXLS = 5
+
 
 def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_restarts: int, maxiter: int,
                          duplicate_tol: float, violation: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -45,7 +53,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners and the limits beside them then scored as candidates of their own
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
-    (:data:`JUMP_FTOL`), the corners and the limits beside them along every edge are
+    (:data:`JUMP_FTOL`, :data:`JUMP_MAXLS`), the corners and the limits beside them along every edge are
     candidates too, and every coordinate of a candidate lies on a face or ``face_margin`` or more
     from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
@@ -82,7 +90,9 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                 candidates, values = _refine_on_faces(acq, starts[:, 0, :], maxiter, face_margin)
             else:
                 bounds = torch.stack([torch.zeros(d, dtype=dtype), torch.ones(d, dtype=dtype)]).to(device)
-                options = {"maxiter": maxiter, **({"ftol": JUMP_FTOL, "factr": None} if face_margin > 0 else {})}
+                options = {"maxiter": maxiter}
+                if face_margin > 0:
+                    options.update(ftol=JUMP_FTOL, factr=None, maxls=JUMP_MAXLS)
                 refined, refined_values = optimize_acqf(
                     acq, bounds=bounds, q=1, num_restarts=len(starts), batch_initial_conditions=starts,
                     options=options, return_best_only=False,

@@ -9,6 +9,7 @@ import torch
 from botorch.acquisition import PosteriorMean
 from botorch.models.deterministic import GenericDeterministicModel
 
+from pinnbo.acquisition import optimize
 from pinnbo.acquisition.optimize import (JUMP_FTOL, OnFaces, _on_or_off_faces, _refine_on_faces, corner_limits,
                                         maximize_acquisition)
 from pinnbo.acquisition.search import on_or_off_faces, spread_over_faces
@@ -202,6 +203,24 @@ def test_over_the_whole_cube_the_limit_beside_a_corner_where_the_model_jumps_is_
     plain = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)), num_restarts=4,
                                  maxiter=200, duplicate_tol=1e-4)
     assert 1.0 - plain.min() > 1e-7
+
+
+def test_where_the_model_jumps_a_line_search_into_the_jump_ends_after_a_few_evaluations(monkeypatch):
+    """From inside the square every restart climbs the ramp into its corner, where the model jumps
+    to −1: each line search that steps onto the corner meets a value its slope did not predict.
+    Capped at JUMP_MAXLS evaluations a line search, the search ends in a few batched evaluations,
+    with the limit beside the corner proposed; with scipy's default of 20 it spends many times as
+    many for the same proposal."""
+    pool = np.random.default_rng(2).random((32, 2))
+    counts, proposals, capped = {}, {}, optimize.JUMP_MAXLS
+    for maxls in (capped, 20):
+        monkeypatch.setattr(optimize, "JUMP_MAXLS", maxls)
+        Counted.calls = 0
+        proposals[maxls] = maximize_acquisition(ramp_with_a_jump_at_its_corner(), pool, np.zeros((0, 2)),
+                                                num_restarts=4, maxiter=200, duplicate_tol=1e-4, face_margin=1e-9)
+        counts[maxls] = Counted.calls
+    assert sorted(proposals[capped].tolist()) == sorted(proposals[20].tolist()) == [1 - 1e-9, 1.0]
+    assert counts[capped] <= 10 and counts[20] > 4 * counts[capped]
 
 
 def test_every_coordinate_ends_on_a_face_or_a_margin_or_more_from_it():
