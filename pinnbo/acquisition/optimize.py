@@ -53,9 +53,9 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
     cube's corners and the limits beside them then scored as candidates of their own
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
-    (:data:`JUMP_FTOL`, :data:`JUMP_MAXLS`), the corners and the limits beside them along every edge are
-    candidates too, and every coordinate of a candidate lies on a face or ``face_margin`` or more
-    from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps at the cube's corners,
+    (:data:`JUMP_FTOL`, :data:`JUMP_MAXLS`), the corners and the limits beside them along every
+    edge are candidates too, and every coordinate of a candidate lies on a face or
+    ``face_margin`` or more from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps at the cube's corners,
     designs on two sides of a jump are no repeat of each other however close (a corner and the
     design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
     ``domain`` with
