@@ -55,10 +55,10 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
     (:data:`JUMP_FTOL`, :data:`JUMP_MAXLS`), the corners and the limits beside them along every
     edge are candidates too, and every coordinate of a candidate lies on a face or
-    ``face_margin`` or more from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps at the cube's corners,
-    designs on two sides of a jump are no repeat of each other however close (a corner and the
-    design beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`).
-    ``domain`` with
+    ``face_margin`` or more from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps
+    at the cube's corners, designs on two sides of a jump are no repeat of each other however
+    close (a corner and the design beside it, the designs beside it on its two edges;
+    :data:`pinnbo.acquisition.search.SIDE_GAP`). ``domain`` with
     integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
     (the pool as its raw sample and fallback; no face search)."""
     if domain is not None and not domain.numeric:

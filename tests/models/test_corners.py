@@ -166,7 +166,8 @@ def test_the_centred_functions_of_a_gain_solve_it_and_jump_by_one():
         horizontal = torch.tensor([[cx + (1e-9 if cx == 0.0 else -1e-9), cy]], dtype=torch.float64)
         vertical = torch.tensor([[cx, cy + (1e-9 if cy == 0.0 else -1e-9)]], dtype=torch.float64)
         at = torch.tensor([[cx, cy]], dtype=torch.float64)
-        values = [float(corner_functions(p, LOWER, UPPER, shape, centred=True)[0, j]) for p in (horizontal, vertical, at)]
+        values = [float(corner_functions(p, LOWER, UPPER, shape, centred=True)[0, j])
+                  for p in (horizontal, vertical, at)]
         assert values == pytest.approx([-0.5, 0.5, 0.0], abs=1e-8)
 
 
