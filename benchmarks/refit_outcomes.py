@@ -67,13 +67,20 @@ def refits(case, problem, run: Path) -> list[tuple[int, float, float | None, dic
                           {f"{f:g}": v - values[0] for f, v in zip(long_starts, longs)} if longs else None))
         return value
 
-    def recorded(self, *args, **kwargs):
-        return self.domain.to_unit(np.asarray(design["x"])[None])[0]
+    class Recorded:     # the search skipped: its choice, the stall rule's escape too, is the run's design
+        def __init__(self, domain):
+            self.domain = domain
 
-    saved = (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise,
+        def best(self, *args, **kwargs):
+            return self.domain.to_unit(np.asarray(design["x"])[None])[0]
+
+    def recorded(self, *args, **kwargs):
+        return Recorded(self.domain)
+
+    saved = (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._search,
              pde_gp.DEFICIT_PER_OBSERVATION)
     pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise = recording, tracing
-    pde_gp.PDEGPOptimizer._maximise = recorded
+    pde_gp.PDEGPOptimizer._search = recorded
     pde_gp.DEFICIT_PER_OBSERVATION = math.inf
     try:
         for record in records:
@@ -83,7 +90,7 @@ def refits(case, problem, run: Path) -> list[tuple[int, float, float | None, dic
                 optimizer.ask()
             optimizer.tell(np.asarray(record["x"]), None if y is None else problem.sign * y)
     finally:
-        (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._maximise,
+        (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._search,
          pde_gp.DEFICIT_PER_OBSERVATION) = saved
     return found
 

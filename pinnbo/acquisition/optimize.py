@@ -1,12 +1,13 @@
 """Maximising a BoTorch acquisition over the unit cube: a Sobol pool, BoTorch's Boltzmann choice of
-restarts among the allowed points, L-BFGS-B from each (``optimize_acqf``), and the best candidate
-that satisfies the known constraints and repeats no evaluated design (docs/algorithms.md, "The
-duplicate rule").
+restarts among the allowed points, L-BFGS-B from each (``optimize_acqf``) (:func:`search_acquisition`),
+and the best candidate that satisfies the known constraints and repeats no evaluated design
+(:meth:`Candidates.best`; docs/algorithms.md, "The duplicate rule").
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -42,29 +43,93 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                          device: torch.device | str = "cpu", on_boundary: bool = False,
                          domain: Box | None = None, face_margin: float = 0.0,
                          sides: Sides | None = None) -> np.ndarray:
-    """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,).
+    """argmax of ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube, (d,): one
+    :func:`search_acquisition` and its best new candidate (:meth:`Candidates.best`), with
+    ``duplicate_tol`` and ``sides`` as there."""
+    return search_acquisition(acq, pool, num_restarts=num_restarts, maxiter=maxiter, violation=violation,
+                              device=device, on_boundary=on_boundary, domain=domain,
+                              face_margin=face_margin).best(evaluated, duplicate_tol, sides)
+
+
+@dataclass
+class Candidates:
+    """One search of an acquisition over the unit cube: its refined candidates and its scored pool,
+    among which :meth:`best` chooses. Choosing again with a larger distance from the designs (the
+    stall rule's escape, docs/algorithms.md) reuses the search: another L-BFGS-B run from other
+    starts of the same pool on the same acquisition finds mostly the same local maxima."""
+
+    acq: AcquisitionFunction
+    refined: np.ndarray               # (N, d), the restarts' ends
+    refined_values: np.ndarray        # (N,)
+    pool: np.ndarray                  # (M, d), scored and in the running
+    pool_values: np.ndarray           # (M,)
+    pool_violation: np.ndarray        # (M,)
+    violation: Callable[[np.ndarray], np.ndarray]
+    on_boundary: bool
+    device: torch.device | str
+
+    def best(self, evaluated: np.ndarray, duplicate_tol: float, sides: Sides | None = None) -> np.ndarray:
+        """The best allowed candidate that repeats no evaluated design (within ``duplicate_tol``,
+        sup norm; the least violating one when none is allowed): the refined candidates, the points
+        just beyond ``duplicate_tol`` beside those that repeat one (on the faces for a face
+        search), and the pool. ``sides``: where the model jumps at the cube's corners, designs on
+        two sides of a jump are no repeat of each other however close (a corner and the design
+        beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`)."""
+        candidates, values = self.refined, self.refined_values
+        beside = nudged(candidates, evaluated, duplicate_tol, sides)
+        if self.on_boundary:
+            d = candidates.shape[1]
+            beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
+        if len(beside):
+            with torch.no_grad():
+                nudged_values = self.acq(torch.as_tensor(beside, dtype=torch.float64, device=self.device).unsqueeze(1))
+            candidates = np.concatenate([candidates, beside])
+            values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
+        return best_allowed(np.concatenate([candidates, self.pool]), np.concatenate([values, self.pool_values]),
+                            np.concatenate([self.violation(candidates), self.pool_violation]), evaluated,
+                            duplicate_tol, sides)
+
+
+@dataclass
+class MixedCandidates:
+    """The search over integer and choice levels (:func:`pinnbo.acquisition.mixed.maximize_mixed`),
+    run by each :meth:`best`: it rules the evaluated designs out as it searches."""
+
+    acq: AcquisitionFunction
+    domain: Box
+    pool: np.ndarray
+    num_restarts: int
+    maxiter: int
+    violation: Callable[[np.ndarray], np.ndarray] | None
+    device: torch.device | str
+
+    def best(self, evaluated: np.ndarray, duplicate_tol: float, sides: Sides | None = None) -> np.ndarray:
+        return maximize_mixed(self.acq, self.domain, evaluated, raw_samples=len(self.pool),
+                              num_restarts=self.num_restarts, maxiter=self.maxiter, duplicate_tol=duplicate_tol,
+                              fallback_pool=lambda: self.pool, violation=self.violation, device=self.device)
+
+
+def search_acquisition(acq, pool: np.ndarray, *, num_restarts: int, maxiter: int,
+                       violation: Callable[[np.ndarray], np.ndarray] | None = None,
+                       device: torch.device | str = "cpu", on_boundary: bool = False,
+                       domain: Box | None = None, face_margin: float = 0.0) -> Candidates | MixedCandidates:
+    """Search ``acq`` (a BoTorch acquisition on unit-cube inputs) over the cube for its maxima, the
+    choice among them left to the result's ``best``.
 
     ``pool`` (N, d) scores the starts and stays in the running; ``violation(points) -> (N,)`` the
     known constraints' total violation (0: allowed; None: no known constraints). The restarts start
-    from allowed pool points only; candidates beside an evaluated design are nudged just beyond
-    ``duplicate_tol``; the winner is the best allowed new candidate (the least violating one when
-    none is allowed). ``on_boundary``: the cube's faces only (the pool spread over them, each
-    restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its free
-    coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`), the
-    cube's corners and the limits beside them then scored as candidates of their own
+    from allowed pool points only. ``on_boundary``: the cube's faces only (the pool spread over
+    them, each restart's face coordinate fixed; :func:`pinnbo.acquisition.search.faces_only`), its
+    free coordinates ``face_margin`` or more from the faces' own edges (:func:`_refine_on_faces`),
+    the cube's corners and the limits beside them then scored as candidates of their own
     (:func:`corner_limits`); over the whole cube, a ``face_margin`` says the model jumps there
     (:data:`JUMP_FTOL`, :data:`JUMP_MAXLS`), the corners and the limits beside them along every
-    edge are candidates too, and every coordinate of a candidate lies on a face or
-    ``face_margin`` or more from it (:func:`_on_or_off_faces`). ``sides``: where the model jumps
-    at the cube's corners, designs on two sides of a jump are no repeat of each other however
-    close (a corner and the design beside it, the designs beside it on its two edges;
-    :data:`pinnbo.acquisition.search.SIDE_GAP`). ``domain`` with
-    integer or choice variables: the search over their levels of :mod:`pinnbo.acquisition.mixed`
-    (the pool as its raw sample and fallback; no face search)."""
+    edge are candidates too, and every coordinate of a candidate lies on a face or ``face_margin``
+    or more from it (:func:`_on_or_off_faces`). ``domain`` with integer or choice variables: the
+    search over their levels of :mod:`pinnbo.acquisition.mixed` (the pool as its raw sample and
+    fallback; no face search)."""
     if domain is not None and not domain.numeric:
-        return maximize_mixed(acq, domain, evaluated, raw_samples=len(pool), num_restarts=num_restarts,
-                              maxiter=maxiter, duplicate_tol=duplicate_tol, fallback_pool=lambda: pool,
-                              violation=violation, device=device)
+        return MixedCandidates(acq, domain, pool, num_restarts, maxiter, violation, device)
     d = pool.shape[1]
     dtype = torch.float64
     if on_boundary:
@@ -101,19 +166,7 @@ def maximize_acquisition(acq, pool: np.ndarray, evaluated: np.ndarray, *, num_re
                 values = refined_values.reshape(-1).detach().cpu().double().numpy()
                 if face_margin > 0:
                     candidates, values = _on_or_off_faces(acq, candidates, values, face_margin, device)
-        beside = nudged(candidates, evaluated, duplicate_tol, sides)
-        if on_boundary:
-            beside = to_nearest_face(beside, np.zeros(d), np.ones(d))
-        if len(beside):
-            with torch.no_grad():
-                nudged_values = acq(torch.as_tensor(beside, dtype=dtype, device=device).unsqueeze(1))
-            candidates = np.concatenate([candidates, beside])
-            values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
-    refined_violation = violation(candidates)
-    candidates = np.concatenate([candidates, pool])
-    values = np.concatenate([values, pool_values])
-    return best_allowed(candidates, values, np.concatenate([refined_violation, pool_violation]), evaluated,
-                        duplicate_tol, sides)
+    return Candidates(acq, candidates, values, pool, pool_values, pool_violation, violation, on_boundary, device)
 
 
 def _on_or_off_faces(acq, candidates: np.ndarray, values: np.ndarray, margin: float,

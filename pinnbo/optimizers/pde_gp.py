@@ -74,7 +74,7 @@ from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
-from pinnbo.acquisition.optimize import maximize_acquisition
+from pinnbo.acquisition.optimize import search_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
@@ -346,7 +346,7 @@ class PDEGPOptimizer(Optimizer):
             if self.objectives:
                 acq = self._hypervolume_acquisition(unit_X_t, y, lower, widths, seed)
                 pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
-                return self.domain.from_unit(self._maximise(acq, pool, evaluated))
+                return self.domain.from_unit(self._search(acq, pool).best(evaluated, self.duplicate_tol))
             y_t = torch.as_tensor(y, dtype=dtype, device=self.device)
             start = earlier_fit(self._fits, self.n_told)
             long_starts = refit_starts(len(y), start)
@@ -366,10 +366,14 @@ class PDEGPOptimizer(Optimizer):
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
             known = self._known_elsewhere(float(np.min(y)))
-            unit = self._maximise(acq, pool, evaluated, on_boundary, sides=sides, violation=known)
-            # The stall rule; noise-free only: under declared noise a replicate is information.
+            found = self._search(acq, pool, on_boundary, sides is not None, known)
+            # sides: the design beside a measured corner on an edge takes that edge's limit, not the
+            # corner's mean of two nor the other edge's, and is no repeat of it
+            unit = found.best(evaluated, self.duplicate_tol, sides)
+            # The stall rule, its escape chosen from the same search; noise-free only: under declared
+            # noise a replicate is information.
             if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
-                unit = self._maximise(acq, pool, evaluated, on_boundary, ESCAPE_DISTANCE, sides, known)
+                unit = found.best(evaluated, ESCAPE_DISTANCE, sides)
         return self.domain.from_unit(unit)
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
@@ -395,20 +399,16 @@ class PDEGPOptimizer(Optimizer):
                                           *bounds, shape).numpy(),
                 solves_pde(shape))
 
-    def _maximise(self, acq, pool: np.ndarray, evaluated: np.ndarray, on_boundary: bool = False,
-                  keep_off: float | None = None, sides=None, violation=None) -> np.ndarray:
-        """The acquisition's argmax among new designs, over the levels of an integer parameter too;
-        ``keep_off``: the distance from every evaluated design instead of the duplicate rule's.
-        ``sides`` (:meth:`_jumps`), where the model jumps at the corners: designs on two sides of a
-        jump are no repeats, as the design beside a measured corner on an edge takes that edge's
-        limit, not the corner's mean of two, nor the other edge's. ``violation``: the designs
-        ruled out (:meth:`_known_elsewhere`)."""
+    def _search(self, acq, pool: np.ndarray, on_boundary: bool = False, jumps: bool = False, violation=None):
+        """The acquisition's search over the design box, over the levels of an integer parameter
+        too (:func:`~pinnbo.acquisition.optimize.search_acquisition`); its ``best`` chooses among
+        new designs. ``jumps``: the model jumps at the corners (:meth:`_jumps`), and the search
+        keeps ``CORNER_MARGIN`` off them. ``violation``: the designs ruled out
+        (:meth:`_known_elsewhere`)."""
         s = self.settings
-        return maximize_acquisition(acq, pool, evaluated, num_restarts=s.num_restarts, maxiter=s.maxiter,
-                                    duplicate_tol=self.duplicate_tol if keep_off is None else keep_off,
-                                    violation=violation, device=self.device, on_boundary=on_boundary,
-                                    domain=self.domain, face_margin=CORNER_MARGIN if sides is not None else 0.0,
-                                    sides=sides)
+        return search_acquisition(acq, pool, num_restarts=s.num_restarts, maxiter=s.maxiter, violation=violation,
+                                  device=self.device, on_boundary=on_boundary, domain=self.domain,
+                                  face_margin=CORNER_MARGIN if jumps else 0.0)
 
     def _known_elsewhere(self, best: float):
         """The designs not worth an evaluation, as a known-constraint violation of unit points

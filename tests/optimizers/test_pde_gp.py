@@ -11,8 +11,9 @@ import pytest
 import sympy as sp
 import torch
 
+from pinnbo.acquisition.optimize import search_acquisition
 from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
-from pinnbo.optimizers import METHODS, MethodError, make_optimizer
+from pinnbo.optimizers import METHODS, MethodError, make_optimizer, pde_gp
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
 from pinnbo.streams import initial_design
@@ -60,9 +61,17 @@ def test_with_laplaces_equation_the_proposals_are_on_the_faces():
     assert not helmholtz.boundary_minimum
 
 
-def test_a_stalled_search_does_not_repeat_itself_once_more():
+def test_a_stalled_search_does_not_repeat_itself_once_more(monkeypatch):
     # UCB finds the minimum in five proposals, then re-measures beside it until the stall rule
-    # takes over: from then on no proposal lies within the stall radius of an evaluated design
+    # takes over: from then on no proposal lies within the stall radius of an evaluated design,
+    # the escape chosen from each ask's one search
+    searches = []
+
+    def counted(*args, **kwargs):
+        searches.append(1)
+        return search_acquisition(*args, **kwargs)
+
+    monkeypatch.setattr(pde_gp, "search_acquisition", counted)
     opt, stalls = started(), 0
     for _ in range(10):
         evaluated = BOX.to_unit(np.stack(opt.X))
@@ -71,7 +80,7 @@ def test_a_stalled_search_does_not_repeat_itself_once_more():
         assert not (stall and is_duplicate(BOX.to_unit(p), evaluated, STALL_RADIUS))
         stalls += stall
         opt.tell(p, harmonic(p))
-    assert stalls >= 2
+    assert stalls >= 2 and len(searches) == 10
     assert min(opt.y) < -np.exp(2) + 1e-4
 
 
