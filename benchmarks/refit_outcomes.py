@@ -26,6 +26,7 @@ import sys
 from collections import Counter
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -67,15 +68,8 @@ def refits(case, problem, run: Path) -> list[tuple[int, float, float | None, dic
                           {f"{f:g}": v - values[0] for f, v in zip(long_starts, longs)} if longs else None))
         return value
 
-    class Recorded:     # the search skipped: its choice, the stall rule's escape too, is the run's design
-        def __init__(self, domain):
-            self.domain = domain
-
-        def best(self, *args, **kwargs):
-            return self.domain.to_unit(np.asarray(design["x"])[None])[0]
-
-    def recorded(self, *args, **kwargs):
-        return Recorded(self.domain)
+    def recorded(self, *args, **kwargs):    # the search skipped: its choice, the escape's too, is the run's design
+        return SimpleNamespace(best=lambda *_, **__: self.domain.to_unit(np.asarray(design["x"])[None])[0])
 
     saved = (pde_gp_model.PDEGP._fit, pde_gp_model.PDEGP._optimise, pde_gp.PDEGPOptimizer._search,
              pde_gp.DEFICIT_PER_OBSERVATION)

@@ -61,6 +61,7 @@ class Candidates:
     acq: AcquisitionFunction
     refined: np.ndarray               # (N, d), the restarts' ends
     refined_values: np.ndarray        # (N,)
+    refined_violation: np.ndarray     # (N,)
     pool: np.ndarray                  # (M, d), scored and in the running
     pool_values: np.ndarray           # (M,)
     pool_violation: np.ndarray        # (M,)
@@ -75,7 +76,7 @@ class Candidates:
         search), and the pool. ``sides``: where the model jumps at the cube's corners, designs on
         two sides of a jump are no repeat of each other however close (a corner and the design
         beside it, the designs beside it on its two edges; :data:`pinnbo.acquisition.search.SIDE_GAP`)."""
-        candidates, values = self.refined, self.refined_values
+        candidates, values, violation = self.refined, self.refined_values, self.refined_violation
         beside = nudged(candidates, evaluated, duplicate_tol, sides)
         if self.on_boundary:
             d = candidates.shape[1]
@@ -85,9 +86,9 @@ class Candidates:
                 nudged_values = self.acq(torch.as_tensor(beside, dtype=torch.float64, device=self.device).unsqueeze(1))
             candidates = np.concatenate([candidates, beside])
             values = np.concatenate([values, nudged_values.detach().cpu().double().numpy()])
+            violation = np.concatenate([violation, self.violation(beside)])
         return best_allowed(np.concatenate([candidates, self.pool]), np.concatenate([values, self.pool_values]),
-                            np.concatenate([self.violation(candidates), self.pool_violation]), evaluated,
-                            duplicate_tol, sides)
+                            np.concatenate([violation, self.pool_violation]), evaluated, duplicate_tol, sides)
 
 
 @dataclass
@@ -166,7 +167,8 @@ def search_acquisition(acq, pool: np.ndarray, *, num_restarts: int, maxiter: int
                 values = refined_values.reshape(-1).detach().cpu().double().numpy()
                 if face_margin > 0:
                     candidates, values = _on_or_off_faces(acq, candidates, values, face_margin, device)
-    return Candidates(acq, candidates, values, pool, pool_values, pool_violation, violation, on_boundary, device)
+    return Candidates(acq, candidates, values, violation(candidates), pool, pool_values, pool_violation, violation,
+                      on_boundary, device)
 
 
 def _on_or_off_faces(acq, candidates: np.ndarray, values: np.ndarray, margin: float,
