@@ -23,10 +23,14 @@ corner").
 A box in three variables whose faces disagree along an edge jumps there, by an amount that varies
 along the edge. The angle about the edge, measured in the plane across it, is harmonic in three
 variables too (it does not depend on the coordinate along the edge), so the box's twelve edge
-functions (:func:`edge_angles`) carry each edge's jump with one amplitude; what remains still jumps
-by the jump's variation along the edge, which the smooth kernel takes. (The angle times the
-position along the edge is harmonic as well and would carry a jump linear along it; it was measured
-and left out: docs/archive/benchmarks.md, "Heat boxes".) A function constant along the edge solves
+functions (:func:`edge_angles`) carry each edge's jump with one amplitude. The jump itself varies
+along the edge (the two faces' data differ by a function of the position on it), and what the
+functions leave of it is a cliff the smooth kernel can follow only with a lengthscale shortened
+across the whole box, or with the PDE given up. The angle times the position s along the edge is
+harmonic as well, so a model adds each edge function times (2s − 1) (:func:`edge_slopes`), a jump
+that varies linearly along the edge about its mean, with a prior amplitude ``EDGE_SLOPE`` times
+the mean's: as large an amplitude as the mean's spent proposals on the limits at edges and vertices
+(docs/algorithms.md, "Boundary data that jump at a corner"). A function constant along the edge solves
 a constant operator Σ A_ii ∂²/∂z_i² + b·∇ + c (diagonal) where it solves the operator's part across
 the edge, in the edge's two other variables, so an edge's function is the corner function of that
 part (below) at the edge, constant along it: a flow tilts it downstream across the edge and a loss
@@ -86,6 +90,10 @@ from gpytorch.kernels import Kernel
 from pinnbo.pde.compile import as_tensor, build
 
 
+#: The prior standard deviation of a box's jump's slope along each edge (:func:`edge_slopes`), as a
+#: fraction of its mean's: the slope's functions run from −EDGE_SLOPE to EDGE_SLOPE times the edge
+#: function along the edge (docs/algorithms.md, "Boundary data that jump at a corner").
+EDGE_SLOPE = 0.3
 #: The reach of a frozen corner function (:func:`jump_shape`), in units of the length 1/(|α|_A + κ)
 #: over which its factor e^{α·d} I₀(κρ) grows by e: the Gaussian's decay overtakes that growth
 #: beyond it, the product peaking at e^{FROZEN_REACH²/2} (docs/algorithms.md, "Boundary data that
@@ -650,6 +658,59 @@ def jump_shape(domain, pde, boundary_continuous) -> Shapes | None:
             rate = math.sqrt(max((m_yy * a_x**2 - 2 * m_xy * a_x * a_y + m_xx * a_y**2) / det, 0.0)) + shape.decay
             shapes.append(dataclasses.replace(shape, reach=FROZEN_REACH / rate) if rate > 0 else shape)
     return tuple(shapes)
+
+
+def edge_slopes(functions: torch.Tensor, points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor,
+                shape: Shapes | None = None) -> torch.Tensor:
+    """Each of a box's twelve edge ``functions`` (N, 12) at physical ``points`` (N, 3) times
+    ``EDGE_SLOPE`` (2g(s) − 1), s the position along its edge from 0 to 1 (module docstring): a jump
+    that varies along the edge, −EDGE_SLOPE and EDGE_SLOPE times the function at its two ends. g = s,
+    or under a constant operator with a flow along the edge (an :class:`EdgeShape` with a drift
+    α_c along the edge's axis c), g = (e^{λLs} − 1)/(e^{λL} − 1), λ = 2α_c = −b_c/A_cc, L the edge's
+    length: the operator's part along the edge, A_cc g'' + b_c g', annihilates it, as it does s
+    without the flow, and the function's own factor does not vary along the edge, so the product
+    still solves the operator. A graded conductor's flow (a :class:`GradedEdgeShape` of an
+    :class:`EdgeShape`) takes λ = 2α_c/k(m_e), its principal part frozen at the edge's midpoint m_e
+    (the product then solves the operator only near there)."""
+    axes = _per_edge_axes(points.device)
+    s = (points.index_select(1, axes) - lower[axes]) / (upper[axes] - lower[axes])
+    graded = isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, EdgeShape)
+    if (graded and any(shape.shape.drift)) or (isinstance(shape, EdgeShape) and any(shape.drift)):
+        rate = 2 * _per_edge((shape.shape if graded else shape).drift, points.dtype, points.device)[2] * \
+            (upper - lower)[axes]                                                                  # λL
+        if graded:      # the principal part frozen at the edge's midpoint, k(m_e) A
+            midpoints = _edge_points(tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device,
+                                     True)[1][:, 0]
+            rate = rate / shape.conductivity(midpoints)
+        flowing = rate != 0
+        safe = torch.where(flowing, rate, torch.ones_like(rate))
+        s = torch.where(flowing, torch.expm1(safe * s) / torch.expm1(safe), s)
+    return functions * (EDGE_SLOPE * (2 * s - 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _per_edge_axes(device: torch.device) -> torch.Tensor:
+    """The axis each of the twelve edges runs along (:data:`EDGE_AXES`' order), made once."""
+    return torch.as_tensor([c for _, _, c in EDGE_AXES for _ in range(4)], device=device)
+
+
+def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes,
+                   centred: bool = False) -> torch.Tensor:
+    """The functions a model adds to its prior where the boundary data jump (:func:`jump_shape`), at
+    physical ``points``: a plate's four corner functions (N, 4), a box's twelve edge functions and
+    their slopes along the edges (:func:`edge_slopes`), (N, 24); ``centred`` as for
+    :func:`corner_functions`."""
+    functions = corner_functions(points, lower, upper, shape, centred=centred)
+    if points.shape[-1] != 3:
+        return functions
+    return torch.cat([functions, edge_slopes(functions, points, lower, upper, shape)], -1)
+
+
+def jump_functions_solve(shape: Shapes) -> bool:
+    """Whether :func:`jump_functions` solve the PDE's homogeneous part: the corner and edge functions
+    where :func:`solves_pde` says so, the slopes of a constant operator with no mixed derivative
+    (which would pair the edge's own coordinate with those across it)."""
+    return solves_pde(shape) and not isinstance(shape, CrossEdgeShape)
 
 
 def solves_pde(shape: Shapes) -> bool:

@@ -78,7 +78,7 @@ from pinnbo.acquisition.optimize import search_acquisition
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
-from pinnbo.models.corners import corner_functions, corner_sides, jump_shape, solves_pde
+from pinnbo.models.corners import corner_sides, jump_functions, jump_functions_solve, jump_shape
 from pinnbo.models.gp import earlier_fit, record_fit
 from pinnbo.models.pde_gp import FIRST_LENGTHSCALES, PDEGP, SETTLED_GAIN
 from pinnbo.optimizers.base import MethodSettings, Optimizer
@@ -394,10 +394,10 @@ class PDEGPOptimizer(Optimizer):
         bounds = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(low + wide, dtype=torch.float64)
         # centred where the search covers the whole box: pinnbo.models.corners' module docstring
         centred = not self.boundary_minimum
-        return (lambda points: corner_functions(points, lower, upper, shape, centred=centred),
+        return (lambda points: jump_functions(points, lower, upper, shape, centred=centred),
                 lambda unit: corner_sides(torch.as_tensor(low + np.asarray(unit) * wide, dtype=torch.float64),
                                           *bounds, shape).numpy(),
-                solves_pde(shape))
+                jump_functions_solve(shape))
 
     def _search(self, acq, pool: np.ndarray, on_boundary: bool = False, jumps: bool = False, violation=None):
         """The acquisition's search over the design box, over the levels of an integer parameter
