@@ -27,10 +27,12 @@ functions (:func:`edge_angles`) carry each edge's jump with one amplitude. The j
 along the edge (the two faces' data differ by a function of the position on it), and what the
 functions leave of it is a cliff the smooth kernel can follow only with a lengthscale shortened
 across the whole box, or with the PDE given up. The angle times the position s along the edge is
-harmonic as well, so a model adds each edge function times (2s − 1) (:func:`edge_slopes`), a jump
-that varies linearly along the edge about its mean, with a prior amplitude ``EDGE_SLOPE`` times
-the mean's: as large an amplitude as the mean's spent proposals on the limits at edges and vertices
-(docs/algorithms.md, "Boundary data that jump at a corner"). A function constant along the edge solves
+harmonic as well, so a model adds each edge function times ``EDGE_SLOPE`` (2s − 1)
+(:func:`edge_slopes`; under a flow along the edge, the exponential profile that the operator along
+the edge annihilates), a jump that varies along the edge about its mean by up to ``EDGE_SLOPE``
+times the mean's prior spread at the edge's ends: slopes as uncertain as the mean spent proposals
+on the limits at edges and vertices (docs/algorithms.md, "Boundary data that jump at a corner").
+A function constant along the edge solves
 a constant operator Σ A_ii ∂²/∂z_i² + b·∇ + c (diagonal) where it solves the operator's part across
 the edge, in the edge's two other variables, so an edge's function is the corner function of that
 part (below) at the edge, constant along it: a flow tilts it downstream across the edge and a loss

@@ -24,7 +24,7 @@ Where the problem declares boundary data that jump where its faces meet (``bound
 False), the PDE is elliptic in two variables (Laplace's and Poisson's equations, a conductor
 whose conductivity differs along its axes, is a tensor or varies over the plate, heat carried by a
 flow) or in three with a constant conductivity along the axes, and no boundary condition is
-declared, the GP adds the corner functions (a box's edge functions) to its prior
+declared, the GP adds the corner functions (a box's edge functions and their slopes along the edges) to its prior
 (:mod:`pinnbo.models.corners`; where the coefficients vary, a graded conductor's divided by √k or
 the frozen operator's at each corner, with the operator's values on them at the collocation points
 in the PDE's covariance blocks):
@@ -378,12 +378,13 @@ class PDEGPOptimizer(Optimizer):
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
         """Where the boundary data jump (module docstring): the corner functions, physical points
-        (N, 2) -> (N, 4) (a box's edge functions, (N, 3) -> (N, 12)), for the model's prior, centred
+        (N, 2) -> (N, 4) (a box's edge functions and their slopes along the edges, (N, 3) ->
+        (N, 24): :func:`pinnbo.models.corners.jump_functions`), for the model's prior, centred
         where the PDE has no maximum principle (module docstring); the
         sides of a jump, unit designs (n, d) -> their angles, which the duplicate and stall rules
         tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
-        (:func:`pinnbo.models.corners.solves_pde`). (None, None, True) elsewhere (a nonlinear PDE
-        has none)."""
+        (:func:`pinnbo.models.corners.jump_functions_solve`). (None, None, True) elsewhere (a
+        nonlinear PDE has none)."""
         if self.boundary_continuous not in self._jump_shapes:   # read off the PDE's symbols once a run
             self._jump_shapes[self.boundary_continuous] = jump_shape(self.domain, self.pde, self.boundary_continuous)
         shape = self._jump_shapes[self.boundary_continuous]

@@ -915,11 +915,29 @@ def test_each_edge_slope_solves_a_constant_operator_and_runs_from_minus_to_plus_
                                                                           dtype=torch.float64))
 
 
-def test_a_mixed_derivative_leaves_the_slopes_to_the_covariance():
-    """A conductivity tensor's mixed derivative with the edge's own coordinate acts on the slope, so
-    :func:`jump_functions_solve` is false there (the model then puts the operator's values on the
-    functions into its covariance); a plate has no slopes."""
-    assert not jump_functions_solve(CrossEdgeShape((CornerShape(),) * 3))
+def test_a_mixed_derivative_with_an_edges_coordinate_acts_on_its_slope_and_leaves_it_to_the_covariance():
+    """Under Σ K_ij ∂²/∂z_i∂z_j with K_xz = 0.4, K_yz = 0.3 and K_xy = 0.8, an edge along z's
+    function f is the sheared angle of the (x, y) part, which solves that part and does not vary
+    along z, so on the slope f g, g = EDGE_SLOPE (2s − 1), the operator leaves the mixed terms
+    2 (K_xz f_x + K_yz f_y) g' alone, g' = 2 EDGE_SLOPE/L_z (by autograd at 50 points, to rounding):
+    :func:`jump_functions_solve` is false, and the model puts those values into its covariance. A
+    plate has no slopes."""
+    box = Box(tuple(BOX_LOWER.tolist()), tuple(BOX_UPPER.tolist()), ("x", "y", "z"))
+    K = {(x, x): 2.0, (y, y): 1.5, (z, z): 1.0, (x, y): 0.8, (x, z): 0.4, (y, z): 0.3}
+    operator = sum(K[(s, s)] * U.diff(s, 2) for s in (x, y, z)) + sum(
+        2 * K[pair] * U.diff(*pair) for pair in ((x, y), (x, z), (y, z)))
+    shape = jump_shape(box, PDE(operator, rhs=0), False)
+    assert isinstance(shape, CrossEdgeShape) and solves_pde(shape) and not jump_functions_solve(shape)
+    unit = 0.05 + 0.9 * torch.rand(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    points = (BOX_LOWER + unit * (BOX_UPPER - BOX_LOWER)).requires_grad_(True)
+    residual = PDE(operator, rhs=0).compile()
+    slope = 2 * EDGE_SLOPE / float(BOX_UPPER[2] - BOX_LOWER[2])
+    for j in range(8, 12):                                                  # the edges along z
+        values = residual(lambda p, j=j: jump_functions(p, BOX_LOWER, BOX_UPPER, shape)[:, 12 + j], points)
+        (gradient,) = torch.autograd.grad(corner_functions(points, BOX_LOWER, BOX_UPPER, shape)[:, j].sum(), points)
+        expected = 2 * (0.4 * gradient[:, 0] + 0.3 * gradient[:, 1]) * slope
+        assert float(expected.abs().max()) > 0.01
+        torch.testing.assert_close(values.detach().reshape(-1), expected, atol=1e-9, rtol=1e-9)
     plate = torch.rand(5, 2, dtype=torch.float64)
     assert torch.equal(jump_functions(plate, LOWER, UPPER, CornerShape()), corner_functions(plate, LOWER, UPPER))
 
