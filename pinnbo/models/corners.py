@@ -233,6 +233,8 @@ EDGE_AXES = ((1, 2, 0), (0, 2, 1), (0, 1, 2))
 # (axis, side) of the offset across each edge and of the offset along the angle, EDGE_AXES' order.
 _ACROSS = tuple(zip(*[(a, i) for a, b, _ in EDGE_AXES for i in (0, 1) for _ in (0, 1)]))
 _ALONG = tuple(zip(*[(b, j) for a, b, _ in EDGE_AXES for _ in (0, 1) for j in (0, 1)]))
+# the axis each edge runs along, EDGE_AXES' order
+_EDGE_AXIS = tuple(c for _, _, c in EDGE_AXES for _ in range(4))
 
 
 def _across_along(offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -267,7 +269,7 @@ def _per_edge(values: tuple[float, ...], dtype: torch.dtype, device: torch.devic
     the edge runs along; made once, since the acquisition's search evaluates the edge functions at
     every step, where building these anew costs more than using them."""
     values = torch.as_tensor(values, dtype=dtype, device=device)
-    return values[list(_ACROSS[0])], values[list(_ALONG[0])], values[[c for _, _, c in EDGE_AXES for _ in range(4)]]
+    return values[list(_ACROSS[0])], values[list(_ALONG[0])], values[list(_EDGE_AXIS)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -676,24 +678,33 @@ def edge_slopes(functions: torch.Tensor, points: torch.Tensor, lower: torch.Tens
     (the product then solves the operator only near there)."""
     axes = _per_edge_axes(points.device)
     s = (points.index_select(1, axes) - lower[axes]) / (upper[axes] - lower[axes])
-    graded = isinstance(shape, GradedEdgeShape) and isinstance(shape.shape, EdgeShape)
-    if (graded and any(shape.shape.drift)) or (isinstance(shape, EdgeShape) and any(shape.drift)):
-        rate = 2 * _per_edge((shape.shape if graded else shape).drift, points.dtype, points.device)[2] * \
-            (upper - lower)[axes]                                                                  # λL
-        if graded:      # the principal part frozen at the edge's midpoint, k(m_e) A
-            midpoints = _edge_points(tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device,
-                                     True)[1][:, 0]
-            rate = rate / shape.conductivity(midpoints)
-        flowing = rate != 0
-        safe = torch.where(flowing, rate, torch.ones_like(rate))
-        s = torch.where(flowing, torch.expm1(safe * s) / torch.expm1(safe), s)
+    inner = shape.shape if isinstance(shape, GradedEdgeShape) else shape
+    if isinstance(inner, EdgeShape) and any(inner.drift):
+        rate, flowing = _slope_rates(shape, tuple(lower.tolist()), tuple(upper.tolist()), points.dtype, points.device)
+        s = torch.where(flowing, torch.expm1(rate * s) / torch.expm1(rate), s)
     return functions * (EDGE_SLOPE * (2 * s - 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _slope_rates(shape: EdgeShape | GradedEdgeShape, lower: tuple[float, ...], upper: tuple[float, ...],
+                 dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """λL per edge (12,) for :func:`edge_slopes` (1 where there is no flow along the edge, whose
+    profile is then s) and where there is one: constants of the run, made once, since the
+    acquisition's search evaluates the slopes at every step."""
+    graded = isinstance(shape, GradedEdgeShape)
+    axes = _per_edge_axes(device)
+    widths = torch.as_tensor(upper, dtype=dtype, device=device) - torch.as_tensor(lower, dtype=dtype, device=device)
+    rate = 2 * _per_edge((shape.shape if graded else shape).drift, dtype, device)[2] * widths[axes]
+    if graded:      # the principal part frozen at the edge's midpoint, k(m_e) A
+        rate = rate / shape.conductivity(_edge_points(lower, upper, dtype, device, True)[1][:, 0])
+    flowing = rate != 0
+    return torch.where(flowing, rate, torch.ones_like(rate)), flowing
 
 
 @functools.lru_cache(maxsize=8)
 def _per_edge_axes(device: torch.device) -> torch.Tensor:
-    """The axis each of the twelve edges runs along (:data:`EDGE_AXES`' order), made once."""
-    return torch.as_tensor([c for _, _, c in EDGE_AXES for _ in range(4)], device=device)
+    """:data:`_EDGE_AXIS` as a tensor, made once."""
+    return torch.as_tensor(_EDGE_AXIS, device=device)
 
 
 def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes,
@@ -703,7 +714,7 @@ def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     their slopes along the edges (:func:`edge_slopes`), (N, 24); ``centred`` as for
     :func:`corner_functions`."""
     functions = corner_functions(points, lower, upper, shape, centred=centred)
-    if points.shape[-1] != 3:
+    if not isinstance(shape, (EdgeShape, CrossEdgeShape, GradedEdgeShape)):      # a plate's corners
         return functions
     return torch.cat([functions, edge_slopes(functions, points, lower, upper, shape)], -1)
 
