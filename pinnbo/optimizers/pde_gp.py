@@ -47,8 +47,9 @@ high-order operator's solution with fine structure between them (the beam's defl
 lengthscale is 0.017 of the beam), where 128 find it from only some initial designs, and a step
 costs a fifth of what it would with 512. From two variables up, 128 per equation keep a step near
 a GP's cost (docs/results.md). From four variables up they lie 0.30 of the box apart or more, wider
-than a known source's features, so half of one linear equation's interior points are drawn where
-its source is large (:meth:`PDEGPOptimizer._where_the_source_is`).
+than a known source's features, so half of one linear equation's interior points (three quarters
+where the source is concentrated) are drawn where its source is large
+(:meth:`PDEGPOptimizer._where_the_source_is`).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
@@ -99,6 +100,13 @@ COLLOCATION_POINTS = 128
 #: "Collocation where the source is").
 SOURCE_WEIGHTED_DIMENSION = 4
 SOURCE_POOL = 4096
+#: A source whose |g| weights over the pool have an effective sample size (Kish's, (Σw)²/Σw²) below
+#: this share of the pool is concentrated: a plume covers a few per cent of the box, a product of
+#: sines a third. Three quarters of the interior's points then go where it is and a quarter stays
+#: uniform; a source spread over the box keeps half of them uniform, whose hold on the rest of the
+#: box it needs more than a larger share of points where it is (docs/algorithms.md, "Collocation
+#: where the source is").
+CONCENTRATED_SOURCE = 0.15
 #: Points on a boundary condition's plane: one, for one design variable; else the planes of all
 #: the conditions together get the interior's points over this share.
 BOUNDARY_SHARE = 2
@@ -292,11 +300,12 @@ class PDEGPOptimizer(Optimizer):
         return points, stacked(form, forms, sizes)
 
     def _where_the_source_is(self, points: np.ndarray, form, keys: tuple) -> np.ndarray:
-        """The interior's collocation ``points`` (count, d), their second half, from
+        """The interior's collocation ``points`` (count, d), their second half (three quarters
+        where the source is concentrated, ``CONCENTRATED_SOURCE``), from
         ``SOURCE_WEIGHTED_DIMENSION`` variables up, replaced by points of a Sobol pool drawn with
         probability proportional to |g|, the one linear equation's source there: where the source
         is large the solution bends most, and the equations there pin down what uniform points too
-        sparse for the source's features leave to the data. The first half keeps the PDE's hold on
+        sparse for the source's features leave to the data. The rest keep the PDE's hold on
         the rest of the box. A source-free equation (g constant), a system, a linearised nonlinear
         PDE (its source moves with the linearisation point) and a singular set keep the points
         as drawn."""
@@ -308,9 +317,13 @@ class PDEGPOptimizer(Optimizer):
         g = form.source(torch.as_tensor(self.domain.from_unit(pool), dtype=torch.float64))[:, 0].abs().numpy()
         if not np.ptp(g) > 0:
             return points
-        keep = len(points) // 2
+        weights = g / g.sum()
+        covered = 1.0 / float((weights ** 2).sum()) / len(weights)
+        keep = len(points) // (2 if covered >= CONCENTRATED_SOURCE else 4)
+        # a source that vanishes on most of the pool has fewer points to give without repeats
+        keep = max(keep, len(points) - int(np.count_nonzero(g)))
         rng = np.random.default_rng(derived_seed(self.seed, self.name, "collocation-source-choice", *keys))
-        chosen = rng.choice(len(pool), size=len(points) - keep, replace=False, p=g / g.sum())
+        chosen = rng.choice(len(pool), size=len(points) - keep, replace=False, p=weights)
         return np.concatenate([points[:keep], pool[chosen]])
 
     def _plane(self, condition) -> tuple[int, float]:
