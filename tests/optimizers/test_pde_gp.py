@@ -16,7 +16,8 @@ from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer, pde_gp
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
-from pinnbo.streams import initial_design
+from pinnbo.optimizers.pde_gp import CONCENTRATED_SOURCE, SOURCE_POOL
+from pinnbo.streams import initial_design, sobol_unit
 from tests.optimizers.constrained import repeats_nothing
 
 x, y = sp.symbols("x y")
@@ -212,21 +213,69 @@ def _plume_pde(d: int, nonlinear: bool = False) -> tuple[PDE, Box]:
 
 
 @pytest.mark.parametrize("d", [4, 5])
-def test_from_four_variables_half_the_collocation_goes_where_the_source_is(d):
-    """The first half of the 128 interior points is the uniform draw a source-free PDE gets; the
-    second half comes from a pool of 4096 drawn with probability ∝ |g|, without repeats, so it
-    crowds the source's peak (σ = 0.1 at 0.7 in every variable) where the uniform points hardly
-    reach it; the same draw on every build of a seed."""
+def test_from_four_variables_the_collocation_goes_where_a_concentrated_source_is(d):
+    """A plume (σ = 0.1 at 0.7 in every variable) covers a few per cent of the box: the first
+    quarter of the 128 interior points is the uniform draw a source-free PDE gets, the other three
+    quarters come from a pool of 4096 drawn with probability ∝ |g|, without repeats, so they crowd
+    the source's peak where the uniform points hardly reach it; the same draw on every build of a
+    seed."""
     pde, box = _plume_pde(d)
     free = PDE(pde.lhs[0], rhs=0)
     points = make_optimizer("pde-gp", box, 3, pde=pde).collocation.numpy()
     uniform = make_optimizer("pde-gp", box, 3, pde=free).collocation.numpy()
     assert points.shape == uniform.shape == (128, d)
-    np.testing.assert_array_equal(points[:64], uniform[:64])
+    np.testing.assert_array_equal(points[:32], uniform[:32])
+    assert not (points[32:, None, :] == uniform[None, 32:, :]).all(-1).any()
     near = lambda P: int((np.linalg.norm(P - 0.7, axis=1) < 0.25).sum())      # noqa: E731
-    assert near(uniform[64:]) <= 3 and near(points[64:]) >= 15      # in 5: every pool point there
+    assert near(uniform[32:]) <= 4 and near(points[32:]) >= 15      # in 5: every pool point there
     np.testing.assert_array_equal(points, make_optimizer("pde-gp", box, 3, pde=pde).collocation.numpy())
     assert not np.array_equal(points, make_optimizer("pde-gp", box, 4, pde=pde).collocation.numpy())
+
+
+def test_a_source_spread_over_the_box_keeps_half_the_collocation_uniform():
+    """A product of sines covers about a third of the box by its weights' effective sample size
+    (Kish's (Σw)²/Σw², over ``CONCENTRATED_SOURCE``): half the points stay the uniform draw, whose
+    hold on the rest of the box such a source needs, and half go where it is; a plume's weights
+    cover a few per cent."""
+    d = 4
+    xs = sp.symbols(f"x1:{d + 1}")
+    u = sp.Function("u")(*xs)
+    lhs = -sum(u.diff(v, 2) for v in xs)
+    box = Box.cube(0.0, 1.0, d)
+    spread = PDE(lhs, rhs=sp.Mul(*(sp.sin(sp.pi * v) for v in xs)))
+    points = make_optimizer("pde-gp", box, 3, pde=spread).collocation.numpy()
+    uniform = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=0)).collocation.numpy()
+    np.testing.assert_array_equal(points[:64], uniform[:64])
+    assert not (points[64:, None, :] == uniform[None, 64:, :]).all(-1).any()
+
+    def covered(values):
+        w = np.abs(values) / np.abs(values).sum()
+        return 1.0 / (w ** 2).sum() / len(w)
+
+    grid = np.random.default_rng(0).random((4096, d))
+    # Π sin(πx_i) in 4 variables: (E sin)^2d / (E sin²)^d = (8/π²)^4 = 0.43
+    assert covered(np.prod(np.sin(np.pi * grid), 1)) == pytest.approx((8 / np.pi ** 2) ** 4, abs=0.03)
+    assert covered(np.prod(np.sin(np.pi * grid), 1)) > CONCENTRATED_SOURCE
+    assert covered(np.exp(-((grid - 0.7) ** 2).sum(1) / 0.02)) < CONCENTRATED_SOURCE
+
+
+def test_a_source_that_vanishes_on_most_of_the_box_gives_the_points_it_has():
+    """A source nonzero on a corner of the box alone has fewer pool points than three quarters of
+    the collocation: those it has, each once, and the uniform draw for the rest."""
+    d = 4
+    xs = sp.symbols(f"x1:{d + 1}")
+    u = sp.Function("u")(*xs)
+    lhs = -sum(u.diff(v, 2) for v in xs)
+    box = Box.cube(0.0, 1.0, d)
+    corner = sp.Mul(*(sp.Max(0, v - sp.Rational(13, 20)) for v in xs))
+    points = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=corner)).collocation.numpy()
+    uniform = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=0)).collocation.numpy()
+    inside = int(((sobol_unit(SOURCE_POOL, d, 3, "pde-gp", "collocation-source") > 0.65).all(1)).sum())
+    assert 0 < inside < 96
+    assert len(points) == 128
+    np.testing.assert_array_equal(points[:128 - inside], uniform[:128 - inside])
+    assert ((points[128 - inside:] > 0.65).all(1)).all()
+    assert len(np.unique(points[128 - inside:], axis=0)) == inside
 
 
 def test_in_three_variables_and_for_a_linearised_pde_the_collocation_stays_uniform():
