@@ -226,6 +226,12 @@ class PDEGPSettings(MethodSettings):
     INTERNAL = ("duplicate_tol",)
 
 
+def covered_share(weights: np.ndarray) -> float:
+    """The share of a pool that sampling weights (summing to 1) effectively cover: Kish's effective
+    sample size 1/Σw², over the pool's size (1 for equal weights, 1/N for one point)."""
+    return 1.0 / float((weights ** 2).sum()) / len(weights)
+
+
 class PDEGPOptimizer(Optimizer):
     """PDE-GP ask/tell optimiser (minimises)."""
 
@@ -318,8 +324,7 @@ class PDEGPOptimizer(Optimizer):
         if not np.ptp(g) > 0:
             return points
         weights = g / g.sum()
-        covered = 1.0 / float((weights ** 2).sum()) / len(weights)
-        keep = len(points) // (2 if covered >= CONCENTRATED_SOURCE else 4)
+        keep = len(points) // (2 if covered_share(weights) >= CONCENTRATED_SOURCE else 4)
         # a source that vanishes on most of the pool has fewer points to give without repeats
         keep = max(keep, len(points) - int(np.count_nonzero(g)))
         rng = np.random.default_rng(derived_seed(self.seed, self.name, "collocation-source-choice", *keys))

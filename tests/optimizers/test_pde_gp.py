@@ -16,7 +16,7 @@ from pinnbo.acquisition.search import STALL_RADIUS, is_duplicate, stalled
 from pinnbo.optimizers import METHODS, MethodError, make_optimizer, pde_gp
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
-from pinnbo.optimizers.pde_gp import CONCENTRATED_SOURCE, SOURCE_POOL
+from pinnbo.optimizers.pde_gp import CONCENTRATED_SOURCE, SOURCE_POOL, covered_share
 from pinnbo.streams import initial_design, sobol_unit
 from tests.optimizers.constrained import repeats_nothing
 
@@ -203,13 +203,18 @@ def test_collocation_stays_within_the_row_budget_and_the_problems_filter():
     assert make_optimizer("pde-gp", BOX, 0, pde=LAPLACE).collocation.shape == (128, 2)
 
 
-def _plume_pde(d: int, nonlinear: bool = False) -> tuple[PDE, Box]:
-    """−∇²u (+ u³) = a narrow Gaussian source centred at 0.7 in every variable of [0, 1]^d."""
+def _poisson_pde(d: int, source, nonlinear: bool = False) -> tuple[PDE, Box]:
+    """−∇²u (+ u³) = source(x1, ..., xd) on [0, 1]^d (source 0: the source-free equation)."""
     xs = sp.symbols(f"x1:{d + 1}")
     u = sp.Function("u")(*xs)
-    source = sp.exp(-sum((v - sp.Rational(7, 10)) ** 2 for v in xs) / sp.Rational(1, 50))
     lhs = -sum(u.diff(v, 2) for v in xs) + (u**3 if nonlinear else 0)
-    return PDE(lhs, rhs=source), Box.cube(0.0, 1.0, d)
+    return PDE(lhs, rhs=source(xs) if callable(source) else source), Box.cube(0.0, 1.0, d)
+
+
+def _plume_pde(d: int, nonlinear: bool = False) -> tuple[PDE, Box]:
+    """−∇²u (+ u³) = a narrow Gaussian source centred at 0.7 in every variable of [0, 1]^d."""
+    return _poisson_pde(d, lambda xs: sp.exp(-sum((v - sp.Rational(7, 10)) ** 2 for v in xs) / sp.Rational(1, 50)),
+                        nonlinear)
 
 
 @pytest.mark.parametrize("d", [4, 5])
@@ -238,19 +243,14 @@ def test_a_source_spread_over_the_box_keeps_half_the_collocation_uniform():
     hold on the rest of the box such a source needs, and half go where it is; a plume's weights
     cover a few per cent."""
     d = 4
-    xs = sp.symbols(f"x1:{d + 1}")
-    u = sp.Function("u")(*xs)
-    lhs = -sum(u.diff(v, 2) for v in xs)
-    box = Box.cube(0.0, 1.0, d)
-    spread = PDE(lhs, rhs=sp.Mul(*(sp.sin(sp.pi * v) for v in xs)))
+    spread, box = _poisson_pde(d, lambda xs: sp.Mul(*(sp.sin(sp.pi * v) for v in xs)))
     points = make_optimizer("pde-gp", box, 3, pde=spread).collocation.numpy()
-    uniform = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=0)).collocation.numpy()
+    uniform = make_optimizer("pde-gp", box, 3, pde=_poisson_pde(d, 0)[0]).collocation.numpy()
     np.testing.assert_array_equal(points[:64], uniform[:64])
     assert not (points[64:, None, :] == uniform[None, 64:, :]).all(-1).any()
 
     def covered(values):
-        w = np.abs(values) / np.abs(values).sum()
-        return 1.0 / (w ** 2).sum() / len(w)
+        return covered_share(np.abs(values) / np.abs(values).sum())
 
     grid = np.random.default_rng(0).random((4096, d))
     # Π sin(πx_i) in 4 variables: (E sin)^2d / (E sin²)^d = (8/π²)^4 = 0.43
@@ -263,13 +263,9 @@ def test_a_source_that_vanishes_on_most_of_the_box_gives_the_points_it_has():
     """A source nonzero on a corner of the box alone has fewer pool points than three quarters of
     the collocation: those it has, each once, and the uniform draw for the rest."""
     d = 4
-    xs = sp.symbols(f"x1:{d + 1}")
-    u = sp.Function("u")(*xs)
-    lhs = -sum(u.diff(v, 2) for v in xs)
-    box = Box.cube(0.0, 1.0, d)
-    corner = sp.Mul(*(sp.Max(0, v - sp.Rational(13, 20)) for v in xs))
-    points = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=corner)).collocation.numpy()
-    uniform = make_optimizer("pde-gp", box, 3, pde=PDE(lhs, rhs=0)).collocation.numpy()
+    corner, box = _poisson_pde(d, lambda xs: sp.Mul(*(sp.Max(0, v - sp.Rational(13, 20)) for v in xs)))
+    points = make_optimizer("pde-gp", box, 3, pde=corner).collocation.numpy()
+    uniform = make_optimizer("pde-gp", box, 3, pde=_poisson_pde(d, 0)[0]).collocation.numpy()
     inside = int(((sobol_unit(SOURCE_POOL, d, 3, "pde-gp", "collocation-source") > 0.65).all(1)).sum())
     assert 0 < inside < 96
     assert len(points) == 128
