@@ -207,19 +207,27 @@ def _hermite_row(u, a, order, H):
 
 
 @_compiled
-def _factors(k, factor, gammas, g, skip, a, c0, c1, H, out):
-    """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs of positive order but ``skip``, in input
-    order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into out[:c1 − c0]."""
+def _factors(k, factor, gammas, g, skip, stop, a, c0, c1, H, out):
+    """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs below ``stop`` of positive order but
+    ``skip``, in input order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into
+    out[:c1 − c0]; the first factor multiplies k's row as it is read, the same product."""
     width = c1 - c0
     row = k[a, c0:c1]
-    for b in range(width):
-        out[b] = row[b]
-    for i in range(gammas.shape[1]):
+    started = False
+    for i in range(stop):
         n = gammas[g, i]
         if n and i != skip:
             p, x = factor[i, n], H[i, n, c0:c1]
-            for b in range(width):
-                out[b] = (out[b] * p) * x[b]
+            if started:
+                for b in range(width):
+                    out[b] = (out[b] * p) * x[b]
+            else:
+                for b in range(width):
+                    out[b] = (row[b] * p) * x[b]
+                started = True
+    if not started:
+        for b in range(width):
+            out[b] = row[b]
 
 
 @_compiled
@@ -260,6 +268,22 @@ def _stop(pair_row, pair_column, a, c1):
 
 
 @_compiled
+def _two_inputs(gammas, g):
+    """Group g's inputs of positive order where it has one or two, in input order (−1 for none);
+    (−1, −1) for none at all, (first, −2) for more than two."""
+    i1, i2 = -1, -1
+    for i in range(gammas.shape[1]):
+        if gammas[g, i]:
+            if i1 < 0:
+                i1 = i
+            elif i2 < 0:
+                i2 = i
+            else:
+                return i1, -2
+    return i1, i2
+
+
+@_compiled
 def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vectors, first, order, lower, out):
     """Row by row, each group in the tensor code's order, so each entry sums its terms alike;
     ``lower``: the lower triangle alone, then mirrored."""
@@ -278,9 +302,30 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
                 if c1 <= c0:
                     continue
             width = c1 - c0
-            _factors(k, factor, gammas, g, -1, a, c0, c1, H, value)
             _coefficients(starts, signs, left, right, vectors, g, a - r0, width, c)
             target = out[pairs[g, 0] * N + a, pairs[g, 1] * M + c0:pairs[g, 1] * M + c1]
+            i1, i2 = _two_inputs(gammas, g)
+            if i1 >= 0 and i2 != -2:        # one or two inputs of positive order: one pass
+                n1 = gammas[g, i1]
+                p1, h1 = factor[i1, n1], H[i1, n1, c0:c1]
+                n2 = gammas[g, i2] if i2 >= 0 else 0
+                p2, h2 = factor[max(i2, 0), n2], H[max(i2, 0), n2, c0:c1]
+                row = k[a, c0:c1]
+                if i2 < 0:
+                    if first[g]:
+                        for b in range(width):
+                            target[b] = ((row[b] * p1) * h1[b]) * c[b]
+                    else:
+                        for b in range(width):
+                            target[b] += ((row[b] * p1) * h1[b]) * c[b]
+                elif first[g]:
+                    for b in range(width):
+                        target[b] = ((((row[b] * p1) * h1[b]) * p2) * h2[b]) * c[b]
+                else:
+                    for b in range(width):
+                        target[b] += ((((row[b] * p1) * h1[b]) * p2) * h2[b]) * c[b]
+                continue
+            _factors(k, factor, gammas, g, -1, d, a, c0, c1, H, value)
             if first[g]:
                 for b in range(width):
                     target[b] = value[b] * c[b]
@@ -332,9 +377,57 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                 else:
                     for b in range(width):
                         weight[b] = weight[b] + w[b] * c[b]
-            _factors(k, factor, gammas, g0, -1, a, c0, c1, H, value)
+            # The inputs of positive order: one pass makes the value and both inputs' corrections
+            # where there are at most two (a second-order operator's blocks), the products as the
+            # general path forms them; more, each input's others in a pass of its own.
+            first_input, second_input = _two_inputs(gammas, g0)
+            positive = 0 if first_input < 0 else 1 if second_input == -1 else 2 if second_input >= 0 else 3
             target = total[a, c0:c1]
-            if key == 0 and size == N * M:
+            overwrite = key == 0 and size == N * M
+            row = k[a, c0:c1]
+            if positive == 0:
+                if overwrite:
+                    for b in range(width):
+                        target[b] = weight[b] * row[b]
+                else:
+                    for b in range(width):
+                        target[b] += weight[b] * row[b]
+                continue
+            if positive <= 2:
+                i1 = first_input
+                n1 = gammas[g0, i1]
+                p1, s1 = factor[i1, n1], correction[i1, n1]
+                x1, h1, g1 = u[i1, a, c0:c1], H[i1, n1, c0:c1], H[i1, n1 - 1, c0:c1]
+                into1 = buffer[slot:slot + width]
+                if positive == 1:
+                    # He₀ = 1 exactly: u He₀ + He₁ rounds as u + He₁, so one form serves every order
+                    if overwrite:
+                        for b in range(width):
+                            target[b] = weight[b] * ((row[b] * p1) * h1[b])
+                    else:
+                        for b in range(width):
+                            target[b] += weight[b] * ((row[b] * p1) * h1[b])
+                    for b in range(width):
+                        into1[b] += (weight[b] * row[b]) * (s1 * (x1[b] * g1[b] + h1[b]))
+                    continue
+                i2 = second_input
+                n2 = gammas[g0, i2]
+                p2, s2 = factor[i2, n2], correction[i2, n2]
+                x2, h2, g2 = u[i2, a, c0:c1], H[i2, n2, c0:c1], H[i2, n2 - 1, c0:c1]
+                into2 = buffer[slot + stride:slot + stride + width]
+                for b in range(width):
+                    others2 = (row[b] * p1) * h1[b]
+                    others1 = (row[b] * p2) * h2[b]
+                    w = weight[b]
+                    if overwrite:
+                        target[b] = w * ((others2 * p2) * h2[b])
+                    else:
+                        target[b] += w * ((others2 * p2) * h2[b])
+                    into1[b] += (w * others1) * (s1 * (x1[b] * g1[b] + h1[b]))
+                    into2[b] += (w * others2) * (s2 * (x2[b] * g2[b] + h2[b]))
+                continue
+            _factors(k, factor, gammas, g0, -1, d, a, c0, c1, H, value)
+            if overwrite:
                 for b in range(width):
                     target[b] = weight[b] * value[b]
             else:
@@ -345,14 +438,10 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                 n = gammas[g0, i]
                 if n == 0:
                     continue
-                _factors(k, factor, gammas, g0, i, a, c0, c1, H, value)
+                _factors(k, factor, gammas, g0, i, d, a, c0, c1, H, value)
                 s = correction[i, n]
                 x, h, h1 = u[i, a, c0:c1], H[i, n, c0:c1], H[i, n - 1, c0:c1]
                 into = buffer[slot:slot + width]
-                if n == 1:
-                    for b in range(width):
-                        into[b] += (weight[b] * value[b]) * (s * (x[b] + h[b]))
-                else:
-                    for b in range(width):
-                        into[b] += (weight[b] * value[b]) * (s * (x[b] * h1[b] + h[b]))
+                for b in range(width):
+                    into[b] += (weight[b] * value[b]) * (s * (x[b] * h1[b] + h[b]))
                 slot += stride
