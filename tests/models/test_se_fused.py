@@ -29,7 +29,9 @@ def tensor_code(monkeypatch):
 def operator(Z: torch.Tensor, gen: torch.Generator):
     """An interior equation of orders 0–4 on the first 10 points and a boundary condition (a value
     and a first derivative) on the last 4, stacked as a PDE and its boundary data are; then a
-    second equation with a coefficient that changes sign."""
+    second equation with a coefficient that changes sign. From two inputs a mixed derivative too, so
+    the kernels meet groups of none, one, two and (in three inputs) three inputs of positive order,
+    each a path of their own."""
     m, d = Z.shape
     interior = torch.zeros(m, dtype=DTYPE)
     interior[:10] = 1.0 + torch.rand(10, generator=gen, dtype=DTYPE)
@@ -38,8 +40,9 @@ def operator(Z: torch.Tensor, gen: torch.Generator):
     unit = [tuple(int(i == j) for j in range(d)) for i in range(d)]
     second = tuple(2 if i == 0 else 0 for i in range(d))
     fourth = tuple(4 if i == d - 1 else 0 for i in range(d))
+    mixed = [(tuple(int(i >= d - 2) for i in range(d)), 0.5 * interior * Z[:, -1])] if d > 1 else []
     return [[(second, interior * Z[:, 0]), (fourth, interior), ((0,) * d, -0.3 * interior), ((0,) * d, edge),
-             (unit[0], 2.0 * edge)],
+             (unit[0], 2.0 * edge), *mixed],
             [(unit[-1], torch.sin(3 * Z[:, 0])), (second, torch.ones(m, dtype=DTYPE))]]
 
 
