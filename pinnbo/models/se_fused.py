@@ -207,14 +207,14 @@ def _hermite_row(u, a, order, H):
 
 
 @_compiled
-def _factors(k, factor, gammas, g, skip, stop, a, c0, c1, H, out):
-    """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs below ``stop`` of positive order but
-    ``skip``, in input order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into
-    out[:c1 − c0]; the first factor multiplies k's row as it is read, the same product."""
+def _factors(k, factor, gammas, g, skip, a, c0, c1, H, out):
+    """k ∏_i (·ℓ_i^{−n_i})(·He_{n_i}(u_i)) over the inputs of positive order but ``skip``, in input
+    order (:meth:`SEDerivatives.combined`), on row a's columns c0 … c1 − 1, into out[:c1 − c0]; the
+    first factor multiplies k's row as it is read, the same product."""
     width = c1 - c0
     row = k[a, c0:c1]
     started = False
-    for i in range(stop):
+    for i in range(gammas.shape[1]):
         n = gammas[g, i]
         if n and i != skip:
             p, x = factor[i, n], H[i, n, c0:c1]
@@ -325,7 +325,7 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
                     for b in range(width):
                         target[b] += ((((row[b] * p1) * h1[b]) * p2) * h2[b]) * c[b]
                 continue
-            _factors(k, factor, gammas, g, -1, d, a, c0, c1, H, value)
+            _factors(k, factor, gammas, g, -1, a, c0, c1, H, value)
             if first[g]:
                 for b in range(width):
                     target[b] = value[b] * c[b]
@@ -426,7 +426,7 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                     into1[b] += (w * others1) * (s1 * (x1[b] * g1[b] + h1[b]))
                     into2[b] += (w * others2) * (s2 * (x2[b] * g2[b] + h2[b]))
                 continue
-            _factors(k, factor, gammas, g0, -1, d, a, c0, c1, H, value)
+            _factors(k, factor, gammas, g0, -1, a, c0, c1, H, value)
             if overwrite:
                 for b in range(width):
                     target[b] = weight[b] * value[b]
@@ -438,7 +438,7 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                 n = gammas[g0, i]
                 if n == 0:
                     continue
-                _factors(k, factor, gammas, g0, i, d, a, c0, c1, H, value)
+                _factors(k, factor, gammas, g0, i, a, c0, c1, H, value)
                 s = correction[i, n]
                 x, h, h1 = u[i, a, c0:c1], H[i, n, c0:c1], H[i, n - 1, c0:c1]
                 into = buffer[slot:slot + width]
