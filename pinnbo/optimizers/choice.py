@@ -20,7 +20,8 @@ The rule, in order, the first branch that applies:
    the PDE with its source does not (Poisson's −∇²u = f with the optimum inside): pde-gp, with its
    boundary conditions where it declares them. L's own solutions have no interior extremum, so
    the interior's shape is the source's, which the PDE-GP conditions on, half its collocation
-   points (three quarters for a concentrated source) drawn where the source is large. With the
+   points (three quarters for a concentrated source) drawn where the source is large, and in 6
+   variables twice the points for a source spread over the box. With the
    PDE alone it reached 1% on every seed of a Poisson problem (``poisson_nd``) and of a steady advection–diffusion problem
    (``advection_diffusion_nd``) in 4 and 5 variables in a sixth to a half of gp-ei's proposals,
    and in 6 on 10 and 9 seeds of 10 where gp-ei reached it on 6 and none (docs/results.md, "Three

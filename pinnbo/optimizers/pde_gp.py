@@ -49,7 +49,8 @@ costs a fifth of what it would with 512. From two variables up, 128 per equation
 a GP's cost (docs/results.md). From four variables up they lie 0.30 of the box apart or more, wider
 than a known source's features, so half of one linear equation's interior points (three quarters
 where the source is concentrated) are drawn where its source is large
-(:meth:`PDEGPOptimizer._where_the_source_is`).
+(:meth:`PDEGPOptimizer._where_the_source_is`), and from six variables up a source spread over the
+box gets 256 points (``SPREAD_SOURCE_DIMENSION``).
 
 With designs still being evaluated (asynchronous runs) the bound is BoTorch's MC qUCB of the new
 point jointly with them (:mod:`pinnbo.acquisition.pending`; the PDE-GP's posterior is joint).
@@ -107,6 +108,13 @@ SOURCE_POOL = 4096
 #: box it needs more than a larger share of points where it is (docs/algorithms.md, "Collocation
 #: where the source is").
 CONCENTRATED_SOURCE = 0.15
+#: From this many design variables up, a source spread over the box (not concentrated) gets
+#: ``SPREAD_SOURCE_POINTS`` points per equation by default: in 6 variables 128 points lie 0.45 of
+#: the box apart, and such a source shapes the solution everywhere, which twice the points hold
+#: (docs/algorithms.md, "Collocation where the source is"); a concentrated source gained nothing
+#: from them at twice the step's cost.
+SPREAD_SOURCE_DIMENSION = 6
+SPREAD_SOURCE_POINTS = 256
 #: Points on a boundary condition's plane: one, for one design variable; else the planes of all
 #: the conditions together get the interior's points over this share.
 BOUNDARY_SHARE = 2
@@ -287,13 +295,16 @@ class PDEGPOptimizer(Optimizer):
         there: with boundary conditions, the interior's points then each condition's on its plane,
         and the form that stacks them (:mod:`pinnbo.pde.boundary`)."""
         s, d = self.settings, self.domain.dim
-        wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if d == 1 else COLLOCATION_POINTS)
+        source = self._source(form, keys)
+        spread = source is not None and d >= SPREAD_SOURCE_DIMENSION and covered_share(source[1]) >= CONCENTRATED_SOURCE
+        wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if d == 1
+                             else SPREAD_SOURCE_POINTS if spread else COLLOCATION_POINTS)
         # a plane of one variable is a point: one row says all there is; the faces of d − 1
         # variables share a fraction of the interior's points
         conditions = pde.boundary
         on_plane = 1 if d == 1 else max(1, wanted // (BOUNDARY_SHARE * max(1, len(conditions))))
         per_equation = max(1, min(wanted, (MAX_COLLOCATION_ROWS - on_plane * len(conditions)) // form.n_equations))
-        blocks = [self._where_the_source_is(self._draw(per_equation, None, "collocation", *keys), form, keys)]
+        blocks = [self._where_the_source_is(self._draw(per_equation, None, "collocation", *keys), source, keys)]
         for k, condition in enumerate(conditions):
             axis, at = self._plane(condition)
             blocks.append(self._draw(on_plane, (axis, min(max(at, 0.0), 1.0)), "boundary", k, *keys))
@@ -305,28 +316,33 @@ class PDEGPOptimizer(Optimizer):
         stacked = ConditionedLinearisedForm if isinstance(form, LinearisedForm) else ConditionedForm
         return points, stacked(form, forms, sizes)
 
-    def _where_the_source_is(self, points: np.ndarray, form, keys: tuple) -> np.ndarray:
-        """The interior's collocation ``points`` (count, d), their second half (three quarters
-        where the source is concentrated, ``CONCENTRATED_SOURCE``), from
-        ``SOURCE_WEIGHTED_DIMENSION`` variables up, replaced by points of a Sobol pool drawn with
-        probability proportional to |g|, the one linear equation's source there: where the source
-        is large the solution bends most, and the equations there pin down what uniform points too
-        sparse for the source's features leave to the data. The rest keep the PDE's hold on
-        the rest of the box. A source-free equation (g constant), a system, a linearised nonlinear
-        PDE (its source moves with the linearisation point) and a singular set keep the points
-        as drawn."""
+    def _source(self, form, keys: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+        """From ``SOURCE_WEIGHTED_DIMENSION`` variables up, a Sobol pool of the unit cube and the
+        one linear equation's |g| there as weights summing to one; None for a source-free equation
+        (g constant), a system, a linearised nonlinear PDE (its source moves with the linearisation
+        point) and a singular set."""
         d = self.domain.dim
         if (d < SOURCE_WEIGHTED_DIMENSION or form.n_equations != 1 or isinstance(form, LinearisedForm)
                 or self.collocation_filter is not None):
-            return points
+            return None
         pool = sobol_unit(SOURCE_POOL, d, self.seed, self.name, "collocation-source", *keys)
         g = form.source(torch.as_tensor(self.domain.from_unit(pool), dtype=torch.float64))[:, 0].abs().numpy()
-        if not np.ptp(g) > 0:
+        return (pool, g / g.sum()) if np.ptp(g) > 0 else None
+
+    def _where_the_source_is(self, points: np.ndarray, source: tuple[np.ndarray, np.ndarray] | None,
+                             keys: tuple) -> np.ndarray:
+        """The interior's collocation ``points`` (count, d), their second half (three quarters
+        where the source is concentrated, ``CONCENTRATED_SOURCE``), replaced by points of the
+        ``source`` pool (:meth:`_source`) drawn with probability proportional to |g|: where the
+        source is large the solution bends most, and the equations there pin down what uniform
+        points too sparse for the source's features leave to the data. The rest keep the PDE's
+        hold on the rest of the box. Without a source the points stay as drawn."""
+        if source is None:
             return points
-        weights = g / g.sum()
+        pool, weights = source
         keep = len(points) // (2 if covered_share(weights) >= CONCENTRATED_SOURCE else 4)
         # a source that vanishes on most of the pool has fewer points to give without repeats
-        keep = max(keep, len(points) - int(np.count_nonzero(g)))
+        keep = max(keep, len(points) - int(np.count_nonzero(weights)))
         rng = np.random.default_rng(derived_seed(self.seed, self.name, "collocation-source-choice", *keys))
         chosen = rng.choice(len(pool), size=len(points) - keep, replace=False, p=weights)
         return np.concatenate([points[:keep], pool[chosen]])

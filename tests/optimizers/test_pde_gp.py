@@ -259,6 +259,26 @@ def test_a_source_spread_over_the_box_keeps_half_the_collocation_uniform():
     assert covered(np.exp(-((grid - 0.7) ** 2).sum(1) / 0.02)) < CONCENTRATED_SOURCE
 
 
+def test_from_six_variables_a_spread_source_gets_twice_the_collocation():
+    """In 6 variables 128 points lie 0.45 of the box apart: a source spread over the box (a product
+    of sines) gets 256 by default, half where it is; a concentrated one (a plume) and the
+    source-free equation keep 128, as does a spread source in 5 variables, and a
+    ``collocation_points`` the user gives wins."""
+    sines = lambda xs: sp.Mul(*(sp.sin(sp.pi * v) for v in xs))     # noqa: E731
+    spread, box = _poisson_pde(6, sines)
+    points = make_optimizer("pde-gp", box, 3, pde=spread).collocation.numpy()
+    assert points.shape == (256, 6)
+    uniform = make_optimizer("pde-gp", box, 3, pde=_poisson_pde(6, 0)[0],
+                             params={"collocation_points": 256}).collocation.numpy()
+    np.testing.assert_array_equal(points[:128], uniform[:128])
+    assert make_optimizer("pde-gp", box, 3, pde=_poisson_pde(6, 0)[0]).collocation.shape == (128, 6)
+    assert make_optimizer("pde-gp", box, 3, pde=_plume_pde(6)[0]).collocation.shape == (128, 6)
+    five, box5 = _poisson_pde(5, sines)
+    assert make_optimizer("pde-gp", box5, 3, pde=five).collocation.shape == (128, 5)
+    given = make_optimizer("pde-gp", box, 3, pde=spread, params={"collocation_points": 128}).collocation.numpy()
+    assert given.shape == (128, 6)
+
+
 def test_a_source_that_vanishes_on_most_of_the_box_gives_the_points_it_has():
     """A source nonzero on a corner of the box alone has fewer pool points than three quarters of
     the collocation: those it has, each once, and the uniform draw for the rest."""
