@@ -268,19 +268,19 @@ def _stop(pair_row, pair_column, a, c1):
 
 
 @_compiled
-def _two_inputs(gammas, g):
-    """Group g's inputs of positive order where it has one or two, in input order (−1 for none);
-    (−1, −1) for none at all, (first, −2) for more than two."""
-    i1, i2 = -1, -1
-    for i in range(gammas.shape[1]):
-        if gammas[g, i]:
-            if i1 < 0:
-                i1 = i
-            elif i2 < 0:
-                i2 = i
-            else:
-                return i1, -2
-    return i1, i2
+def _positive_inputs(gammas):
+    """Per group, once per call rather than per row: how many inputs have positive order (three
+    standing for three or more) and the first two of them in input order (−1 where absent)."""
+    out = np.full((gammas.shape[0], 3), -1, dtype=np.int64)
+    for g in range(gammas.shape[0]):
+        count = 0
+        for i in range(gammas.shape[1]):
+            if gammas[g, i]:
+                if count < 2:
+                    out[g, 1 + count] = i
+                count += 1
+        out[g, 0] = min(count, 3)
+    return out
 
 
 @_compiled
@@ -291,6 +291,7 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
     H = np.empty((d, order + 1, M))
     value = np.empty(M)
     c = np.empty(M)
+    positive = _positive_inputs(gammas)
     for a in range(N):
         _hermite_row(u, a, order, H)
         for g in range(pairs.shape[0]):
@@ -304,21 +305,22 @@ def _block(u, k, factor, pairs, gammas, windows, starts, signs, left, right, vec
             width = c1 - c0
             _coefficients(starts, signs, left, right, vectors, g, a - r0, width, c)
             target = out[pairs[g, 0] * N + a, pairs[g, 1] * M + c0:pairs[g, 1] * M + c1]
-            i1, i2 = _two_inputs(gammas, g)
-            if i1 >= 0 and i2 != -2:        # one or two inputs of positive order: one pass
+            count, i1, i2 = positive[g, 0], positive[g, 1], positive[g, 2]
+            if count == 1 or count == 2:        # one or two inputs of positive order: one pass
                 n1 = gammas[g, i1]
                 p1, h1 = factor[i1, n1], H[i1, n1, c0:c1]
-                n2 = gammas[g, i2] if i2 >= 0 else 0
-                p2, h2 = factor[max(i2, 0), n2], H[max(i2, 0), n2, c0:c1]
                 row = k[a, c0:c1]
-                if i2 < 0:
+                if count == 1:
                     if first[g]:
                         for b in range(width):
                             target[b] = ((row[b] * p1) * h1[b]) * c[b]
                     else:
                         for b in range(width):
                             target[b] += ((row[b] * p1) * h1[b]) * c[b]
-                elif first[g]:
+                    continue
+                n2 = gammas[g, i2]
+                p2, h2 = factor[i2, n2], H[i2, n2, c0:c1]
+                if first[g]:
                     for b in range(width):
                         target[b] = ((((row[b] * p1) * h1[b]) * p2) * h2[b]) * c[b]
                 else:
@@ -348,6 +350,7 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
     weight = np.empty(M)
     value = np.empty(M)
     c = np.empty(M)
+    positive = _positive_inputs(gammas)
     for a in range(N):
         _hermite_row(u, a, order, H)
         for key in range(key_groups.shape[0]):
@@ -380,12 +383,11 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
             # The inputs of positive order: one pass makes the value and both inputs' corrections
             # where there are at most two (a second-order operator's blocks), the products as the
             # general path forms them; more, each input's others in a pass of its own.
-            first_input, second_input = _two_inputs(gammas, g0)
-            positive = 0 if first_input < 0 else 1 if second_input == -1 else 2 if second_input >= 0 else 3
+            count, i1, i2 = positive[g0, 0], positive[g0, 1], positive[g0, 2]
             target = total[a, c0:c1]
             overwrite = key == 0 and size == N * M
             row = k[a, c0:c1]
-            if positive == 0:
+            if count == 0:
                 if overwrite:
                     for b in range(width):
                         target[b] = weight[b] * row[b]
@@ -393,13 +395,12 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                     for b in range(width):
                         target[b] += weight[b] * row[b]
                 continue
-            if positive <= 2:
-                i1 = first_input
+            if count <= 2:
                 n1 = gammas[g0, i1]
                 p1, s1 = factor[i1, n1], correction[i1, n1]
                 x1, h1, g1 = u[i1, a, c0:c1], H[i1, n1, c0:c1], H[i1, n1 - 1, c0:c1]
                 into1 = buffer[slot:slot + width]
-                if positive == 1:
+                if count == 1:
                     # He₀ = 1 exactly: u He₀ + He₁ rounds as u + He₁, so one form serves every order
                     if overwrite:
                         for b in range(width):
@@ -410,7 +411,6 @@ def _gradient(u, k, factor, correction, pairs, gammas, windows, starts, signs, l
                     for b in range(width):
                         into1[b] += (weight[b] * row[b]) * (s1 * (x1[b] * g1[b] + h1[b]))
                     continue
-                i2 = second_input
                 n2 = gammas[g0, i2]
                 p2, s2 = factor[i2, n2], correction[i2, n2]
                 x2, h2, g2 = u[i2, a, c0:c1], H[i2, n2, c0:c1], H[i2, n2 - 1, c0:c1]

@@ -296,7 +296,7 @@ class PDEGPOptimizer(Optimizer):
         and the form that stacks them (:mod:`pinnbo.pde.boundary`)."""
         s, d = self.settings, self.domain.dim
         source = self._source(form, keys)
-        spread = source is not None and d >= SPREAD_SOURCE_DIMENSION and covered_share(source[1]) >= CONCENTRATED_SOURCE
+        spread = source is not None and source[2] and d >= SPREAD_SOURCE_DIMENSION
         wanted = s.automatic("collocation_points", COLLOCATION_POINTS_1D if d == 1
                              else SPREAD_SOURCE_POINTS if spread else COLLOCATION_POINTS)
         # a plane of one variable is a point: one row says all there is; the faces of d − 1
@@ -316,20 +316,24 @@ class PDEGPOptimizer(Optimizer):
         stacked = ConditionedLinearisedForm if isinstance(form, LinearisedForm) else ConditionedForm
         return points, stacked(form, forms, sizes)
 
-    def _source(self, form, keys: tuple) -> tuple[np.ndarray, np.ndarray] | None:
-        """From ``SOURCE_WEIGHTED_DIMENSION`` variables up, a Sobol pool of the unit cube and the
-        one linear equation's |g| there as weights summing to one; None for a source-free equation
-        (g constant), a system, a linearised nonlinear PDE (its source moves with the linearisation
-        point) and a singular set."""
+    def _source(self, form, keys: tuple) -> tuple[np.ndarray, np.ndarray, bool] | None:
+        """From ``SOURCE_WEIGHTED_DIMENSION`` variables up, a Sobol pool of the unit cube, the one
+        linear equation's |g| there as weights summing to one, and whether the source is spread
+        over the box (its weights' share at least ``CONCENTRATED_SOURCE``); None for a source-free
+        equation (g constant), a system, a linearised nonlinear PDE (its source moves with the
+        linearisation point) and a singular set."""
         d = self.domain.dim
         if (d < SOURCE_WEIGHTED_DIMENSION or form.n_equations != 1 or isinstance(form, LinearisedForm)
                 or self.collocation_filter is not None):
             return None
         pool = sobol_unit(SOURCE_POOL, d, self.seed, self.name, "collocation-source", *keys)
         g = form.source(torch.as_tensor(self.domain.from_unit(pool), dtype=torch.float64))[:, 0].abs().numpy()
-        return (pool, g / g.sum()) if np.ptp(g) > 0 else None
+        if not np.ptp(g) > 0:
+            return None
+        weights = g / g.sum()
+        return pool, weights, covered_share(weights) >= CONCENTRATED_SOURCE
 
-    def _where_the_source_is(self, points: np.ndarray, source: tuple[np.ndarray, np.ndarray] | None,
+    def _where_the_source_is(self, points: np.ndarray, source: tuple[np.ndarray, np.ndarray, bool] | None,
                              keys: tuple) -> np.ndarray:
         """The interior's collocation ``points`` (count, d), their second half (three quarters
         where the source is concentrated, ``CONCENTRATED_SOURCE``), replaced by points of the
@@ -339,8 +343,8 @@ class PDEGPOptimizer(Optimizer):
         hold on the rest of the box. Without a source the points stay as drawn."""
         if source is None:
             return points
-        pool, weights = source
-        keep = len(points) // (2 if covered_share(weights) >= CONCENTRATED_SOURCE else 4)
+        pool, weights, spread = source
+        keep = len(points) // (2 if spread else 4)
         # a source that vanishes on most of the pool has fewer points to give without repeats
         keep = max(keep, len(points) - int(np.count_nonzero(weights)))
         rng = np.random.default_rng(derived_seed(self.seed, self.name, "collocation-source-choice", *keys))
