@@ -19,7 +19,7 @@ from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.search import (Sides, best_allowed, best_new, face_axes, farthest_from, nudged,
-                                      on_or_off_faces, spread_over_faces, to_nearest_face)
+                                      on_or_off_faces, repeats, spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
 #: Where the model jumps at the cube's corners and edges, the search over the whole cube stops once
@@ -207,6 +207,28 @@ def corner_limits(d: int, margin: float, along_edges: bool = True) -> np.ndarray
         moved[:, axis] = np.where(corners[:, axis] > 0.5, 1.0 - margin, margin)
         beside.append(moved)
     return np.concatenate([corners] + beside)
+
+
+def unvisited_corner(acq, evaluated: np.ndarray, sides: Sides | None,
+                     violation: Callable[[np.ndarray], np.ndarray] | None = None,
+                     device: torch.device | str = "cpu") -> np.ndarray | None:
+    """The stall rule's escape where the model jumps at the cube's corners: of the corners that
+    repeat no evaluated design (within the stall radius, on the same side of every jump) and break
+    no known constraint (``violation``), the one where ``acq`` is largest; None once every corner
+    has been evaluated. A corner's value is the mean of its edges' limits and fixes the amplitude
+    of its jump functions, which no design away from it measures; a search stalled on an optimum
+    it has resolved leaves them at their prior, where the supremum is often a limit beside a corner
+    (docs/algorithms.md, "The stall rule")."""
+    corners = corner_limits(evaluated.shape[1], 0.0, along_edges=False)
+    fresh = np.array([not repeats(c, evaluated, sides) for c in corners], dtype=bool)
+    if violation is not None:
+        fresh &= violation(corners) <= 0
+    if not fresh.any():
+        return None
+    corners = corners[fresh]
+    with torch.no_grad():
+        values = acq(torch.as_tensor(corners, dtype=torch.float64, device=device).unsqueeze(1))
+    return corners[int(torch.argmax(values))]
 
 
 class OnFaces(AcquisitionFunction):

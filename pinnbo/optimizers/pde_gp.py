@@ -76,7 +76,7 @@ from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.model import ModelList
 from botorch.sampling import ListSampler, SobolQMCNormalSampler
 
-from pinnbo.acquisition.optimize import search_acquisition
+from pinnbo.acquisition.optimize import search_acquisition, unvisited_corner
 from pinnbo.acquisition.search import ESCAPE_DISTANCE, faces_only, repeats, stalled
 from pinnbo.acquisition.pending import pending_ucb
 from pinnbo.errors import MethodError, PDEError
@@ -408,10 +408,12 @@ class PDEGPOptimizer(Optimizer):
             # sides: the design beside a measured corner on an edge takes that edge's limit, not the
             # corner's mean of two nor the other edge's, and is no repeat of it
             unit = found.best(evaluated, self.duplicate_tol, sides)
-            # The stall rule, its escape chosen from the same search; noise-free only: under declared
-            # noise a replicate is information.
+            # The stall rule, its escape an unevaluated corner where the model jumps at the corners
+            # (their values fix the jumps' amplitudes), else chosen from the same search; noise-free
+            # only: under declared noise a replicate is information.
             if self.duplicate_tol > 0 and repeats(unit, evaluated, sides) and stalled(unit_X, y, sides):
-                unit = found.best(evaluated, ESCAPE_DISTANCE, sides)
+                corner = None if sides is None else unvisited_corner(acq, evaluated, sides, known, self.device)
+                unit = found.best(evaluated, ESCAPE_DISTANCE, sides) if corner is None else corner
         return self.domain.from_unit(unit)
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):

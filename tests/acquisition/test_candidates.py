@@ -45,3 +45,28 @@ def test_the_escape_is_chosen_from_the_same_search_without_refining_again():
     torch.manual_seed(0)
     once = maximize_acquisition(counted_bowl([]), pool, measured, num_restarts=6, maxiter=200, duplicate_tol=1e-4)
     np.testing.assert_array_equal(once, near)
+
+
+def test_the_escape_over_a_jumping_square_is_its_best_corner_not_yet_evaluated():
+    # where the model jumps at the corners the stall rule's escape is a corner: the one the
+    # acquisition ranks first among those no design repeats (on the same side of every jump) and
+    # no known constraint rules out; none once all four have been evaluated
+    from pinnbo.acquisition.optimize import unvisited_corner
+    from tests.acquisition.sides import unit_square_sides
+
+    def toward(target):
+        t = torch.as_tensor(target, dtype=torch.float64)
+        return PosteriorMean(GenericDeterministicModel(lambda X: -((X - t) ** 2).sum(-1, keepdim=True)))
+
+    acq = toward([0.9, 0.8])           # ranks the corners (1, 1), (1, 0), (0, 1), (0, 0)
+    nothing = np.empty((0, 2))
+    assert unvisited_corner(acq, nothing, unit_square_sides).tolist() == [1.0, 1.0]
+    # a design beside (1, 1) on its edge is the edge's limit, not the corner: still unvisited
+    beside = np.array([[1.0, 1.0 - 1e-9], [0.4, 0.4]])
+    assert unvisited_corner(acq, beside, unit_square_sides).tolist() == [1.0, 1.0]
+    visited = np.array([[1.0, 1.0], [0.4, 0.4]])
+    assert unvisited_corner(acq, visited, unit_square_sides).tolist() == [1.0, 0.0]
+    ruled_out = lambda points: (points[:, 0] > 0.5).astype(float)       # x > ½ breaks a known constraint
+    assert unvisited_corner(acq, visited, unit_square_sides, ruled_out).tolist() == [0.0, 1.0]
+    corners = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert unvisited_corner(acq, corners, unit_square_sides) is None

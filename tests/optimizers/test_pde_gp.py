@@ -481,6 +481,27 @@ def test_boundary_data_that_jump_add_the_corners_angle_functions_where_they_solv
             assert min(plate(p) for p in proposals) < infimum + 1e-3, pde
 
 
+def test_a_search_stalled_on_a_jumping_plate_escapes_to_the_corners_it_has_not_measured():
+    """Where the model carries the corner functions, the stall rule's escape is a corner not yet
+    evaluated: its value, the mean of its two edges' limits, fixes its jump functions' amplitude,
+    which no design away from it measures (docs/algorithms.md, "The stall rule"). The run finds
+    the infimum beside the jump, stalls there, and then visits the other corners one by one."""
+    opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=LAPLACE, boundary_continuous=False)
+    for p in initial_design(BOX, 8, 0):
+        opt.tell(p, jump_plate(p))
+    escapes = []
+    for _ in range(13):
+        evaluated = BOX.to_unit(np.stack(opt.X))
+        p = opt.ask()
+        unit = BOX.to_unit(p)
+        if np.all((unit == 0.0) | (unit == 1.0)):
+            assert stalled(evaluated, np.array(opt.y)) and not np.any(np.all(evaluated == unit, axis=1))
+            escapes.append(tuple(unit))
+        opt.tell(p, jump_plate(p))
+    assert len(escapes) >= 3 and len(set(escapes)) == len(escapes)
+    assert min(opt.y) < -8 - math.exp(2) / 10 + 1e-3
+
+
 @pytest.mark.parametrize("pde, plate, centred", [
     (LAPLACE, jump_plate, False),
     (PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0), helmholtz_plate, True),
