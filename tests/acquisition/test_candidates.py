@@ -10,8 +10,9 @@ import torch
 from botorch.acquisition import PosteriorMean
 from botorch.models.deterministic import GenericDeterministicModel
 
-from pinnbo.acquisition.optimize import maximize_acquisition, search_acquisition
+from pinnbo.acquisition.optimize import maximize_acquisition, search_acquisition, unvisited_corner
 from pinnbo.acquisition.search import ESCAPE_DISTANCE
+from tests.acquisition.sides import unit_square_sides
 
 CENTRE = np.array([0.3, 0.8, 0.55])
 
@@ -51,9 +52,6 @@ def test_the_escape_over_a_jumping_square_is_its_best_corner_not_yet_evaluated()
     # where the model jumps at the corners the stall rule's escape is a corner: the one the
     # acquisition ranks first among those no design repeats (on the same side of every jump) and
     # no known constraint rules out; none once all four have been evaluated
-    from pinnbo.acquisition.optimize import unvisited_corner
-    from tests.acquisition.sides import unit_square_sides
-
     def toward(target):
         t = torch.as_tensor(target, dtype=torch.float64)
         return PosteriorMean(GenericDeterministicModel(lambda X: -((X - t) ** 2).sum(-1, keepdim=True)))
