@@ -1,7 +1,7 @@
 """One search of an acquisition, chosen from twice (:class:`pinnbo.acquisition.optimize.Candidates`):
 the duplicate rule's choice beside an evaluated design, and the stall rule's escape, a distance
-from every design, from the same refined candidates with no second L-BFGS-B (docs/algorithms.md,
-"The stall rule")."""
+from every design, from the same refined candidates with no second L-BFGS-B, or, where the model
+jumps at the corners, a corner not yet evaluated (docs/algorithms.md, "The stall rule")."""
 
 from __future__ import annotations
 
