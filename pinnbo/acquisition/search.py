@@ -68,7 +68,8 @@ def _sides_of(points: np.ndarray, evaluated_unit: np.ndarray, sides: Sides | Non
 #: The stall rule (docs/algorithms.md, "The stall rule"): once STALL_COUNT evaluations since the best
 #: last improved by STALL_GAIN of the observed range lay each within STALL_RADIUS (sup norm, unit box)
 #: of an earlier design, a proposal that would be one more such repeat is replaced by the best one
-#: ESCAPE_DISTANCE from every design, until the best improves.
+#: ESCAPE_DISTANCE from every design, until the best improves; where the model jumps at the corners,
+#: by a corner not yet evaluated first (:func:`pinnbo.acquisition.optimize.unvisited_corner`).
 STALL_COUNT, STALL_RADIUS, STALL_GAIN, ESCAPE_DISTANCE = 3, 1e-3, 1e-3, 0.1
 
 
