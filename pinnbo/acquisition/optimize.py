@@ -19,7 +19,7 @@ from botorch.optim.initializers import initialize_q_batch
 
 from pinnbo.acquisition.mixed import maximize_mixed
 from pinnbo.acquisition.search import (Sides, best_allowed, best_new, face_axes, farthest_from, nudged,
-                                      on_or_off_faces, repeats, spread_over_faces, to_nearest_face)
+                                      on_or_off_faces, repeated, spread_over_faces, to_nearest_face)
 from pinnbo.space import Box
 
 #: Where the model jumps at the cube's corners and edges, the search over the whole cube stops once
@@ -220,7 +220,7 @@ def unvisited_corner(acq, evaluated: np.ndarray, sides: Sides | None,
     it has resolved leaves them at their prior, where the supremum is often a limit beside a corner
     (docs/algorithms.md, "The stall rule")."""
     corners = corner_limits(evaluated.shape[1], 0.0, along_edges=False)
-    fresh = np.array([not repeats(c, evaluated, sides) for c in corners], dtype=bool)
+    fresh = ~repeated(corners, evaluated, sides)
     if violation is not None:
         fresh &= violation(corners) <= 0
     if not fresh.any():

@@ -79,6 +79,13 @@ def repeats(u: np.ndarray, earlier_unit: np.ndarray, sides: Sides | None = None)
     return is_duplicate(u, earlier_unit, STALL_RADIUS, sides)
 
 
+def repeated(points: np.ndarray, earlier_unit: np.ndarray, sides: Sides | None = None) -> np.ndarray:
+    """(N,) :func:`repeats` of each of ``points`` (N, d), every design's sides computed once."""
+    labels, earlier_labels = _sides_of(points, earlier_unit, sides)
+    return np.array([_repeats(u, earlier_unit, STALL_RADIUS, label, earlier_labels)
+                     for u, label in zip(points, labels)], dtype=bool)
+
+
 def stalled(unit_X: np.ndarray, y: np.ndarray, sides: Sides | None = None) -> bool:
     """Whether the search has stalled on a resolved optimum, given the evaluations in order (unit
     designs (n, d), minimised values (n,)); ``sides``: designs on two sides of a jump are no
