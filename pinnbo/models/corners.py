@@ -32,6 +32,10 @@ harmonic as well, so a model adds each edge function times ``EDGE_SLOPE`` (2s �
 the edge annihilates), a jump that varies along the edge about its mean by up to ``EDGE_SLOPE``
 times the mean's prior spread at the edge's ends: slopes as uncertain as the mean spent proposals
 on the limits at edges and vertices (docs/algorithms.md, "Boundary data that jump at a corner").
+A jump that bends along the edge (a face's bump meeting another face's ramp) leaves the same cliff
+by the edge's middle, so each function also comes times ``EDGE_CURVE`` P₂(s), the shifted Legendre
+polynomial of degree 2 (:func:`edge_curvatures`); it solves no operator, and the model puts the
+operator's values on it into its covariance.
 A function constant along the edge solves
 a constant operator Σ A_ii ∂²/∂z_i² + b·∇ + c (diagonal) where it solves the operator's part across
 the edge, in the edge's two other variables, so an edge's function is the corner function of that
@@ -96,6 +100,11 @@ from pinnbo.pde.compile import as_tensor, build
 #: fraction of its mean's: the slope's functions run from −EDGE_SLOPE to EDGE_SLOPE times the edge
 #: function along the edge (docs/algorithms.md, "Boundary data that jump at a corner").
 EDGE_SLOPE = 0.3
+#: The prior standard deviation of a box's jump's curvature along each edge (:func:`edge_curvatures`),
+#: as a fraction of its mean's: the curvature's functions are EDGE_CURVE times the edge function at
+#: the edge's two ends and −EDGE_CURVE/2 at its midpoint (docs/algorithms.md, "Boundary data that
+#: jump at a corner").
+EDGE_CURVE = 0.3
 #: The reach of a frozen corner function (:func:`jump_shape`), in units of the length 1/(|α|_A + κ)
 #: over which its factor e^{α·d} I₀(κρ) grows by e: the Gaussian's decay overtakes that growth
 #: beyond it, the product peaking at e^{FROZEN_REACH²/2} (docs/algorithms.md, "Boundary data that
@@ -707,23 +716,40 @@ def _per_edge_axes(device: torch.device) -> torch.Tensor:
     return torch.as_tensor(_EDGE_AXIS, device=device)
 
 
+def edge_curvatures(functions: torch.Tensor, points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor
+                    ) -> torch.Tensor:
+    """Each of a box's twelve edge ``functions`` (N, 12) at physical ``points`` (N, 3) times
+    ``EDGE_CURVE`` P₂(s), P₂(s) = 6s² − 6s + 1 the shifted Legendre polynomial of degree 2, s the
+    position along the edge from 0 to 1: a jump that bends along the edge, orthogonal over it to
+    the mean and the slope (:func:`edge_slopes`), EDGE_CURVE times the function at the edge's ends
+    and −EDGE_CURVE/2 at its midpoint. No operator is annihilated by it: on Laplace's the product
+    gives EDGE_CURVE P₂'' f = 12 EDGE_CURVE f/L² (L the edge's length), which the model puts into its
+    covariance (:func:`jump_functions_solve`), leaving the smooth part the correction the PDE asks
+    for. (The product's harmonic completion, (P₂(s) − 3ρ²/L²) f with ρ the distance from the edge,
+    would grow across the whole box.)"""
+    axes = _per_edge_axes(points.device)
+    s = (points.index_select(1, axes) - lower[axes]) / (upper[axes] - lower[axes])
+    return functions * (EDGE_CURVE * (6 * s * s - 6 * s + 1))
+
+
 def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes,
                    centred: bool = False) -> torch.Tensor:
     """The functions a model adds to its prior where the boundary data jump (:func:`jump_shape`), at
-    physical ``points``: a plate's four corner functions (N, 4), a box's twelve edge functions and
-    their slopes along the edges (:func:`edge_slopes`), (N, 24); ``centred`` as for
-    :func:`corner_functions`."""
+    physical ``points``: a plate's four corner functions (N, 4), a box's twelve edge functions, their
+    slopes along the edges (:func:`edge_slopes`) and their curvatures along them
+    (:func:`edge_curvatures`), (N, 36); ``centred`` as for :func:`corner_functions`."""
     functions = corner_functions(points, lower, upper, shape, centred=centred)
     if not isinstance(shape, (EdgeShape, CrossEdgeShape, GradedEdgeShape)):      # a plate's corners
         return functions
-    return torch.cat([functions, edge_slopes(functions, points, lower, upper, shape)], -1)
+    return torch.cat([functions, edge_slopes(functions, points, lower, upper, shape),
+                      edge_curvatures(functions, points, lower, upper)], -1)
 
 
 def jump_functions_solve(shape: Shapes) -> bool:
-    """Whether :func:`jump_functions` solve the PDE's homogeneous part: the corner and edge functions
-    where :func:`solves_pde` says so, the slopes of a constant operator with no mixed derivative
-    (which would pair the edge's own coordinate with those across it)."""
-    return solves_pde(shape) and not isinstance(shape, CrossEdgeShape)
+    """Whether :func:`jump_functions` solve the PDE's homogeneous part: a plate's corner functions
+    where :func:`solves_pde` says so; a box's never, since the curvatures along its edges
+    (:func:`edge_curvatures`) solve no operator."""
+    return solves_pde(shape) and not isinstance(shape, (EdgeShape, CrossEdgeShape, GradedEdgeShape))
 
 
 def solves_pde(shape: Shapes) -> bool:

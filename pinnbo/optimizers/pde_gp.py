@@ -418,8 +418,8 @@ class PDEGPOptimizer(Optimizer):
 
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
         """Where the boundary data jump (module docstring): the corner functions, physical points
-        (N, 2) -> (N, 4) (a box's edge functions and their slopes along the edges, (N, 3) ->
-        (N, 24): :func:`pinnbo.models.corners.jump_functions`), for the model's prior, centred
+        (N, 2) -> (N, 4) (a box's edge functions, their slopes and curvatures along the edges, (N, 3) ->
+        (N, 36): :func:`pinnbo.models.corners.jump_functions`), for the model's prior, centred
         where the PDE has no maximum principle (module docstring); the
         sides of a jump, unit designs (n, d) -> their angles, which the duplicate and stall rules
         tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
