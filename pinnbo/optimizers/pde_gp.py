@@ -24,10 +24,10 @@ Where the problem declares boundary data that jump where its faces meet (``bound
 False), the PDE is elliptic in two variables (Laplace's and Poisson's equations, a conductor
 whose conductivity differs along its axes, is a tensor or varies over the plate, heat carried by a
 flow) or in three with a constant conductivity along the axes, and no boundary condition is
-declared, the GP adds the corner functions (a box's edge functions and their slopes along the edges) to its prior
-(:mod:`pinnbo.models.corners`; where the coefficients vary, a graded conductor's divided by √k or
-the frozen operator's at each corner, with the operator's values on them at the collocation points
-in the PDE's covariance blocks):
+declared, the GP adds the corner functions (a box's edge functions, their slopes and curvatures
+along the edges) to its prior (:mod:`pinnbo.models.corners`; where the coefficients vary, a graded
+conductor's divided by √k or the frozen operator's at each corner, and a box's curvatures, with the
+operator's values on them at the collocation points in the PDE's covariance blocks):
 the solution's jump at a corner is then part of the model instead
 of a cliff the smooth kernel approaches proposal by proposal, and two designs on different sides
 of a jump are no repeat of each other in the duplicate and stall rules
