@@ -732,6 +732,11 @@ def edge_curvatures(functions: torch.Tensor, points: torch.Tensor, lower: torch.
     return functions * (EDGE_CURVE * (6 * s * s - 6 * s + 1))
 
 
+#: The shapes of a box's edges in three variables, whose functions :func:`jump_functions` extends
+#: with their slopes and curvatures.
+_BOX_SHAPES = (EdgeShape, CrossEdgeShape, GradedEdgeShape)
+
+
 def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, shape: Shapes,
                    centred: bool = False) -> torch.Tensor:
     """The functions a model adds to its prior where the boundary data jump (:func:`jump_shape`), at
@@ -739,7 +744,7 @@ def jump_functions(points: torch.Tensor, lower: torch.Tensor, upper: torch.Tenso
     slopes along the edges (:func:`edge_slopes`) and their curvatures along them
     (:func:`edge_curvatures`), (N, 36); ``centred`` as for :func:`corner_functions`."""
     functions = corner_functions(points, lower, upper, shape, centred=centred)
-    if not isinstance(shape, (EdgeShape, CrossEdgeShape, GradedEdgeShape)):      # a plate's corners
+    if not isinstance(shape, _BOX_SHAPES):      # a plate's corners
         return functions
     return torch.cat([functions, edge_slopes(functions, points, lower, upper, shape),
                       edge_curvatures(functions, points, lower, upper)], -1)
@@ -749,7 +754,7 @@ def jump_functions_solve(shape: Shapes) -> bool:
     """Whether :func:`jump_functions` solve the PDE's homogeneous part: a plate's corner functions
     where :func:`solves_pde` says so; a box's never, since the curvatures along its edges
     (:func:`edge_curvatures`) solve no operator."""
-    return solves_pde(shape) and not isinstance(shape, (EdgeShape, CrossEdgeShape, GradedEdgeShape))
+    return solves_pde(shape) and not isinstance(shape, _BOX_SHAPES)
 
 
 def solves_pde(shape: Shapes) -> bool:

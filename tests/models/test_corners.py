@@ -13,10 +13,9 @@ import sympy as sp
 import torch
 
 from pinnbo.models.corners import (EDGE_AXES, EDGE_CURVE, EDGE_SLOPE, FROZEN_REACH, CornerShape, CrossEdgeShape,
-                                   EdgeShape,
-                                   GradedEdgeShape, GradedShape, carries_jumps, corner_angles, corner_functions,
-                                   corner_sides, edge_angles, jump_functions, jump_functions_solve, jump_shape,
-                                   solves_pde)
+                                   EdgeShape, GradedEdgeShape, GradedShape, carries_jumps, corner_angles,
+                                   corner_functions, corner_sides, edge_angles, jump_functions, jump_functions_solve,
+                                   jump_shape, solves_pde)
 from pinnbo.models.pde_gp import PDEGP
 from pinnbo.pde import PDE
 from pinnbo.problem import Box
