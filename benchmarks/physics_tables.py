@@ -18,7 +18,9 @@ GP = ("gp-ei", "gp-ucb")
 GROWTH_COMMAND = ("python benchmarks/step_cost.py cases/heat_bc1.yaml cases/beam.yaml cases/liouville.yaml "
                   "benchmarks/kinds/beam_clamped.yaml benchmarks/kinds/reaction_diffusion.yaml "
                   "benchmarks/dimensions/laplace_3d.yaml benchmarks/dimensions/heat_4d.yaml "
-                  "benchmarks/dimensions/helmholtz_6d.yaml --t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
+                  "benchmarks/dimensions/helmholtz_6d.yaml benchmarks/kinds/heat_graded_flow.yaml "
+                  "benchmarks/kinds/heat_box_bc3.yaml benchmarks/kinds/heat_box_graded_tensor_flow.yaml "
+                  "--t 40 200 1000 --asks 3 --output bench-results/cost/step_cost.json")
 
 # What a budget-40 run pays: the cases where auto runs a physics method, auto and gp-ei from the
 # same initial designs, one job alone on the machine, read over evaluations 11-40, where half of

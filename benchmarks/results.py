@@ -328,7 +328,10 @@ def physics_intro(roots: list[Path], cost: Path | None) -> list[str]:
             "### A step as the data grow", "",
             "Seconds per proposal (fit and acquisition) after t observations, as parallel runs reach them; "
             "pde-gp's figure is its average over its refit schedule (benchmarks/step_cost.py says how), with its "
-            "warm and refit steps beside it.", "",
+            "warm and refit steps beside it. The last three cases carry pde-gp's functions for boundary data that "
+            "jump (docs/algorithms.md, \"Boundary data that jump at a corner\"): a plate's corner functions of the "
+            "operator frozen at each corner (heat_graded_flow), and a box's 36 edge functions with their slopes and "
+            "curvatures (heat_box_bc3, and heat_box_graded_tensor_flow, the dearest of the twelve boxes in runs).", "",
             *step_cost_section(None if cost is None else cost / "step_cost.json"),
             *runs_cost_section(runs_cost, cases),
             *refit_section(None if cost is None else cost.parent / "refits")]
