@@ -566,6 +566,25 @@ def test_a_constant_operator_of_one_input_is_read():
     assert PDE(-4 * w.diff(x, 2) + w.diff(x)).constant_operator() == (((-4.0,),), (1.0,), 0.0)
 
 
+@pytest.mark.parametrize("pde, expected", [
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), True),                       # Helmholtz: μ = 13
+    (PDE(-T2.diff(x, 2) - T2.diff(y, 2) - 13 * T2, rhs=x), True),               # negated, a source: μ (sgn A)
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2)), False),                                 # Laplace: μ = 0
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 2 * T2), False),                        # a loss: μ = −2
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 2 * T2.diff(x) + 3 * T2), True),        # μ = 3 − 4/4 = 2
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) - 4 * T2.diff(x) + 3 * T2), False),       # μ = 3 − 16/4 = −1: the flow wins
+    (PDE(2 * T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2) - T2.diff(y) + T2 / 4), False),  # μ = 1/4 − 2/7
+    (PDE(2 * T2.diff(x, 2) + T2.diff(x, y) + T2.diff(y, 2) - T2.diff(y) + 3 * T2 / 10), True),  # 3/10 − 2/7
+    (PDE(x * T2.diff(x, 2) + T2.diff(y, 2) + 13 * T2), False),                   # a coefficient that varies
+    (PDE(T2.diff(x, 2) + T2.diff(y, 2) + sp.exp(T2)), False),                    # nonlinear
+])
+def test_an_operator_oscillates_where_its_reduced_term_is_positive(pde, expected):
+    """μ = (c − ¼ bᵀA⁻¹b) sgn A > 0, hand-derived for each: with the tensor A = ((2, ½), (½, 1)) and
+    b = (0, −1), bᵀA⁻¹b = 2/(2 − ¼) = 8/7, so a reaction c oscillates from c > 2/7, where with A = I
+    it would from c > ¼."""
+    assert pde.oscillates() is expected
+
+
 def test_the_linearisation_of_a_linear_pde_is_its_linear_form_and_of_a_nonlinear_one_its_derivative():
     """Gauss–Newton about h₀: for a linear PDE the coefficients and source whatever h₀; for
     T Tₓ + T_yy = 3 about h₀ the hand-derived c_T = ∂ₓh₀, c_x = h₀, c_yy = 1 and g = 3 + h₀ ∂ₓh₀."""

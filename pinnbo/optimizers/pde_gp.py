@@ -8,7 +8,8 @@ the evidence of the data given the PDE, warm-started from the previous step's (a
 data grow by each tenth, :func:`restart_due`, unless the fresh starts trail far behind,
 :func:`long_starts_due`), and proposes the minimiser of BoTorch's lower confidence bound μ − σ on
 it (``UpperConfidenceBound`` with ``maximize=False``, ``optimize_acqf`` from Sobol starts, never a
-repeat). Without a PDE the method is a plain GP with the same kernel.
+repeat), μ − σ/2 under an operator whose own solutions oscillate where nothing jumps
+(``OSCILLATING_BETA``). Without a PDE the method is a plain GP with the same kernel.
 
 A nonlinear PDE R[f] = 0 conditions the GP through its Gauss–Newton linearisation (Chen, Hosseini,
 Owhadi & Stuart 2021): about a function f₀, Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f = Σ_α ∂R/∂(∂^α f)|f₀ ∂^α f₀ −
@@ -131,6 +132,12 @@ PLANE_TOLERANCE = 1e-12
 #: whose improvement is small on the boundary, reached 1% on fewer heat-plate seeds
 #: (docs/archive/retired-options.md, "PDE-GP").
 UCB_BETA = 1.0
+#: UCB's β where the operator oscillates (:meth:`pinnbo.pde.PDE.oscillates`, a Helmholtz operator)
+#: and the model carries no jump functions: the PDE-conditioned posterior places the basins, the
+#: optimum lies inside one of them, and μ − σ spent proposals on the rim of the basin it had found
+#: (docs/algorithms.md, "PDE-GP"). Where the data jump the bound stays wide: the jumps' amplitudes
+#: are the data's to find.
+OSCILLATING_BETA = 0.25
 #: Gauss–Newton fits per step for a nonlinear PDE, at most, and the relative change of the
 #: linearisation point (the mean's derivatives at the collocation points) below which they stop.
 GAUSS_NEWTON_ITERATIONS = 3
@@ -277,6 +284,7 @@ class PDEGPOptimizer(Optimizer):
                     raise MethodError(f"method: pde-gp cannot linearise this PDE ({exc}); pinn-bo takes it") from None
                 self.collocation, self.linearised = self._collocation(pde, form)
         self.boundary_minimum = pde is not None and pde.minimum_on_boundary(domain.named_bounds)
+        self._oscillates = pde is not None and pde.oscillates()
         # the planes where a condition declares the value itself: (axis, unit coordinate, values)
         self._declared = [] if pde is None else [
             (*self._plane(c), values) for c in pde.boundary if (values := declared_values(c)) is not None]
@@ -399,8 +407,9 @@ class PDEGPOptimizer(Optimizer):
                 self.model, deficit = self._gauss_newton(unit_X_t, y_t, lower, widths, start, long_starts)
             self._fits = record_fit(self._fits, self.n_told,
                                     with_long_starts(self.model.hyperparameters(), len(y), deficit, start))
-            acq = UpperConfidenceBound(self.model, beta=UCB_BETA, maximize=False) if not self.pending else \
-                pending_ucb(self.model, UCB_BETA, self.pending_unit(), seed, self.device, maximize=False)
+            beta = self.beta
+            acq = UpperConfidenceBound(self.model, beta=beta, maximize=False) if not self.pending else \
+                pending_ucb(self.model, beta, self.pending_unit(), seed, self.device, maximize=False)
             pool = sobol_unit(s.raw_samples, self.domain.dim, self.seed, self.name, self.ask_index, "raw-samples")
             on_boundary = self.boundary_minimum and faces_only(unit_X, y)
             known = self._known_elsewhere(float(np.min(y)))
@@ -416,6 +425,19 @@ class PDEGPOptimizer(Optimizer):
                 unit = found.best(evaluated, ESCAPE_DISTANCE, sides) if corner is None else corner
         return self.domain.from_unit(unit)
 
+    @property
+    def beta(self) -> float:
+        """UCB's β: ``OSCILLATING_BETA`` under an oscillating operator whose model carries no jump
+        functions, ``UCB_BETA`` elsewhere."""
+        return OSCILLATING_BETA if self._oscillates and self._jump_shape() is None else UCB_BETA
+
+    def _jump_shape(self):
+        """:func:`pinnbo.models.corners.jump_shape` of the problem, read off the PDE's symbols once a
+        run for each declared boundary continuity."""
+        if self.boundary_continuous not in self._jump_shapes:
+            self._jump_shapes[self.boundary_continuous] = jump_shape(self.domain, self.pde, self.boundary_continuous)
+        return self._jump_shapes[self.boundary_continuous]
+
     def _jumps(self, lower: torch.Tensor, widths: torch.Tensor):
         """Where the boundary data jump (module docstring): the corner functions, physical points
         (N, 2) -> (N, 4) (a box's edge functions, their slopes and curvatures along the edges, (N, 3) ->
@@ -425,9 +447,7 @@ class PDEGPOptimizer(Optimizer):
         tell apart (:data:`pinnbo.acquisition.search.SIDE_GAP`); whether the functions solve the PDE
         (:func:`pinnbo.models.corners.jump_functions_solve`). (None, None, True) elsewhere (a
         nonlinear PDE has none)."""
-        if self.boundary_continuous not in self._jump_shapes:   # read off the PDE's symbols once a run
-            self._jump_shapes[self.boundary_continuous] = jump_shape(self.domain, self.pde, self.boundary_continuous)
-        shape = self._jump_shapes[self.boundary_continuous]
+        shape = self._jump_shape()
         if shape is None:
             return None, None, True
         upper = lower + widths

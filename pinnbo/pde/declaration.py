@@ -348,6 +348,11 @@ class PDE:
         (input name -> value): the operator frozen at that point."""
         return forms.constant_operator(self, at)
 
+    def oscillates(self) -> bool:
+        """Whether the operator is a constant one whose own solutions oscillate, a Helmholtz operator
+        (:func:`pinnbo.pde.forms.oscillates`)."""
+        return forms.oscillates(self)
+
     def divergence_form(self):
         """``(k, A, b, c)`` where the PDE is ∇·(k(z) A ∇h) + b·∇h + c h = g with k varying, A
         constant, A_11 = 1, and b and c constant; None otherwise

@@ -436,6 +436,34 @@ def helmholtz_plate(p: np.ndarray) -> float:
     return float(-(np.cos(2 * p[0]) * np.cos(3 * p[1]) / 10 + 8 * angle * j0(math.sqrt(13) * math.hypot(across, along))))
 
 
+def helmholtz_field(p: np.ndarray) -> float:
+    """cos 2x cos 3y: f_xx + f_yy + 13 f = 0 (4 + 9 = 13), continuous, with minima −1 inside the box
+    at (π/2, π/3) and (π/2, π) and on its edges."""
+    return float(np.cos(2 * p[0]) * np.cos(3 * p[1]))
+
+
+def test_the_bound_narrows_where_the_operator_oscillates_and_nothing_jumps():
+    """β is OSCILLATING_BETA under a Helmholtz operator whose model carries no jump functions, and
+    the proposal is then the minimiser of μ − σ/2 (no design of a Sobol pool has a lower one); β stays
+    UCB_BETA where the same operator's boundary data jump, under Laplace's operator, and under a
+    reaction that a flow's decay outweighs (μ = 3 − 16/4 < 0)."""
+    helmholtz = PDE(T.diff(x, 2) + T.diff(y, 2) + 13 * T, rhs=0)
+    decaying = PDE(T.diff(x, 2) + T.diff(y, 2) - 4 * T.diff(x) + 3 * T, rhs=0)
+    for pde, continuous, beta in ((helmholtz, None, pde_gp.OSCILLATING_BETA), (helmholtz, False, pde_gp.UCB_BETA),
+                                  (LAPLACE, None, pde_gp.UCB_BETA), (decaying, None, pde_gp.UCB_BETA)):
+        opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=pde, boundary_continuous=continuous)
+        assert opt.beta == beta, (pde, continuous)
+    opt = make_optimizer("pde-gp", BOX, 0, params=FAST, pde=helmholtz)
+    for p in initial_design(BOX, 8, 0):
+        opt.tell(p, helmholtz_field(p))
+    proposal = BOX.to_unit(opt.ask())
+    pool = sobol_unit(512, 2, 1, "test")
+    with torch.no_grad():
+        posterior = opt.model.posterior(torch.as_tensor(np.vstack([proposal, pool])).unsqueeze(1))
+        bound = (posterior.mean - math.sqrt(pde_gp.OSCILLATING_BETA) * posterior.variance.sqrt()).reshape(-1)
+    assert bound[0] <= bound[1:].min() + 1e-9
+
+
 def tensor_plate(p: np.ndarray) -> float:
     """−((x² − y²)/10 + 8 θ/ω) with θ the angle seen from the corner (2, 0) in the coordinates where
     f_xx + f_xy + f_yy is the Laplacian, from the edge y = 0, and ω the corner's opening there
