@@ -366,7 +366,6 @@ def constant_operator(pde, at: Mapping[str, float] | None = None
     return tuple(tuple(row) for row in A), tuple(number.get(alpha, 0.0) for alpha in slopes), number.get(zero, 0.0)
 
 
-
 def oscillates(pde) -> bool:
     """Whether ``pde`` is one linear equation with a constant operator (:func:`constant_operator`)
     whose reduced term μ = (c − ¼ bᵀA⁻¹b) sgn A is positive: with h = e^{α·z} v the operator is
@@ -377,6 +376,7 @@ def oscillates(pde) -> bool:
         return False
     A, b = np.array(operator[0]), np.array(operator[1])
     return bool((operator[2] - b @ np.linalg.solve(A, b) / 4) * np.sign(A[0, 0]) > 0)
+
 
 class LinearForm:
     """A linear PDE, L[h] = g, as data a Gaussian process can use (:func:`linear_form`).

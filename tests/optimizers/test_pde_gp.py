@@ -438,7 +438,7 @@ def helmholtz_plate(p: np.ndarray) -> float:
 
 def helmholtz_field(p: np.ndarray) -> float:
     """cos 2x cos 3y: f_xx + f_yy + 13 f = 0 (4 + 9 = 13), continuous, with minima −1 inside the box
-    at (π/2, π/3) and (π/2, π) and on its edges."""
+    at (π/2, 2π/3) and (π/2, 4π/3) and on its edges x = 0 and y = 0."""
     return float(np.cos(2 * p[0]) * np.cos(3 * p[1]))
 
 
