@@ -727,6 +727,8 @@ def edge_curvatures(functions: torch.Tensor, points: torch.Tensor, lower: torch.
     covariance (:func:`jump_functions_solve`), leaving the smooth part the correction the PDE asks
     for. (The product's harmonic completion, (P₂(s) − 3ρ²/L²) f with ρ the distance from the edge,
     would grow across the whole box.)"""
+    # s as edge_slopes finds it, found again: one node shared by both would change the order in which
+    # autograd sums the acquisition's gradient, and with it a run's designs in their last bits
     axes = _per_edge_axes(points.device)
     s = (points.index_select(1, axes) - lower[axes]) / (upper[axes] - lower[axes])
     return functions * (EDGE_CURVE * (6 * s * s - 6 * s + 1))
