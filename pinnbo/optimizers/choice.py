@@ -30,8 +30,9 @@ The rule, in order, the first branch that applies:
 8. A PDE in more than ``PHYSICS_DIMENSION`` variables without boundary conditions (and at most
    ``MEASURED_DIMENSION``), or more than ``CONDITIONED_DIMENSION`` with them: gp-ei. With the PDE
    alone pde-gp needed 0.8 of the plain GP's proposals on the heat equation in 4 variables and as
-   many on Helmholtz's, and in 6 it matched the GP on the heat equation and fell behind it on
-   Helmholtz's (docs/results.md, "Three variables and more"), at a dearer step. Declared conditions
+   many on Helmholtz's, and in 6 it matched the GP on both (on Helmholtz's 1% on 6 seeds of 10
+   against 5, no significant difference; docs/results.md, "Three variables and more"), at a
+   dearer step. Declared conditions
    paid in 4 variables (the heat equation's zero edges: a quarter of the GP's proposals; but see
    rule 11) and not in 6; pinn-bo does not take them.
 9. A PDE whose maximum principle puts the optimum on the boundary, no boundary condition, and
